@@ -1,0 +1,1 @@
+"""data_tools: document model, corpus formats, knowledge bases and dataset definitions."""

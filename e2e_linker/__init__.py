@@ -1,0 +1,1 @@
+"""e2e_linker: end-to-end biomedical entity linking."""

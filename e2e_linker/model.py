@@ -1,0 +1,193 @@
+"""The collective dual encoder: one encoder pass per chunk finds and embeds every mention.
+
+Mention side: token states from the mention encoder → span scorer (or BIO tagger) → kept spans
+mean-pooled into span vectors. Entity side: [CLS] of each concept name from the entity encoder
+(the same weights by default, or a separate copy). Linking is a dot product between the two, done
+against a cached index of all KB names (see e2e_linker.index), never per mention.
+
+A checkpoint is a directory::
+
+    linker_config.json   LinkerConfig (architecture, types, threshold, KB spec)
+    encoder/             HF folder of the mention encoder (config, model.safetensors, tokenizer)
+    entity_encoder/      only when the entity encoder is not shared
+    heads.safetensors    span scorer / BIO tagger / type classifier
+    kb_manifest.json     which KB the model was trained and tuned with, and its content hash
+    normalizer.json      how `linker normalize` uses this encoder for text-only mentions
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from e2e_linker.encoder import TextEncoder
+from e2e_linker.errors import UserError
+from e2e_linker.mentions import BioTagger, SpanScorer, span_validity, span_vectors
+
+CONFIG_FILE = "linker_config.json"
+HEADS_FILE = "heads.safetensors"
+MANIFEST_FILE = "kb_manifest.json"
+
+
+@dataclass
+class LinkerConfig:
+    """Everything needed to rebuild the model and run it as it was tuned."""
+
+    encoder: str = "all-MiniLM-L6-v2"
+    shared_encoder: bool = True
+    mention_head: str = "exhaustive"  # or "bio"
+    max_span_len: int = 10
+    max_length: int = 512
+    chunk_overlap: int = 32
+    name_max_length: int = 32
+    types: list[str] = field(default_factory=lambda: ["Chemical", "Disease"])
+    threshold: float = 0.5
+    kb: str = "bc5cdr"
+    exact_match_sieve: bool = True
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LinkerConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise UserError(f"unknown model config keys: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+class CollectiveLinker(nn.Module):
+    """Mention encoder + mention head + type head, and the entity encoder for names."""
+
+    def __init__(self, config: LinkerConfig, encoder: TextEncoder,
+                 entity_encoder: TextEncoder | None = None):
+        super().__init__()
+        self.config = config
+        self.encoder = encoder
+        self.entity_encoder = entity_encoder if entity_encoder is not None else encoder
+        if config.shared_encoder and entity_encoder is not None and entity_encoder is not encoder:
+            raise ValueError("shared_encoder=True but a separate entity encoder was given")
+        hidden = encoder.hidden_size
+        if config.mention_head == "exhaustive":
+            self.span_scorer: nn.Module = SpanScorer(hidden, config.max_span_len)
+        elif config.mention_head == "bio":
+            self.span_scorer = BioTagger(hidden)
+        else:
+            raise UserError(f"mention_head must be 'exhaustive' or 'bio', not {config.mention_head!r}")
+        self.type_head = nn.Linear(hidden, max(1, len(config.types)))
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_encoder(cls, config: LinkerConfig) -> CollectiveLinker:
+        """A fresh model on top of a pretrained encoder (heads randomly initialised)."""
+        encoder = TextEncoder.from_pretrained(config.encoder, pooling="cls",
+                                              max_length=config.name_max_length)
+        entity = None
+        if not config.shared_encoder:
+            entity = TextEncoder.from_pretrained(config.encoder, pooling="cls",
+                                                 max_length=config.name_max_length)
+        return cls(config, encoder, entity)
+
+    @property
+    def tokenizer(self):
+        return self.encoder.tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    # ---- forward pieces -----------------------------------------------------------------
+    def token_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.encoder.token_states(batch["input_ids"], batch["attention_mask"])
+
+    def span_logits(self, states: torch.Tensor, batch: dict[str, torch.Tensor],
+                    owned_only: bool = True) -> torch.Tensor:
+        """Mention logits (B, T, L) for the exhaustive head; invalid spans get -1e4."""
+        valid = span_validity(
+            batch["attention_mask"], batch["word_start"], batch["word_end"], batch["segment"],
+            batch["owned"] if owned_only else None, self.config.max_span_len,
+        )
+        return self.span_scorer(states, valid)
+
+    def span_vectors(self, states: torch.Tensor, b: torch.Tensor, i: torch.Tensor,
+                     j: torch.Tensor) -> torch.Tensor:
+        return span_vectors(states, b, i, j)
+
+    def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
+        return self.type_head(span_vecs)
+
+    def embed_names(self, names: list[str]) -> torch.Tensor:
+        """[CLS] vectors of concept names, with gradients (training)."""
+        return self.entity_encoder.embed_texts(names).float()
+
+    # ---- persistence --------------------------------------------------------------------
+    def heads_state(self) -> dict[str, torch.Tensor]:
+        state = {}
+        for prefix, module in (("span_scorer", self.span_scorer), ("type_head", self.type_head)):
+            for key, value in module.state_dict().items():
+                state[f"{prefix}.{key}"] = value.detach().float().cpu().contiguous()
+        return state
+
+    def save(self, directory: str | os.PathLike, kb_manifest: dict | None = None,
+             half: bool = False) -> None:
+        """Write the checkpoint directory; ``half`` stores encoder weights as fp16."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        encoders = [("encoder", self.encoder)]
+        if not self.config.shared_encoder:
+            encoders.append(("entity_encoder", self.entity_encoder))
+        for name, enc in encoders:
+            if half:
+                original = enc.model.dtype
+                enc.model.half()
+                enc.save(directory / name)
+                enc.model.to(original)
+            else:
+                enc.save(directory / name)
+        save_file(self.heads_state(), str(directory / HEADS_FILE))
+        (directory / CONFIG_FILE).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
+        if kb_manifest is not None:
+            (directory / MANIFEST_FILE).write_text(json.dumps(kb_manifest, indent=2) + "\n")
+        (directory / "normalizer.json").write_text(json.dumps({
+            "pooling": "cls",
+            "max_length": self.config.name_max_length,
+            "kb": self.config.kb,
+            "kb_hash": (kb_manifest or {}).get("kb_hash"),
+        }, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike, device: str | torch.device = "cpu") -> CollectiveLinker:
+        """Load a checkpoint directory (safetensors only; pickle files are refused)."""
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        config_path = directory / CONFIG_FILE
+        if not config_path.is_file():
+            raise UserError(f"{directory}: not a linker model directory (no {CONFIG_FILE})")
+        pickles = sorted(p.name for p in directory.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".ckpt", ".pkl"))
+        if pickles:
+            raise UserError(f"{directory}: refusing pickle files {', '.join(pickles)}; use safetensors")
+        config = LinkerConfig.from_dict(json.loads(config_path.read_text()))
+        encoder = TextEncoder.from_pretrained(directory / "encoder", pooling="cls",
+                                              max_length=config.name_max_length)
+        entity = None
+        if not config.shared_encoder:
+            entity = TextEncoder.from_pretrained(directory / "entity_encoder", pooling="cls",
+                                                 max_length=config.name_max_length)
+        model = cls(config, encoder, entity)
+        heads = load_file(str(directory / HEADS_FILE))
+        for prefix, module in (("span_scorer", model.span_scorer), ("type_head", model.type_head)):
+            sub = {k[len(prefix) + 1:]: v for k, v in heads.items() if k.startswith(prefix + ".")}
+            module.load_state_dict(sub)
+        model.float()
+        return model.to(device).eval()
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    path = Path(directory) / MANIFEST_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}

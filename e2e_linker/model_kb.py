@@ -1,0 +1,76 @@
+"""The KB a model links against: a base KB spec plus names mined from training corpora.
+
+The mined names are saved inside the model directory (``kb_extra_names.tsv``), so a model
+carries what it learned from its corpora while the large ontology files stay where the user
+keeps them. The manifest records the base spec and the content hash of the merged KB; loading
+a model against a different KB is an error unless the user asks for it (``--kb``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from e2e_linker.errors import UserError
+
+EXTRA_NAMES_FILE = "kb_extra_names.tsv"
+
+
+def mined_names(corpus_specs: list[str]):
+    """A KB of annotation texts from the given corpora (``bc5cdr:train`` style specs)."""
+    from data_tools.kb_loaders import names_from_corpus
+    from e2e_linker.corpora import load_corpus
+
+    docs = [d for spec in corpus_specs for d in load_corpus(spec)]
+    return names_from_corpus(docs)
+
+
+def assemble_kb(spec: str, extra=None):
+    """``load_kb(spec)`` merged with an optional extra KB (mined names)."""
+    from data_tools.kb_loaders import load_kb
+
+    try:
+        kb = load_kb(spec)
+    except FileNotFoundError as exc:
+        raise UserError(f"KB '{spec}': {exc}") from exc
+    if extra is not None:
+        kb = kb.merge(extra)
+    return kb
+
+
+def save_model_kb(directory: str | os.PathLike, spec: str, extra, kb) -> dict:
+    """Write the mined names and return the manifest for :func:`CollectiveLinker.save`."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if extra is not None:
+        extra.save(directory / EXTRA_NAMES_FILE)
+    return {
+        "kb": spec,
+        "extra_names": EXTRA_NAMES_FILE if extra is not None else None,
+        "kb_hash": kb.content_hash(),
+        "concepts": len(kb),
+        "names": len(kb.names()),
+    }
+
+
+def load_model_kb(directory: str | os.PathLike, spec: str | None = None):
+    """The KB for a model directory: its manifest's spec (or ``spec``) plus its mined names."""
+    from data_tools.kb import KB
+    from e2e_linker.model import read_manifest
+
+    directory = Path(directory)
+    manifest = read_manifest(directory)
+    base = spec or manifest.get("kb")
+    if not base:
+        raise UserError(f"{directory}: the model records no KB; pass --kb")
+    extra = None
+    if manifest.get("extra_names"):
+        extra = KB.load(directory / manifest["extra_names"])
+    kb = assemble_kb(base, extra)
+    if spec is None and manifest.get("kb_hash") and kb.content_hash() != manifest["kb_hash"]:
+        raise UserError(
+            f"{directory}: KB '{base}' on this machine differs from the one the model was built "
+            f"with (hash {kb.content_hash()[:12]} != {manifest['kb_hash'][:12]}); "
+            "pass --kb explicitly to use it anyway"
+        )
+    return kb

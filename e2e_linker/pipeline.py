@@ -1,0 +1,44 @@
+"""Load a model directory, its KB and its entity index into a ready :class:`Annotator`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from e2e_linker.annotate import Annotator
+from e2e_linker.errors import UserError
+
+#: The model shipped inside the package (fp16 safetensors), used when --model is not given.
+DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+
+
+def default_model_dir() -> Path:
+    if not (DEFAULT_MODEL_DIR / "linker_config.json").is_file():
+        raise UserError(f"no embedded default model at {DEFAULT_MODEL_DIR}; pass --model DIR")
+    return DEFAULT_MODEL_DIR
+
+
+def pick_device(device: str | None) -> str:
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda asked for, but no CUDA device is available")
+    return device or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = None,
+                   device: str | None = None, threshold: float | None = None,
+                   batch_size: int = 16, mode: str = "collective",
+                   cache_dir: str | None = None) -> Annotator:
+    """Everything ``linker annotate`` needs, with the KB index built or read from the cache."""
+    from e2e_linker.index import EntityIndex
+    from e2e_linker.linking import NameDictionary
+    from e2e_linker.model import CollectiveLinker
+    from e2e_linker.model_kb import load_model_kb
+
+    directory = Path(model_dir) if model_dir else default_model_dir()
+    model = CollectiveLinker.load(directory, device=pick_device(device))
+    knowledge = load_model_kb(directory, kb)
+    index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir)
+    names = NameDictionary.from_kb(knowledge)
+    return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode)

@@ -1,0 +1,312 @@
+"""``linker train``: joint mention + linking training of the collective dual encoder.
+
+Each epoch: (1) encode the training KB with the current entity encoder; (2) validate on dev
+with that index (strict F1 over a threshold sweep) and keep the best checkpoint; (3) mine hard
+negatives — the nearest KB names to each gold mention's current span vector — and (4) train
+on chunks with mention BCE + type CE + linking CE. Per batch, every mention is scored against
+the union of its batch's candidate names (gold names, its hard negatives, shared random
+negatives) encoded live by the entity encoder, so the entity side learns too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from e2e_linker.annotate import Annotator, attach_annotations, resolve_overlaps
+from e2e_linker.batches import collate_chunks
+from e2e_linker.corpora import load_corpus
+from e2e_linker.index import EntityIndex
+from e2e_linker.linking import NameDictionary
+from e2e_linker.mentions import BIO_TAGS, span_validity
+from e2e_linker.model import CollectiveLinker
+from e2e_linker.model_kb import assemble_kb, mined_names, save_model_kb
+from e2e_linker.training.config import TrainConfig
+from e2e_linker.training.examples import ChunkExample, build_examples
+from e2e_linker.training.losses import linking_ce, mention_bce
+
+
+def _log(msg: str) -> None:
+    tqdm.write(f"[train {time.strftime('%H:%M:%S')}] {msg}")
+
+
+def gold_tensors(examples: list[ChunkExample], length: int, max_span_len: int, bio: bool):
+    """Mention targets for a batch: span labels (B, T, L) or BIO tags (B, T)."""
+    if bio:
+        tags = torch.zeros((len(examples), length), dtype=torch.long)
+        for b, ex in enumerate(examples):
+            for s in ex.spans:
+                tags[b, s.i] = BIO_TAGS.index("B")
+                tags[b, s.i + 1: s.j + 1] = BIO_TAGS.index("I")
+        return tags
+    gold = torch.zeros((len(examples), length, max_span_len), dtype=torch.bool)
+    for b, ex in enumerate(examples):
+        for s in ex.spans:
+            gold[b, s.i, s.j - s.i] = True
+    return gold
+
+
+def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDictionary,
+                 dev_docs, thresholds: list[float], batch_size: int = 16) -> dict:
+    """Strict/partial F1 on dev for each threshold (one detection pass at the lowest)."""
+    from e2e_linker.scoring import score
+
+    annotator = Annotator(model, index, names, threshold=min(thresholds), batch_size=batch_size)
+    spans, _ = annotator.detect(dev_docs, resolve=False)
+    annotations = annotator.link(spans, dev_docs)
+    results = {}
+    for gamma in thresholds:
+        keep = [k for k, s in enumerate(spans) if s.mention_score > gamma]
+        kept_spans = resolve_overlaps([spans[k] for k in keep])
+        chosen = {id(s) for s in kept_spans}
+        pairs = [(spans[k], annotations[k]) for k in keep if id(spans[k]) in chosen]
+        pred = attach_annotations(dev_docs, [p[0] for p in pairs], [p[1] for p in pairs], True)
+        strict = score(dev_docs, pred, mode="strict")
+        mentions = score(dev_docs, pred, mode="mentions")
+        results[gamma] = {"strict_f1": strict.f1, "strict_p": strict.precision,
+                          "strict_r": strict.recall, "mention_f1": mentions.f1}
+    return results
+
+
+class CollectiveTrainer:
+    """Holds the model, data, KB index and optimiser for one training run."""
+
+    def __init__(self, cfg: TrainConfig, train_docs=None, dev_docs=None, kb=None, extra=None,
+                 model: CollectiveLinker | None = None):
+        """Data, KB and model come from ``cfg`` unless passed in (tests, notebooks)."""
+        from accelerate import Accelerator
+
+        self.cfg = cfg
+        self._given = {"train_docs": train_docs, "dev_docs": dev_docs, "kb": kb,
+                       "extra": extra, "model": model}
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
+        use_cpu = cfg.device == "cpu" or not torch.cuda.is_available()
+        precision = cfg.mixed_precision
+        if precision == "auto":
+            precision = "no" if use_cpu else "bf16"
+        self.accelerator = Accelerator(cpu=use_cpu, mixed_precision=precision)
+        self.out = Path(cfg.output_dir)
+
+    # ---- data ---------------------------------------------------------------------------
+    def prepare(self) -> None:
+        cfg = self.cfg
+        given = self._given
+        if given["train_docs"] is not None:
+            self.train_docs = list(given["train_docs"])
+            self.dev_docs = list(given["dev_docs"] or [])
+        else:
+            _log(f"loading corpora {cfg.train} / {cfg.dev}")
+            self.train_docs = [d for s in cfg.train for d in load_corpus(s, cfg.max_train_docs)]
+            self.dev_docs = load_corpus(cfg.dev, cfg.max_dev_docs) if cfg.dev else []
+        if given["kb"] is not None:
+            self.extra = given["extra"]
+            self.kb = self.train_kb = given["kb"]
+        else:
+            _log(f"loading KB '{cfg.kb}' + names from {cfg.kb_corpus_names}")
+            self.extra = mined_names(cfg.kb_corpus_names) if cfg.kb_corpus_names else None
+            self.kb = assemble_kb(cfg.kb, self.extra)
+            self.train_kb = assemble_kb(cfg.train_kb, self.extra) if cfg.train_kb else self.kb
+        _log(f"KB {len(self.kb)} concepts; training KB {len(self.train_kb)} concepts")
+        self.model = given["model"] or CollectiveLinker.from_encoder(cfg.model)
+        self.tokenizer = self.model.tokenizer
+        self.examples, stats = build_examples(
+            self.train_docs, self.tokenizer, cfg.model.types, set(self.train_kb.concepts),
+            cfg.train_max_length, cfg.model.max_span_len, cfg.model.chunk_overlap,
+            cfg.max_mentions_per_chunk,
+        )
+        _log(f"{len(self.examples)} training chunks; mention stats {stats}")
+        self.names_dict = NameDictionary.from_kb(self.train_kb)
+
+    # ---- index and hard negatives -----------------------------------------------------------
+    def refresh_index(self) -> EntityIndex:
+        self.model.eval()
+        index = EntityIndex.build(self.train_kb, self.model.entity_encoder, cache_dir=False,
+                                  batch_size=512, progress=True,
+                                  max_names_per_concept=self.cfg.max_names_per_concept)
+        self.name_rows: dict[str, list[int]] = {}
+        for row, cid in enumerate(index.concept_ids):
+            self.name_rows.setdefault(cid, []).append(row)
+        return index
+
+    @torch.inference_mode()
+    def mine_hard_negatives(self, index: EntityIndex) -> dict[tuple[int, int], list[int]]:
+        """Nearest names of other concepts for each linkable gold span: (example, span) → rows."""
+        model = self.model.eval()
+        device = self.accelerator.device
+        keys, vecs = [], []
+        for start in tqdm(range(0, len(self.examples), 16), desc="hard negatives", unit="batch"):
+            group = self.examples[start:start + 16]
+            batch = collate_chunks([e.chunk for e in group], self.tokenizer.pad_token_id, device)
+            states = model.token_states(batch)
+            b, i, j = [], [], []
+            for k, ex in enumerate(group):
+                for n, s in enumerate(ex.spans):
+                    if s.concept_id is not None:
+                        b.append(k)
+                        i.append(s.i)
+                        j.append(s.j)
+                        keys.append((start + k, n))
+            if b:
+                v = model.span_vectors(states, torch.tensor(b, device=device),
+                                       torch.tensor(i, device=device), torch.tensor(j, device=device))
+                vecs.append(v.float().cpu().numpy())
+        hard: dict[tuple[int, int], list[int]] = {}
+        if not keys:
+            return hard
+        _, idx = index.search(np.concatenate(vecs), self.cfg.n_hard * 4 + 8)
+        for key, row in zip(keys, idx, strict=True):
+            gold = self.examples[key[0]].spans[key[1]].concept_id
+            negs = [int(r) for r in row if r >= 0 and index.concept_ids[r] != gold]
+            hard[key] = negs[: self.cfg.n_hard]
+        return hard
+
+    # ---- one batch ------------------------------------------------------------------------
+    def batch_loss(self, batch_ids: list[int], index: EntityIndex, hard) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        model = self.model
+        device = self.accelerator.device
+        examples = [self.examples[k] for k in batch_ids]
+        batch = collate_chunks([e.chunk for e in examples], self.tokenizer.pad_token_id, device)
+        length = batch["input_ids"].shape[1]
+        states = model.token_states(batch)
+        losses: dict[str, torch.Tensor] = {}
+        bio = cfg.model.mention_head == "bio"
+        gold = gold_tensors(examples, length, cfg.model.max_span_len, bio).to(device)
+        if bio:
+            logits = model.span_scorer(states)
+            mask = batch["attention_mask"].bool() & (batch["segment"] >= 0)
+            losses["mention"] = torch.nn.functional.cross_entropy(logits[mask], gold[mask])
+        else:
+            valid = span_validity(batch["attention_mask"], batch["word_start"], batch["word_end"],
+                                  batch["segment"], batch["owned"], cfg.model.max_span_len)
+            valid |= gold
+            logits = model.span_scorer(states, valid)
+            losses["mention"] = mention_bce(logits, valid, gold)
+        b, i, j, t, cids, keys = [], [], [], [], [], []
+        for k, ex in enumerate(examples):
+            for n, s in enumerate(ex.spans):
+                b.append(k)
+                i.append(s.i)
+                j.append(s.j)
+                t.append(s.type_index)
+                cids.append(s.concept_id)
+                keys.append((batch_ids[k], n))
+        if not b:
+            return losses
+        vecs = model.span_vectors(states, torch.tensor(b, device=device),
+                                  torch.tensor(i, device=device), torch.tensor(j, device=device))
+        losses["type"] = torch.nn.functional.cross_entropy(
+            model.type_logits(vecs), torch.tensor(t, device=device))
+        link = [m for m, c in enumerate(cids) if c is not None and c in self.name_rows]
+        if link:
+            rows: list[int] = []
+            for m in link:
+                own = self.name_rows[cids[m]]
+                rows.extend(random.sample(own, min(cfg.names_per_concept, len(own))))
+                rows.extend(hard.get(keys[m], []))
+            n_rand = min(len(index), cfg.n_random * max(1, len(batch_ids)))
+            rows.extend(random.sample(range(len(index)), n_rand))
+            rows = sorted(set(rows))
+            cand = model.embed_names([index.names[r] for r in rows])
+            cand_cids = [index.concept_ids[r] for r in rows]
+            positive = torch.tensor([[c == cids[m] for c in cand_cids] for m in link],
+                                    device=device)
+            losses["linking"] = linking_ce(vecs[link], cand, positive)
+        return losses
+
+    # ---- the loop ---------------------------------------------------------------------------
+    def train(self) -> dict:
+        cfg = self.cfg
+        self.prepare()
+        model = self.model
+        head_params = list(model.span_scorer.parameters()) + list(model.type_head.parameters())
+        head_ids = {id(p) for p in head_params}
+        enc_params = [p for p in model.parameters() if id(p) not in head_ids]
+        optimizer = torch.optim.AdamW(
+            [{"params": enc_params, "lr": cfg.lr}, {"params": head_params, "lr": cfg.head_lr}],
+            weight_decay=cfg.weight_decay,
+        )
+        steps_per_epoch = math.ceil(len(self.examples) / cfg.batch_size)
+        total = max(1, steps_per_epoch * cfg.epochs)
+        warmup = int(total * cfg.warmup_ratio)
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / max(1, warmup)
+            return max(0.0, (total - step) / max(1, total - warmup))
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        self.model, optimizer, scheduler = self.accelerator.prepare(model, optimizer, scheduler)
+        self.model = self.accelerator.unwrap_model(self.model)
+        history: list[dict] = []
+        self.step_losses: list[float] = []
+        best = {"strict_f1": -1.0}
+        for epoch in range(cfg.epochs + 1):
+            index = self.refresh_index()
+            if epoch > 0 and self.dev_docs:
+                results = evaluate_dev(self.model, index, self.names_dict, self.dev_docs,
+                                       cfg.thresholds)
+                gamma, res = max(results.items(), key=lambda kv: kv[1]["strict_f1"])
+                _log(f"epoch {epoch} dev: best threshold {gamma} " + json.dumps(res))
+                history.append({"epoch": epoch, "threshold": gamma, **res,
+                                "all_thresholds": {str(k): v for k, v in results.items()}})
+                if res["strict_f1"] > best["strict_f1"]:
+                    best = {"epoch": epoch, "threshold": gamma, **res}
+                    self.save(gamma)
+            elif epoch > 0:
+                self.save(self.cfg.model.threshold)
+            if epoch == cfg.epochs:
+                break
+            hard = self.mine_hard_negatives(index) if cfg.n_hard > 0 else {}
+            self.model.train()
+            order = list(range(len(self.examples)))
+            random.shuffle(order)
+            bar = tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch + 1}",
+                       unit="batch")
+            seen_tokens = 0
+            started = time.time()
+            for start in bar:
+                ids = order[start:start + cfg.batch_size]
+                with self.accelerator.autocast():
+                    losses = self.batch_loss(ids, index, hard)
+                loss = (cfg.mention_weight * losses["mention"]
+                        + cfg.type_weight * losses.get("type", 0.0)
+                        + cfg.linking_weight * losses.get("linking", 0.0))
+                self.accelerator.backward(loss)
+                self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+                self.step_losses.append(float(loss))
+                seen_tokens += sum(len(self.examples[k].chunk) for k in ids)
+                bar.set_postfix({k: f"{float(v):.3f}" for k, v in losses.items()}
+                                | {"tok/s": f"{seen_tokens / (time.time() - started):.0f}"})
+        summary = {"best": best, "history": history, "config": self.cfg.to_dict()}
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+    def save(self, threshold: float) -> None:
+        self.model.config.threshold = float(threshold)
+        self.model.config.kb = self.cfg.kb
+        manifest = save_model_kb(self.out, self.cfg.kb, self.extra, self.kb)
+        self.model.save(self.out, kb_manifest=manifest, half=self.cfg.save_half)
+        (self.out / "train_config.json").write_text(
+            json.dumps(asdict(self.cfg), indent=2) + "\n")
+        _log(f"saved checkpoint to {self.out} (threshold {threshold})")
+
+
+def train_collective(cfg: TrainConfig) -> dict:
+    return CollectiveTrainer(cfg).train()

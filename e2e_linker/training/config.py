@@ -1,0 +1,73 @@
+"""Training configuration for ``linker train CONFIG.yaml`` (see configs/bc5cdr.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from e2e_linker.errors import UserError
+from e2e_linker.model import LinkerConfig
+
+
+@dataclass
+class TrainConfig:
+    """Data, KB, optimisation and schedule; ``model`` holds the architecture (LinkerConfig)."""
+
+    output_dir: str = "runs/bc5cdr"
+    train: list[str] = field(default_factory=lambda: ["bc5cdr:train"])
+    dev: str | None = "bc5cdr:dev"
+    #: KB spec for the saved model (annotate time) — see data_tools.kb_loaders.load_kb
+    kb: str = "bc5cdr"
+    #: smaller KB spec for hard negatives and dev validation during training (None: ``kb``)
+    train_kb: str | None = None
+    #: corpora whose annotation texts are added to the KB as names (saved with the model)
+    kb_corpus_names: list[str] = field(default_factory=lambda: ["bc5cdr:train", "bc5cdr:dev"])
+    max_names_per_concept: int | None = None
+    epochs: int = 4
+    batch_size: int = 4
+    lr: float = 5e-5
+    head_lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    n_random: int = 10
+    n_hard: int = 10
+    names_per_concept: int = 2
+    max_mentions_per_chunk: int = 64
+    train_max_length: int = 512
+    linking_weight: float = 1.0
+    mention_weight: float = 1.0
+    type_weight: float = 0.5
+    thresholds: list[float] = field(default_factory=lambda: [0.3, 0.4, 0.5, 0.6, 0.7])
+    max_train_docs: int | None = None
+    max_dev_docs: int | None = None
+    seed: int = 13
+    device: str | None = None
+    mixed_precision: str = "auto"  # "auto": bf16 on CUDA, none on CPU
+    num_threads: int | None = None
+    cache_dir: str | None = None
+    save_half: bool = False
+    model: LinkerConfig = field(default_factory=LinkerConfig)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> TrainConfig:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise UserError(f"{path}: not valid YAML ({exc})") from exc
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "config") -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise UserError(f"{source}: unknown keys {', '.join(sorted(unknown))}")
+        data = dict(data)
+        data["model"] = LinkerConfig.from_dict(data.get("model") or {})
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
