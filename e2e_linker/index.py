@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,6 +50,71 @@ def kb_names(kb, max_names_per_concept: int | None = None) -> list[tuple[str, st
     return kept
 
 
+class NameVectorCache:
+    """Vectors of name strings for one encoder, on disk, appended to as new names appear.
+
+    Keyed by name text rather than by KB, so merging KBs, adding mined names or switching
+    between KB versions only encodes the names not seen before. Encoding is checkpointed every
+    ``checkpoint`` names, so an interrupted encode of a large KB resumes where it stopped.
+    """
+
+    def __init__(self, root: Path, encoder: TextEncoder, checkpoint: int = 32768):
+        self.folder = root / "entity_vectors" / encoder_fingerprint(encoder)
+        self.encoder = encoder
+        self.checkpoint = checkpoint
+        self.names_path = self.folder / "names.jsonl"
+        self.vectors_path = self.folder / "vectors.npy"
+
+    def _load(self, attempts: int = 5) -> tuple[list[str], np.ndarray | None]:
+        """The cached names and vectors; retried briefly while another process is writing."""
+        for attempt in range(attempts):
+            if not (self.names_path.is_file() and self.vectors_path.is_file()):
+                return [], None
+            with self.names_path.open(encoding="utf-8") as handle:
+                names = [json.loads(line) for line in handle]
+            vectors = np.load(self.vectors_path, mmap_mode="r")
+            if len(vectors) == len(names):
+                return names, vectors
+            time.sleep(0.5 * (attempt + 1))  # the two files are replaced one after the other
+        return [], None  # still torn: start over rather than misalign
+
+    def _store(self, names: list[str], vectors: np.ndarray) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp_vectors = self.folder / "vectors.tmp.npy"
+        tmp_names = self.folder / "names.tmp.jsonl"
+        np.save(tmp_vectors, vectors)
+        with tmp_names.open("w", encoding="utf-8") as handle:
+            for name in names:
+                handle.write(json.dumps(name) + "\n")
+        os.replace(tmp_vectors, self.vectors_path)
+        os.replace(tmp_names, self.names_path)
+
+    def vectors_for(self, names: Sequence[str], batch_size: int = 256,
+                    progress: bool = True) -> np.ndarray:
+        """fp16 vectors for ``names`` in order, encoding (and caching) only unseen ones."""
+        from tqdm.auto import tqdm
+
+        known, stored = self._load()
+        row = {n: i for i, n in enumerate(known)}
+        missing = sorted({n for n in names if n not in row}, key=len)
+        if missing:
+            parts = [np.asarray(stored)] if stored is not None else []
+            done = list(known)
+            bar = tqdm(total=len(missing), desc="encoding KB names", unit="name",
+                       disable=not progress)
+            for start in range(0, len(missing), self.checkpoint):
+                block = missing[start:start + self.checkpoint]
+                parts.append(self.encoder.encode(block, batch_size=batch_size, dtype=np.float16))
+                done.extend(block)
+                self._store(done, np.concatenate(parts))
+                bar.update(len(block))
+            bar.close()
+            known, stored = self._load()
+            row = {n: i for i, n in enumerate(known)}
+        return np.asarray(stored[[row[n] for n in names]]) if names else np.zeros(
+            (0, self.encoder.hidden_size), np.float16)
+
+
 class EntityIndex:
     """Names, their concept IDs and types, their vectors, and a faiss index over them."""
 
@@ -75,9 +141,9 @@ class EntityIndex:
 
     @classmethod
     def build(cls, kb, encoder: TextEncoder, cache_dir: str | os.PathLike | None | bool = None,
-              batch_size: int = 512, progress: bool = True,
+              batch_size: int = 256, progress: bool = True,
               max_names_per_concept: int | None = None) -> EntityIndex:
-        """Encode every name of ``kb`` (or load the cached vectors) and index them.
+        """Encode every name of ``kb`` (reusing cached vectors) and index them.
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
@@ -87,26 +153,12 @@ class EntityIndex:
         names = [n for n, _ in pairs]
         cids = [c for _, c in pairs]
         types = [kb.concepts[c].type or "" for c in cids]
-        vectors = None
-        path = None
-        if cache_dir is not False:
-            key = f"{encoder_fingerprint(encoder)}-{kb.content_hash()[:16]}-{max_names_per_concept or 0}"
-            folder = Path(cache_dir or default_cache_dir()) / "entity_vectors"
-            path = folder / f"{key}.npy"
-            meta = folder / f"{key}.json"
-            if path.is_file() and meta.is_file():
-                info = json.loads(meta.read_text())
-                if info.get("count") == len(names):
-                    vectors = np.load(path, mmap_mode="r")
-        if vectors is None:
+        if cache_dir is False:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(".tmp.npy")
-                np.save(tmp, vectors)
-                os.replace(tmp, path)
-                meta.write_text(json.dumps({"count": len(names), "dim": int(vectors.shape[1])}))
+        else:
+            cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
+            vectors = cache.vectors_for(names, batch_size=batch_size, progress=progress)
         return cls(names, cids, types, vectors)
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,12 @@ class LinkerConfig:
 
     encoder: str = "all-MiniLM-L6-v2"
     shared_encoder: bool = True
+    #: entity tower when not shared: a model name/dir; None means a copy of ``encoder``
+    entity_encoder: str | None = None
+    #: a frozen entity tower is not trained and not saved when it is a named/packaged model,
+    #: so its KB vectors are computed once and cached (the CPU-friendly default)
+    freeze_entity_encoder: bool = False
+    entity_pooling: str = "cls"
     mention_head: str = "exhaustive"  # or "bio"
     max_span_len: int = 10
     max_length: int = 512
@@ -83,13 +89,36 @@ class CollectiveLinker(nn.Module):
     @classmethod
     def from_encoder(cls, config: LinkerConfig) -> CollectiveLinker:
         """A fresh model on top of a pretrained encoder (heads randomly initialised)."""
-        encoder = TextEncoder.from_pretrained(config.encoder, pooling="cls",
+        encoder = TextEncoder.from_pretrained(config.encoder, pooling=config.entity_pooling,
                                               max_length=config.name_max_length)
         entity = None
         if not config.shared_encoder:
-            entity = TextEncoder.from_pretrained(config.encoder, pooling="cls",
+            entity = TextEncoder.from_pretrained(config.entity_encoder or config.encoder,
+                                                 pooling=config.entity_pooling,
                                                  max_length=config.name_max_length)
-        return cls(config, encoder, entity)
+        model = cls(config, encoder, entity)
+        model.apply_freeze()
+        return model
+
+    def apply_freeze(self) -> None:
+        """Stop gradients into a frozen entity tower (it then stays in eval mode)."""
+        if self.config.freeze_entity_encoder:
+            if self.config.shared_encoder:
+                raise UserError("freeze_entity_encoder needs shared_encoder: false")
+            for p in self.entity_encoder.parameters():
+                p.requires_grad_(False)
+
+    def train(self, mode: bool = True) -> CollectiveLinker:
+        super().train(mode)
+        if self.config.freeze_entity_encoder and self.entity_encoder is not self.encoder:
+            self.entity_encoder.eval()
+        return self
+
+    @property
+    def saves_entity_encoder(self) -> bool:
+        """A frozen tower loaded from a name (not a run directory) is re-loaded, not copied."""
+        return not self.config.shared_encoder and not (
+            self.config.freeze_entity_encoder and self.config.entity_encoder)
 
     @property
     def tokenizer(self):
@@ -139,7 +168,7 @@ class CollectiveLinker(nn.Module):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         encoders = [("encoder", self.encoder)]
-        if not self.config.shared_encoder:
+        if self.saves_entity_encoder:
             encoders.append(("entity_encoder", self.entity_encoder))
         for name, enc in encoders:
             if half:
@@ -154,7 +183,7 @@ class CollectiveLinker(nn.Module):
         if kb_manifest is not None:
             (directory / MANIFEST_FILE).write_text(json.dumps(kb_manifest, indent=2) + "\n")
         (directory / "normalizer.json").write_text(json.dumps({
-            "pooling": "cls",
+            "pooling": self.config.entity_pooling,
             "max_length": self.config.name_max_length,
             "kb": self.config.kb,
             "kb_hash": (kb_manifest or {}).get("kb_hash"),
@@ -173,13 +202,17 @@ class CollectiveLinker(nn.Module):
         if pickles:
             raise UserError(f"{directory}: refusing pickle files {', '.join(pickles)}; use safetensors")
         config = LinkerConfig.from_dict(json.loads(config_path.read_text()))
-        encoder = TextEncoder.from_pretrained(directory / "encoder", pooling="cls",
+        encoder = TextEncoder.from_pretrained(directory / "encoder", pooling=config.entity_pooling,
                                               max_length=config.name_max_length)
         entity = None
         if not config.shared_encoder:
-            entity = TextEncoder.from_pretrained(directory / "entity_encoder", pooling="cls",
+            source = directory / "entity_encoder"
+            if not source.is_dir():
+                source = config.entity_encoder or config.encoder
+            entity = TextEncoder.from_pretrained(source, pooling=config.entity_pooling,
                                                  max_length=config.name_max_length)
         model = cls(config, encoder, entity)
+        model.apply_freeze()
         heads = load_file(str(directory / HEADS_FILE))
         for prefix, module in (("span_scorer", model.span_scorer), ("type_head", model.type_head)):
             sub = {k[len(prefix) + 1:]: v for k, v in heads.items() if k.startswith(prefix + ".")}

@@ -117,7 +117,9 @@ class CollectiveTrainer:
             _log(f"loading KB '{cfg.kb}' + names from {cfg.kb_corpus_names}")
             self.extra = mined_names(cfg.kb_corpus_names) if cfg.kb_corpus_names else None
             self.kb = assemble_kb(cfg.kb, self.extra)
-            self.train_kb = assemble_kb(cfg.train_kb, self.extra) if cfg.train_kb else self.kb
+            train_extra = (mined_names(cfg.train_kb_corpus_names)
+                           if cfg.train_kb_corpus_names else None)
+            self.train_kb = assemble_kb(cfg.train_kb or cfg.kb, train_extra)
         _log(f"KB {len(self.kb)} concepts; training KB {len(self.train_kb)} concepts")
         self.model = given["model"] or CollectiveLinker.from_encoder(cfg.model)
         self.tokenizer = self.model.tokenizer
@@ -130,11 +132,24 @@ class CollectiveTrainer:
         self.names_dict = NameDictionary.from_kb(self.train_kb)
 
     # ---- index and hard negatives -----------------------------------------------------------
+    @property
+    def frozen(self) -> bool:
+        return self.model.config.freeze_entity_encoder
+
     def refresh_index(self) -> EntityIndex:
+        """The training KB's index: re-encoded each epoch, or built once (and cached to disk)
+        when the entity tower is frozen."""
         self.model.eval()
-        index = EntityIndex.build(self.train_kb, self.model.entity_encoder, cache_dir=False,
-                                  batch_size=512, progress=True,
-                                  max_names_per_concept=self.cfg.max_names_per_concept)
+        if self.frozen and getattr(self, "_index", None) is not None:
+            return self._index
+        if self.frozen:
+            index = EntityIndex.build(self.train_kb, self.model.entity_encoder,
+                                      cache_dir=self.cfg.cache_dir, progress=True)
+            self._index = index
+        else:
+            index = EntityIndex.build(self.train_kb, self.model.entity_encoder, cache_dir=False,
+                                      batch_size=512, progress=True,
+                                      max_names_per_concept=self.cfg.max_names_per_concept)
         self.name_rows: dict[str, list[int]] = {}
         for row, cid in enumerate(index.concept_ids):
             self.name_rows.setdefault(cid, []).append(row)
@@ -214,12 +229,16 @@ class CollectiveTrainer:
             rows: list[int] = []
             for m in link:
                 own = self.name_rows[cids[m]]
-                rows.extend(random.sample(own, min(cfg.names_per_concept, len(own))))
+                n_pos = len(own) if self.frozen else cfg.names_per_concept
+                rows.extend(random.sample(own, min(n_pos, len(own))))
                 rows.extend(hard.get(keys[m], []))
             n_rand = min(len(index), cfg.n_random * max(1, len(batch_ids)))
             rows.extend(random.sample(range(len(index)), n_rand))
             rows = sorted(set(rows))
-            cand = model.embed_names([index.names[r] for r in rows])
+            if self.frozen:  # cached vectors, no gradient into the entity tower
+                cand = torch.from_numpy(np.asarray(index.vectors[rows], dtype=np.float32)).to(device)
+            else:
+                cand = model.embed_names([index.names[r] for r in rows])
             cand_cids = [index.concept_ids[r] for r in rows]
             positive = torch.tensor([[c == cids[m] for c in cand_cids] for m in link],
                                     device=device)
@@ -289,7 +308,7 @@ class CollectiveTrainer:
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
-                self.step_losses.append(float(loss))
+                self.step_losses.append(float(loss.detach()))
                 seen_tokens += sum(len(self.examples[k].chunk) for k in ids)
                 bar.set_postfix({k: f"{float(v):.3f}" for k, v in losses.items()}
                                 | {"tok/s": f"{seen_tokens / (time.time() - started):.0f}"})

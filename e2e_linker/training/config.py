@@ -24,6 +24,9 @@ class TrainConfig:
     train_kb: str | None = None
     #: corpora whose annotation texts are added to the KB as names (saved with the model)
     kb_corpus_names: list[str] = field(default_factory=lambda: ["bc5cdr:train", "bc5cdr:dev"])
+    #: corpora mined for names during training and dev validation (never the dev set itself,
+    #: so that validation does not see its own answers)
+    train_kb_corpus_names: list[str] = field(default_factory=lambda: ["bc5cdr:train"])
     max_names_per_concept: int | None = None
     epochs: int = 4
     batch_size: int = 4

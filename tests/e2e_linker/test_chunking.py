@@ -55,7 +55,7 @@ def test_plan_windows_owns_every_token_once():
 def test_plan_windows_without_sentence_breaks_uses_overlap():
     windows = plan_windows([True] + [False] * 1499, capacity=510, max_span_len=10, overlap=32)
     assert len(windows) > 3
-    for (s1, _, _, o1), (s2, _, o2, _) in zip(windows, windows[1:], strict=False):
+    for (_s1, _, _, o1), (s2, _, o2, _) in zip(windows, windows[1:], strict=False):
         assert o2 == o1 and s2 == o1 - 32
 
 
