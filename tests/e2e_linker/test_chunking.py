@@ -94,3 +94,33 @@ def test_spans_do_not_cross_passages(tokenizer):
     assert toks.segment[0] == 0 and toks.segment[-1] == 1
     doc.add_annotation(Annotation(0, 10, "Famotidine", "Chemical", ["D015738"]))
     assert doc.passages[0].annotations[0].text == doc.text_at(0, 10)
+
+
+@pytest.mark.parametrize("max_length", [512, 48])
+def test_real_bc5cdr_mentions_map_exactly(tokenizer, shared_data, max_length):
+    """Every gold mention of BC5CDR dev is owned by exactly one chunk, and the chunk's token
+    offsets give back its text (at 48 tokens many mentions sit at chunk borders)."""
+    from data_tools.formats import read_documents
+
+    docs = list(read_documents(shared_data / "bc5cdr" / "CDR_DevelopmentSet.PubTator.txt"))
+    assert len(docs) == 500
+    total = exact = border = 0
+    for n, doc in enumerate(docs[:150]):
+        toks = tokenize_document(doc, tokenizer, n)
+        chunks = chunk_document(toks, tokenizer, max_length=max_length, max_span_len=10, overlap=8)
+        text = doc.text
+        for ann in doc.annotations:
+            total += 1
+            owners = []
+            for chunk in chunks:
+                pos = char_span_to_tokens(chunk, ann.start, ann.end)
+                if pos and chunk.owned[pos[0]]:
+                    owners.append((chunk, pos))
+            assert len(owners) == 1, (doc.id, ann)
+            chunk, (i, j) = owners[0]
+            if chunk.own_end - 10 <= chunk.token_start + i - 1 < chunk.own_end:
+                border += 1
+            exact += text[chunk.starts[i]:chunk.ends[j]] == ann.text
+    assert exact / total > 0.99  # the rest start/end inside a word piece
+    if max_length == 48:
+        assert border > 50
