@@ -1,0 +1,162 @@
+"""One knowledge-base object for every source: concept ID → preferred name, synonyms, type.
+
+Loaders (data_tools.kb_loaders) turn MEDIC, MeSH, UMLS or TSV files into a :class:`KB`; KBs
+merge by concept ID (names are unioned). IDs are stored without a ``MESH:`` prefix so they
+compare directly with gold annotations under the scoring policy. ``content_hash`` keys
+embedding caches and model manifests, so it depends on content only, never on load order of
+files that produced the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from data_tools.documents import FormatError, strip_prefix
+
+
+@dataclass
+class Concept:
+    """A concept: its primary ID, preferred name, synonyms, type and where it came from."""
+
+    id: str
+    name: str
+    synonyms: list[str] = field(default_factory=list)
+    type: str = ""
+    source: str = ""
+    alt_ids: list[str] = field(default_factory=list)
+
+    def all_names(self) -> list[str]:
+        """Preferred name then synonyms, de-duplicated case-insensitively, in order."""
+        seen: set[str] = set()
+        out = []
+        for name in (self.name, *self.synonyms):
+            key = name.strip().lower()
+            if key and key not in seen:
+                seen.add(key)
+                out.append(name.strip())
+        return out
+
+
+def normalize_id(concept_id: str) -> str:
+    return strip_prefix(concept_id.strip())
+
+
+class KB:
+    """Concepts by ID, in insertion order; alternative IDs resolve to their primary ID."""
+
+    def __init__(self, concepts: Iterable[Concept] = ()):
+        self.concepts: dict[str, Concept] = {}
+        self._alt: dict[str, str] = {}
+        for concept in concepts:
+            self.add(concept)
+
+    def __len__(self) -> int:
+        return len(self.concepts)
+
+    def __contains__(self, concept_id: str) -> bool:
+        return self.resolve(concept_id) in self.concepts
+
+    def __iter__(self) -> Iterator[Concept]:
+        return iter(self.concepts.values())
+
+    def __repr__(self) -> str:
+        return f"KB({len(self)} concepts, {self.num_names} names, types={self.types()})"
+
+    def resolve(self, concept_id: str) -> str:
+        """The primary ID for ``concept_id`` (itself if it is primary or unknown)."""
+        cid = normalize_id(concept_id)
+        return cid if cid in self.concepts else self._alt.get(cid, cid)
+
+    def get(self, concept_id: str) -> Concept | None:
+        return self.concepts.get(self.resolve(concept_id))
+
+    def add(self, concept: Concept) -> None:
+        """Insert, or merge into the existing concept with that ID (names unioned in order)."""
+        concept.id = normalize_id(concept.id)
+        existing = self.concepts.get(concept.id)
+        if existing is None:
+            self.concepts[concept.id] = Concept(concept.id, concept.name, list(concept.synonyms),
+                                                concept.type, concept.source,
+                                                list(concept.alt_ids))
+            for alt in concept.alt_ids:
+                self._alt.setdefault(normalize_id(alt), concept.id)
+            return
+        known = {n.lower() for n in existing.all_names()}
+        if not existing.name:
+            existing.name = concept.name
+        for name in (concept.name, *concept.synonyms):
+            if name and name.lower() not in known:
+                existing.synonyms.append(name)
+                known.add(name.lower())
+        if not existing.type:
+            existing.type = concept.type
+        for alt in concept.alt_ids:
+            if alt not in existing.alt_ids:
+                existing.alt_ids.append(alt)
+                self._alt.setdefault(normalize_id(alt), existing.id)
+
+    def add_names(self, concept_id: str, names: Iterable[str], type: str | None = None,
+                  source: str = "") -> None:
+        names = [n for n in names if n]
+        if not names:
+            return
+        self.add(Concept(concept_id, names[0], names[1:], type or "", source))
+
+    def merge(self, other: KB) -> KB:
+        """A new KB with this one's concepts, then ``other``'s merged in."""
+        out = KB()
+        for kb in (self, other):
+            for concept in kb:
+                out.add(concept)
+        return out
+
+    def names(self) -> list[tuple[str, str]]:
+        """Every ``(name, concept_id)`` pair: the index and sieves search these."""
+        return [(name, c.id) for c in self.concepts.values() for name in c.all_names()]
+
+    @property
+    def num_names(self) -> int:
+        return sum(len(c.all_names()) for c in self.concepts.values())
+
+    def types(self) -> list[str]:
+        return sorted({c.type for c in self.concepts.values()})
+
+    def filter(self, types: Iterable[str]) -> KB:
+        """Concepts whose type (any part of a ``|``-joined type) is in ``types``."""
+        wanted = set(types)
+        return KB(c for c in self if wanted & set(c.type.split("|")))
+
+    def content_hash(self) -> str:
+        """sha256 over the sorted canonical content (IDs, names, types)."""
+        digest = hashlib.sha256()
+        for cid in sorted(self.concepts):
+            c = self.concepts[cid]
+            digest.update(f"{cid}\t{c.type}\t{'|'.join(c.all_names())}\n".encode())
+        return digest.hexdigest()
+
+    # ---- persistence: a plain TSV, no pickle ---------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """``id<TAB>type<TAB>source<TAB>alt ids<TAB>name<TAB>synonym|synonym...``"""
+        with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
+            for c in self:
+                fields = [c.id, c.type, c.source, "|".join(c.alt_ids), c.name, "|".join(c.synonyms)]
+                handle.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields))
+                handle.write("\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> KB:
+        kb = cls()
+        with Path(path).open(encoding="utf-8") as handle:
+            for lineno, line in enumerate(handle, start=1):
+                fields = line.rstrip("\n").split("\t")
+                if len(fields) != 6:
+                    raise FormatError(f"expected 6 columns, got {len(fields)}", path=str(path),
+                                      where=f"line {lineno}")
+                cid, type_, source, alts, name, syns = fields
+                kb.add(Concept(cid, name, [s for s in syns.split("|") if s], type_, source,
+                               [a for a in alts.split("|") if a]))
+        return kb
