@@ -59,6 +59,9 @@ class Annotation:
     extra_locations: list[tuple[int, int]] = field(default_factory=list)
     mention_score: float | None = None
     link_score: float | None = None
+    #: the source wrote no concept-ID field at all (tmChem's 5-column rows, BioC without an
+    #: ID infon): a bare mention, not a link — unlike ``-1``, which is an ID ("no concept")
+    no_id: bool = False
 
     @property
     def locations(self) -> list[tuple[int, int]]:

@@ -38,7 +38,7 @@ def annotation_from_bioc(ann: bioc.BioCAnnotation, where: str) -> Annotation:
         start=locations[0][0], end=locations[0][1], text=ann.text or "", type=type_,
         concept_ids=parse_ids(infons[key]) if key else [], id=ann.id, infons=infons,
         composite_texts=composite.split("|") if composite is not None else None,
-        extra_locations=locations[1:],
+        extra_locations=locations[1:], no_id=key is None,
     )
     try:
         if "mention_score" in scores:
@@ -99,7 +99,7 @@ def annotation_to_bioc(ann: Annotation, fallback_id: str) -> bioc.BioCAnnotation
             infons[k] = v if parse_ids(v) == ann.concept_ids else ann.concept_id
         else:
             infons[k] = v
-    if key is None and (ann.concept_ids or ann.infons.get("pubtator_columns") != "5"):
+    if key is None and (ann.concept_ids or not ann.no_id):
         raw = ann.infons.get("pubtator_id")
         infons[DEFAULT_ID_KEY] = raw if raw is not None and parse_ids(raw) == ann.concept_ids \
             else ann.concept_id

@@ -22,7 +22,10 @@ from data_tools.formats.textio import read_text
 _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
 _ID_SPLIT = re.compile(r"[|+]")
 RAW_ID = "pubtator_id"
-COLUMNS = "pubtator_columns"
+
+
+def _is_int(text: str) -> bool:
+    return text.strip().lstrip("-").isdigit()
 
 
 def parse_ids(raw: str) -> list[str]:
@@ -82,7 +85,7 @@ def read_pubtator(path: str | os.PathLike, strict: bool = False) -> Iterator[Doc
         if fields[0] != doc.id:
             raise FormatError(f"row for document {fields[0]} inside document {doc.id}",
                               path=path, where=where)
-        if len(fields) >= 3 and not fields[1].strip().lstrip("-").isdigit():
+        if len(fields) >= 3 and not _is_int(fields[1]) and not _is_int(fields[2]):
             rel = _relation(fields)
             rel.id = f"R{relation_count}"
             relation_count += 1
@@ -101,7 +104,7 @@ def read_pubtator(path: str | os.PathLike, strict: bool = False) -> Iterator[Doc
         infons: dict[str, str] = {}
         ann = Annotation(start, end, fields[3], fields[4], [], infons=infons)
         if len(fields) == 5:
-            infons[COLUMNS] = "5"
+            ann.no_id = True
         else:
             raw = fields[5]
             ann.concept_ids = parse_ids(raw)
@@ -149,7 +152,7 @@ def format_document(doc: Document) -> str:
     lines = [f"{doc.id}|t|{title}", f"{doc.id}|a|{abstract}"]
     for ann in doc.annotations:
         row = [doc.id, str(ann.start), str(ann.end), ann.text, ann.type]
-        if ann.infons.get(COLUMNS) != "5" or ann.concept_ids:
+        if not ann.no_id or ann.concept_ids:
             row.append(_id_field(ann))
             if ann.composite_texts:
                 row.append("|".join(ann.composite_texts))
