@@ -221,23 +221,21 @@ class Annotator:
 def attach_annotations(docs: Sequence[Document], spans: Sequence[SpanPrediction],
                        annotations: Sequence[Annotation | None],
                        replace: bool = False) -> list[Document]:
-    """Copies of ``docs`` with the linked spans added as annotations, in offset order."""
+    """Copies of ``docs`` with the linked spans appended as annotations, in offset order."""
     out = [copy.deepcopy(d) for d in docs]
     if replace:
         for d in out:
             for p in d.passages:
                 p.annotations = []
     counters = [0] * len(out)
-    for span, ann in zip(spans, annotations, strict=True):
+    ordered = sorted((s.doc_index, s.start, s.end, k) for k, s in enumerate(spans))
+    for doc_index, _, _, k in ordered:  # existing annotations keep their order; ours follow
+        ann = annotations[k]
         if ann is None:
             continue
-        doc = out[span.doc_index]
-        ann.id = f"e2e{counters[span.doc_index]}"
-        counters[span.doc_index] += 1
-        doc.add_annotation(ann)
-    for d in out:
-        for p in d.passages:
-            p.annotations.sort(key=lambda a: (a.start, a.end))
+        ann.id = f"e2e{counters[doc_index]}"
+        counters[doc_index] += 1
+        out[doc_index].add_annotation(ann)
     return out
 
 def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:

@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "convert": "convert",
     "train": "train",
     "annotate": "annotate",
+    "export": "export",
 }
 
 

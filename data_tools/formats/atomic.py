@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import IO
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Yield a file object for a temporary sibling of ``path``; rename on clean exit."""
@@ -25,6 +31,7 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         newline = None if "b" in mode else "\n"
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
             yield handle
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:
         try:

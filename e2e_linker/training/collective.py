@@ -271,6 +271,7 @@ class CollectiveTrainer:
         self.model = self.accelerator.unwrap_model(self.model)
         history: list[dict] = []
         self.step_losses: list[float] = []
+        self.step_components: list[dict[str, float]] = []
         best = {"strict_f1": -1.0}
         for epoch in range(cfg.epochs + 1):
             index = self.refresh_index()
@@ -309,8 +310,9 @@ class CollectiveTrainer:
                 scheduler.step()
                 optimizer.zero_grad()
                 self.step_losses.append(float(loss.detach()))
+                self.step_components.append({k: float(v.detach()) for k, v in losses.items()})
                 seen_tokens += sum(len(self.examples[k].chunk) for k in ids)
-                bar.set_postfix({k: f"{float(v):.3f}" for k, v in losses.items()}
+                bar.set_postfix({k: f"{v:.3f}" for k, v in self.step_components[-1].items()}
                                 | {"tok/s": f"{seen_tokens / (time.time() - started):.0f}"})
         summary = {"best": best, "history": history, "config": self.cfg.to_dict()}
         self.out.mkdir(parents=True, exist_ok=True)

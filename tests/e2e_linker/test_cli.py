@@ -1,0 +1,71 @@
+"""The `linker` CLI: score and convert on real files; bad input gives one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from e2e_linker.cli import main
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+def test_score_json_on_real_baseline(runner, shared_data):
+    gold = shared_data / "bc5cdr" / "CDR_TestSet.PubTator.txt"
+    base = shared_data / "bc5cdr" / "baselines"
+    result = runner.invoke(main, ["score", str(gold), str(base / "TestSet.DNorm.PubTator.txt"),
+                                  str(base / "TestSet.tmChem.PubTator.txt"), "--partial", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {"precision", "recall", "f1", "tp", "fp", "fn"} <= set(data)
+    assert 0 < data["f1"] < 1
+
+
+def test_score_table_by_type(runner, shared_data):
+    gold = shared_data / "bc5cdr" / "CDR_TestSet.BioC.xml"
+    pred = shared_data / "bc5cdr" / "baselines" / "TestSet.DNorm.PubTator.txt"
+    result = runner.invoke(main, ["score", str(gold), str(pred), "--by-type"])
+    assert result.exit_code == 0, result.output
+    assert "Disease" in result.output and "Chemical" in result.output
+
+
+def test_convert_round_trip(runner, shared_data, tmp_path):
+    src = shared_data / "bc5cdr" / "CDR_DevelopmentSet.PubTator.txt"
+    assert runner.invoke(main, ["convert", str(src), str(tmp_path / "d.xml")]).exit_code == 0
+    assert runner.invoke(main, ["convert", str(tmp_path / "d.xml"), str(tmp_path / "d.json")]).exit_code == 0
+    assert runner.invoke(main, ["convert", str(tmp_path / "d.json"), str(tmp_path / "d.txt")]).exit_code == 0
+    assert (tmp_path / "d.txt").read_bytes() == src.read_bytes()
+
+
+@pytest.mark.parametrize("content,suffix", [
+    ("<collection><document><id>1</id>", ".xml"),
+    ('{"documents": [{"id": 3}]}', ".json"),
+    ("1|t|T\n1\t0\tx\tT\tDisease\tD1\n", ".txt"),
+    ("", ".txt"),
+])
+def test_bad_input_is_one_line_exit_2_no_output(tmp_path, content, suffix):
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_text(content)
+    out = tmp_path / "out.xml"
+    proc = subprocess.run([sys.executable, "-m", "e2e_linker", "convert", str(bad), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "bad" in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() and not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_score_bad_gold_exit_2(runner, tmp_path, shared_data):
+    bad = tmp_path / "g.txt"
+    bad.write_text("1|t|T\n1\t5\t2\tT\tDisease\tD1\n")
+    pred = shared_data / "bc5cdr" / "baselines" / "TestSet.DNorm.PubTator.txt"
+    result = runner.invoke(main, ["score", str(bad), str(pred)])
+    assert result.exit_code == 2 and "line 2" in result.output
