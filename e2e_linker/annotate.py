@@ -192,7 +192,47 @@ class Annotator:
                 mention_score=round(span.mention_score, 4),
                 link_score=None if score is None else round(score, 4),
             ))
+        if self.model.config.resolve_abbreviations:
+            self.resolve_abbreviations(spans, out, docs)
         return out
+
+    def resolve_abbreviations(self, spans: Sequence[SpanPrediction],
+                              annotations: list[Annotation | None],
+                              docs: Sequence[Document]) -> None:
+        """Give each abbreviation the concept of its long form, defined in the same document.
+
+        The long form's own prediction is used when one covers it; otherwise the name sieve
+        looks the long form up. Without either, the short form keeps its own link.
+        """
+        from e2e_linker.abbreviation import abbreviation_map
+
+        by_doc: dict[int, list[int]] = {}
+        for k, span in enumerate(spans):
+            by_doc.setdefault(span.doc_index, []).append(k)
+        for doc_index, members in by_doc.items():
+            abbreviations = abbreviation_map(docs[doc_index].text)
+            if not abbreviations:
+                continue
+            for k in members:
+                ann = annotations[k]
+                abbr = abbreviations.get(ann.text) if ann is not None else None
+                if abbr is None:
+                    continue
+                source = next((annotations[m] for m in members if annotations[m] is not None
+                               and annotations[m].end == abbr.long_end
+                               and annotations[m].start >= abbr.long_start), None)
+                if source is not None and source.concept_ids:
+                    ann.concept_ids = list(source.concept_ids)
+                    ann.type = source.type
+                elif self.names is not None:
+                    found = self.names.lookup(abbr.long, ann.type)
+                    if not found:
+                        continue
+                    ann.concept_ids = [found[0]]
+                else:
+                    continue
+                ann.infons["link_method"] = "abbreviation"
+                ann.infons["long_form"] = abbr.long
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

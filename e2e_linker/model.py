@@ -55,6 +55,8 @@ class LinkerConfig:
     threshold: float = 0.5
     kb: str = "bc5cdr"
     exact_match_sieve: bool = True
+    #: a short form ("TLE") takes the concept linked for its in-document long form
+    resolve_abbreviations: bool = True
 
     @classmethod
     def from_dict(cls, data: dict) -> LinkerConfig:
