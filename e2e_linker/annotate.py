@@ -155,22 +155,31 @@ class Annotator:
     @torch.inference_mode()
     def reencode_per_mention(self, docs: Sequence[Document],
                              spans: list[SpanPrediction]) -> None:
-        """Replace each span's vector by one from its own ``context_window``-token forward."""
+        """Replace each span's vector by one from its own ``context_window``-token forward.
+
+        Each document is tokenized once; each mention gets the window of tokens centred on it
+        (the paper's per-mention dual encoder), one encoder forward per mention.
+        """
+        from e2e_linker.chunking import tokenize_document
+
         tokenizer = self.model.tokenizer
         device = self.model.device
-        texts = [d.text for d in docs]
-        half = self.context_window // 2
+        tokens = {d: tokenize_document(docs[d], tokenizer, d) for d in {s.doc_index for s in spans}}
+        room = self.context_window - 2
         for span in spans:
-            text = texts[span.doc_index]
-            left = tokenizer(text[: span.start], add_special_tokens=False)["input_ids"][-half:]
-            mention = tokenizer(text[span.start: span.end], add_special_tokens=False)["input_ids"]
-            right = tokenizer(text[span.end:], add_special_tokens=False)["input_ids"]
-            room = max(0, self.context_window - 2 - len(left) - len(mention))
-            ids = [tokenizer.cls_token_id, *left, *mention, *right[:room], tokenizer.sep_token_id]
-            ids_t = torch.tensor([ids], device=device)
-            states = self.model.encoder.token_states(ids_t, torch.ones_like(ids_t))
-            a = 1 + len(left)
-            z = a + max(1, len(mention)) - 1
+            toks = tokens[span.doc_index]
+            inside = [t for t, (a, b) in enumerate(zip(toks.starts, toks.ends, strict=True))
+                      if b > span.start and a < span.end]
+            if not inside:
+                continue
+            first, last = inside[0], inside[-1]
+            left = max(0, min(first - (room - (last - first + 1)) // 2, len(toks.ids) - room))
+            window = toks.ids[left: left + room]
+            ids = torch.tensor([[tokenizer.cls_token_id, *window, tokenizer.sep_token_id]],
+                               device=device)
+            states = self.model.encoder.token_states(ids, torch.ones_like(ids))
+            a = 1 + first - left
+            z = 1 + min(last, left + room - 1) - left
             span.vector = states[0, a: z + 1].float().mean(0).cpu().numpy()
 
     # ---- linking and output ----------------------------------------------------------------
