@@ -70,3 +70,22 @@ def test_pickle_checkpoint_is_refused(model_dir, tmp_path):
     result = CliRunner().invoke(main, ["annotate", str(tmp_path / "in.txt"), "-o",
                                        str(tmp_path / "o.txt"), "--model", str(directory)])
     assert result.exit_code == 2 and "pickle" in result.output
+
+
+def test_export_writes_fp16_and_a_loadable_model(model_dir, tmp_path):
+    import json
+
+    from safetensors import safe_open
+
+    directory, kb_file = model_dir
+    (directory / "train_config.json").write_text(json.dumps({"kb": f"tsv:{kb_file}",
+                                                             "kb_corpus_names": []}))
+    out = tmp_path / "exported"
+    result = CliRunner().invoke(main, ["export", str(directory), str(out)])
+    assert result.exit_code == 0, result.output
+    with safe_open(str(out / "encoder" / "model.safetensors"), "pt") as handle:
+        key = next(iter(handle.keys()))
+        assert str(handle.get_tensor(key).dtype) == "torch.float16"
+    model = CollectiveLinker.load(out)
+    assert next(model.encoder.parameters()).dtype.is_floating_point
+    assert json.loads((out / "kb_manifest.json").read_text())["concepts"] == 8
