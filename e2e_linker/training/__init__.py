@@ -1,0 +1,1 @@
+"""Training loops: the collective model (collective.py) and its configuration and losses."""
