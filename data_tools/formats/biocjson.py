@@ -1,8 +1,14 @@
 """BioC JSON (the ``bioc`` package's layout), plus JSON Lines with one document per line.
 
-A JSON collection is parsed whole (JSON has no standard streaming parser in the stdlib);
-JSON Lines streams. Writing streams either way: the collection header, then each document
-serialised by bioc's ``toJSON``, so memory stays bounded by one document.
+A JSON collection is parsed whole: the stdlib has no streaming JSON parser and a collection is
+one value. JSON Lines (``.jsonl``, or any file whose JSON value is followed by more values)
+streams line by line. Writing always streams: the collection header, then each document as
+one line, then the closing brackets, so memory stays bounded by one document; a ``.jsonl``
+target gets bare document lines (JSON Lines has no place for collection info).
+
+Documents may omit empty lists (``sentences``, ``relations``...), but a wrong shape (no
+``id``/``passages``, a string where a list belongs, a non-integer offset) is a
+:class:`FormatError` naming the file and document.
 """
 
 from __future__ import annotations
@@ -10,114 +16,126 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from typing import IO
-
-from bioc.biocjson.decoder import parse_doc
-from bioc.biocjson.encoder import toJSON
+from typing import IO, Any
 
 from data_tools.documents import Document, FormatError
-from data_tools.formats.bioc_model import document_from_bioc, document_to_bioc
-from data_tools.formats.biocxml import collection_header
-from data_tools.formats.textio import read_text
-
-_DOC_KEYS = {"id", "passages"}
-
-
-def _convert(obj, path: str, where: str) -> Document:
-    if not isinstance(obj, dict) or not _DOC_KEYS <= set(obj):
-        raise FormatError("not a BioC JSON document (needs 'id' and 'passages')", path=path,
-                          where=where)
-    try:
-        obj = {"infons": {}, "relations": [], "annotations": [], **obj}
-        for p in obj["passages"]:
-            p.setdefault("infons", {})
-            p.setdefault("sentences", [])
-            p.setdefault("annotations", [])
-            p.setdefault("relations", [])
-            p.setdefault("offset", 0)
-            p.setdefault("text", "")
-        return document_from_bioc(parse_doc(obj), path)
-    except FormatError as exc:
-        if exc.path:
-            raise
-        raise FormatError(str(exc), path=path, where=where) from None
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise FormatError(f"malformed BioC JSON ({type(exc).__name__}: {exc})", path=path,
-                          where=where) from None
+from data_tools.formats.bioc_model import (
+    collection_header,
+    document_from_dict,
+    document_to_dict,
+    empty_info,
+)
+from data_tools.formats.textio import iter_lines, read_text
 
 
-def _load(path: str):
+def _is_jsonl(path: str) -> bool:
+    return path.lower().removesuffix(".gz").endswith(".jsonl")
+
+
+def _load(path: str) -> Any:
+    """The file's JSON value, or ``None`` when it is JSON Lines."""
     text = read_text(path)
     if not text.strip():
-        raise FormatError("empty file", path=path)
+        raise FormatError("no documents (the file is empty)", path=path)
     try:
-        return json.loads(text), None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        lines = [ln for ln in text.split("\n") if ln.strip()]
-        if len(lines) > 1 and exc.msg == "Extra data":
-            return None, lines  # JSON Lines
-        raise FormatError(f"invalid JSON: {exc.msg}", path=path,
+        if exc.msg == "Extra data":
+            return None
+        raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
                           where=f"line {exc.lineno}") from None
 
 
-def read_biocjson(path: str | os.PathLike) -> Iterator[Document]:
-    path = str(path)
-    data, lines = _load(path)
-    if lines is not None:
-        for n, line in enumerate(lines, start=1):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"invalid JSON: {exc.msg}", path=path, where=f"line {n}") from None
-            yield _convert(obj, path, f"line {n}")
-        return
+def _read_lines(path: str, strict: bool) -> Iterator[Document]:
+    count = 0
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
+                              where=f"line {lineno}") from None
+        count += 1
+        yield document_from_dict(obj, path, f"line {lineno}", strict)
+    if count == 0:
+        raise FormatError("no documents (the file is empty)", path=path)
+
+
+def _documents_of(data: Any, path: str) -> list:
     if isinstance(data, dict) and "documents" in data:
         docs = data["documents"]
-    elif isinstance(data, list):
-        docs = data
-    elif isinstance(data, dict) and _DOC_KEYS <= set(data):
-        docs = [data]
-    else:
-        raise FormatError("not a BioC JSON collection (no 'documents' list)", path=path)
-    if not isinstance(docs, list):
-        raise FormatError("'documents' is not a list", path=path)
+        if not isinstance(docs, list):
+            raise FormatError(f"'documents' is a {type(docs).__name__}, expected a list",
+                              path=path)
+        return docs
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict) and "passages" in data:
+        return [data]  # a single document
+    raise FormatError("not a BioC JSON collection: expected an object with a 'documents' list, "
+                      "a list of documents, or one document", path=path)
+
+
+def read_biocjson(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
+    """Documents of a BioC JSON collection or JSON Lines file, in file order."""
+    path = str(path)
+    data = None if _is_jsonl(path) else _load(path)
+    if data is None:
+        yield from _read_lines(path, strict)
+        return
+    docs = _documents_of(data, path)
     if not docs:
-        raise FormatError("no documents in the collection", path=path)
-    for n, obj in enumerate(docs):
-        where = f"document {obj.get('id', n + 1) if isinstance(obj, dict) else n + 1}"
-        yield _convert(obj, path, where)
+        raise FormatError("no documents (the collection's 'documents' list is empty)", path=path)
+    for n, obj in enumerate(docs, start=1):
+        yield document_from_dict(obj, path, f"document #{n}", strict)
 
 
 def read_biocjson_info(path: str | os.PathLike) -> dict:
-    data, lines = _load(str(path))
-    if lines is not None or not isinstance(data, dict):
-        return {"source": "", "date": "", "key": "", "infons": {}}
-    return {k: data.get(k, {} if k == "infons" else "") for k in ("source", "date", "key", "infons")}
+    """Collection ``source``/``date``/``key``/``infons`` (empty for JSON Lines)."""
+    path = str(path)
+    data = None if _is_jsonl(path) else _load(path)
+    if not isinstance(data, dict) or "documents" not in data:
+        return empty_info()
+    infons = data.get("infons") or {}
+    if not isinstance(infons, dict):
+        raise FormatError("collection 'infons' is not an object", path=path)
+    return {"source": data.get("source") or "", "date": data.get("date") or "",
+            "key": data.get("key") or "", "infons": infons}
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
 
 
 class BioCJSONWriter:
-    """Streams a BioC JSON collection: header, documents one by one, closing brackets."""
+    """Streams a BioC JSON collection (or JSON Lines when ``lines`` is set)."""
 
-    def __init__(self, handle: IO[str], info: dict | None = None):
-        header = collection_header(info)
+    def __init__(self, handle: IO[str], info: dict | None = None, lines: bool = False):
         self.handle = handle
-        head = {"source": header.source, "date": header.date, "key": header.key,
-                "infons": header.infons}
-        self.handle.write(json.dumps(head, ensure_ascii=False)[:-1] + ', "documents": [\n')
+        self.lines = lines
         self.count = 0
+        if not lines:
+            head = {"bioctype": "BioCCollection", **collection_header(info), "version": "1.0"}
+            self.handle.write(_dumps(head)[:-1] + ', "documents": [\n')
 
     def write(self, doc: Document) -> None:
-        if self.count:
+        if self.count and not self.lines:
             self.handle.write(",\n")
-        self.handle.write(json.dumps(toJSON(document_to_bioc(doc)), ensure_ascii=False))
+        self.handle.write(_dumps(document_to_dict(doc)))
+        if self.lines:
+            self.handle.write("\n")
         self.count += 1
 
     def close(self) -> None:
-        self.handle.write("\n]}\n")
+        if not self.lines:
+            self.handle.write("\n]}\n")
 
 
-def write_biocjson(docs: Iterable[Document], handle: IO[str], info: dict | None = None) -> int:
-    writer = BioCJSONWriter(handle, info)
+def write_biocjson(docs: Iterable[Document], handle: IO[str], info: dict | None = None,
+                   lines: bool = False) -> int:
+    """Write ``docs`` to an open text handle; returns the count."""
+    writer = BioCJSONWriter(handle, info, lines)
     for doc in docs:
         writer.write(doc)
     writer.close()

@@ -1,185 +1,238 @@
-"""BioC XML: a hardened streaming reader and bioc's own streaming writer.
+"""BioC XML: a hardened streaming reader and a streaming writer, both on lxml.
 
-We do not read with ``bioc.biocxml.BioCXMLDocumentReader``: it takes no parser options and
-never frees parsed elements, so memory grows with the corpus. Our reader uses lxml iterparse
-with external entities, DTD loading and network access off and the huge-tree limits on, builds
-each ``<document>`` with bioc's classes, converts it, and clears it before reading the next.
-Writing goes through ``bioc.biocxml.BioCXMLDocumentWriter`` (lxml's incremental xmlfile).
+We do not read with ``bioc.biocxml.BioCXMLDocumentReader``: it takes no parser options (so no
+say over entities) and never frees parsed elements, so memory grows with the corpus. Here lxml's
+iterparse runs with entity substitution, DTD loading and network access off and the huge-tree
+limits on; each ``<document>`` is turned into a dict, converted and validated by
+:mod:`bioc_model`, then cleared before the next one is read.
+
+Entities: a file that declares any (``<!ENTITY ...>``) is refused before its first document,
+which stops both external-entity reads (``SYSTEM "file:///etc/passwd"``) and expansion bombs;
+an entity reference that still reaches a text is an error rather than silently cut text.
+BioC files never need entities (``&amp;`` and ``&#233;`` are not entities in this sense).
+
+The writer uses lxml's incremental ``xmlfile`` rather than bioc's writer so that the layout
+(declaration, ``BioC.dtd`` doctype, one indented ``<document>`` at a time) is ours and stable:
+the same documents always give the same bytes.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import ExitStack
 from typing import IO
 
-import bioc
 from lxml import etree
 
 from data_tools.documents import Document, FormatError
-from data_tools.formats.bioc_model import document_from_bioc, document_to_bioc
+from data_tools.formats.bioc_model import (
+    collection_header,
+    document_from_dict,
+    document_to_dict,
+    empty_info,
+)
+from data_tools.formats.textio import open_binary
 
 _PARSER_OPTIONS = dict(resolve_entities=False, no_network=True, load_dtd=False,
                        huge_tree=False, remove_comments=True, remove_pis=True)
+DOCTYPE = "<!DOCTYPE collection SYSTEM 'BioC.dtd'>"
 
 
-def _iterparse(path: str, events=("start", "end")):
-    return etree.iterparse(path, events=events, **_PARSER_OPTIONS)
-
-
-def _text(elem) -> str:
-    return elem.text or ""
+def _text(elem) -> str | None:
+    return None if elem is None else "".join(elem.itertext())
 
 
 def _infons(elem) -> dict[str, str]:
-    return {i.get("key"): _text(i) for i in elem.findall("infon")}
+    return {i.get("key", ""): _text(i) or "" for i in elem.iterchildren("infon")}
 
 
-def _annotation(elem) -> bioc.BioCAnnotation:
-    ann = bioc.BioCAnnotation()
-    ann.id = elem.get("id")
-    ann.infons = _infons(elem)
-    for loc in elem.findall("location"):
-        try:
-            ann.add_location(bioc.BioCLocation(int(loc.get("offset")), int(loc.get("length"))))
-        except (TypeError, ValueError):
-            raise FormatError(f"annotation {ann.id} has a non-numeric location") from None
-    node = elem.find("text")
-    ann.text = _text(node) if node is not None else ""
-    return ann
+def _annotation(elem) -> dict:
+    return {"id": elem.get("id"), "infons": _infons(elem),
+            "text": _text(elem.find("text")),
+            "locations": [{"offset": loc.get("offset"), "length": loc.get("length")}
+                          for loc in elem.iterchildren("location")]}
 
 
-def _relation(elem) -> bioc.BioCRelation:
-    rel = bioc.BioCRelation()
-    rel.id = elem.get("id")
-    rel.infons = _infons(elem)
-    for node in elem.findall("node"):
-        rel.add_node(bioc.BioCNode(node.get("refid"), node.get("role")))
-    return rel
+def _relation(elem) -> dict:
+    return {"id": elem.get("id"), "infons": _infons(elem),
+            "nodes": [{"refid": n.get("refid"), "role": n.get("role")}
+                      for n in elem.iterchildren("node")]}
 
 
-def _document(elem) -> bioc.BioCDocument:
-    doc = bioc.BioCDocument()
-    node = elem.find("id")
-    doc.id = _text(node) if node is not None else ""
-    doc.infons = _infons(elem)
-    for p in elem.findall("passage"):
-        passage = bioc.BioCPassage()
-        passage.infons = _infons(p)
-        off = p.find("offset")
-        try:
-            passage.offset = int(_text(off)) if off is not None else 0
-        except ValueError:
-            raise FormatError(f"document {doc.id}: non-numeric passage offset") from None
-        txt = p.find("text")
-        passage.text = _text(txt) if txt is not None else ""
-        for _ in p.findall("sentence"):
-            passage.add_sentence(bioc.BioCSentence())
-        for a in p.findall("annotation"):
-            passage.add_annotation(_annotation(a))
-        for r in p.findall("relation"):
-            passage.add_relation(_relation(r))
-        doc.add_passage(passage)
-    for a in elem.findall("annotation"):
-        doc.add_annotation(_annotation(a))
-    for r in elem.findall("relation"):
-        doc.add_relation(_relation(r))
-    return doc
+def _container(elem) -> dict:
+    """A passage or sentence: infons, offset, text, annotations, relations (and sentences)."""
+    return {"offset": elem.findtext("offset"), "infons": _infons(elem),
+            "text": _text(elem.find("text")),
+            "sentences": [_container(s) for s in elem.iterchildren("sentence")],
+            "annotations": [_annotation(a) for a in elem.iterchildren("annotation")],
+            "relations": [_relation(r) for r in elem.iterchildren("relation")]}
 
 
-def _syntax_error(path: str, exc: Exception) -> FormatError:
+def _document_dict(elem) -> dict:
+    return {"id": elem.findtext("id"), "infons": _infons(elem),
+            "passages": [_container(p) for p in elem.iterchildren("passage")],
+            "annotations": [_annotation(a) for a in elem.iterchildren("annotation")],
+            "relations": [_relation(r) for r in elem.iterchildren("relation")]}
+
+
+def _syntax_error(path: str, exc: etree.XMLSyntaxError) -> FormatError:
+    message = getattr(exc, "msg", None) or str(exc).splitlines()[0] or type(exc).__name__
     where = f"line {exc.lineno}" if getattr(exc, "lineno", None) else None
-    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return FormatError(f"malformed XML: {message}", path=path, where=where)
 
 
-def read_biocxml(path: str | os.PathLike) -> Iterator[Document]:
+def _check_root(elem, path: str) -> None:
+    if elem.tag != "collection":
+        raise FormatError(f"root element is <{elem.tag}>, not a BioC <collection>", path=path,
+                          where=f"line {elem.sourceline}")
+    dtd = elem.getroottree().docinfo.internalDTD
+    if dtd is not None and next(iter(dtd.iterentities()), None) is not None:
+        raise FormatError("the file declares XML entities (<!ENTITY ...>); they are refused "
+                          "for safety and BioC never needs them", path=path)
+
+
+def _events(path: str) -> Iterator[tuple[int, str, object]]:
+    """``(depth, event, element)`` triples; the root is depth 1, its children depth 2."""
+    depth = 0
+    with open_binary(path) as handle:
+        try:
+            for event, elem in etree.iterparse(handle, events=("start", "end"),
+                                               **_PARSER_OPTIONS):
+                if event == "start":
+                    depth += 1
+                    if depth == 1:
+                        _check_root(elem, path)
+                    yield depth, event, elem
+                else:
+                    yield depth, event, elem
+                    depth -= 1
+        except etree.XMLSyntaxError as exc:
+            raise _syntax_error(path, exc) from None
+        except (OSError, EOFError) as exc:
+            raise FormatError(f"cannot read the file ({exc})", path=path) from None
+
+
+def read_biocxml(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
     """Documents of a BioC XML file, one at a time, in bounded memory."""
     path = str(path)
-    depth = 0
     count = 0
     root_seen = False
-    last_id = None
-    try:
-        for event, elem in _iterparse(path):
-            if event == "start":
-                depth += 1
-                if depth == 1:
-                    root_seen = True
-                    if elem.tag != "collection":
-                        raise FormatError(f"root element is <{elem.tag}>, not <collection>",
-                                          path=path)
-                continue
-            depth -= 1
-            if depth == 1 and elem.tag == "document":
-                try:
-                    doc = document_from_bioc(_document(elem), path)
-                except FormatError as exc:
-                    if exc.path:
-                        raise
-                    raise FormatError(str(exc), path=path,
-                                      where=f"document {count + 1} (after {last_id})") from None
-                count += 1
-                last_id = doc.id
-                elem.clear()
-                while elem.getprevious() is not None:
-                    del elem.getparent()[0]
-                yield doc
-    except etree.XMLSyntaxError as exc:
-        raise _syntax_error(path, exc) from None
+    for depth, event, elem in _events(path):
+        root_seen = True
+        if event != "end" or depth != 2 or elem.tag != "document":
+            continue
+        count += 1
+        label = f"document #{count} (line {elem.sourceline})"
+        entity = next(elem.iter(etree.Entity), None)
+        if entity is not None:
+            raise FormatError(f"entity reference {entity.text} is not allowed (entities are "
+                              "never expanded)", path=path, where=label)
+        doc = document_from_dict(_document_dict(elem), path, label, strict)
+        elem.clear()
+        while elem.getprevious() is not None:  # drop finished documents from the tree
+            del elem.getparent()[0]
+        yield doc
     if not root_seen:
-        raise FormatError("empty XML file", path=path)
+        raise FormatError("no XML content (empty file)", path=path)
     if count == 0:
-        raise FormatError("no <document> in the collection", path=path)
+        raise FormatError("no documents (no <document> in the collection)", path=path)
 
 
 def read_biocxml_info(path: str | os.PathLike) -> dict:
-    """Collection-level ``source``, ``date``, ``key`` and infons (read up to the first document)."""
-    info = {"source": "", "date": "", "key": "", "infons": {}}
-    depth = 0
-    try:
-        for event, elem in _iterparse(str(path)):
-            if event == "start":
-                depth += 1
-                if depth == 2 and elem.tag == "document":
-                    break
-                continue
-            depth -= 1
-            if depth == 1 and elem.tag in ("source", "date", "key"):
-                info[elem.tag] = _text(elem)
-            elif depth == 1 and elem.tag == "infon":
-                info["infons"][elem.get("key")] = _text(elem)
-    except etree.XMLSyntaxError as exc:
-        raise _syntax_error(str(path), exc) from None
+    """Collection-level ``source``, ``date``, ``key`` and infons (reads up to the first document)."""
+    info = empty_info()
+    for depth, event, elem in _events(str(path)):
+        if depth != 2:
+            continue
+        if elem.tag == "document":
+            break
+        if event == "end" and elem.tag in ("source", "date", "key"):
+            info[elem.tag] = _text(elem) or ""
+        elif event == "end" and elem.tag == "infon":
+            info["infons"][elem.get("key", "")] = _text(elem) or ""
     return info
 
 
-def collection_header(info: dict | None) -> bioc.BioCCollection:
-    """Collection info for writing; never today's date (output must be byte-stable)."""
-    info = info or {}
-    collection = bioc.BioCCollection()
-    collection.source = info.get("source") or "e2e_linker"
-    collection.date = info.get("date") or ""
-    collection.key = info.get("key") or ""
-    collection.infons = dict(info.get("infons") or {})
-    return collection
+def _leaf(parent, tag: str, text: str, **attrib: str):
+    elem = etree.SubElement(parent, tag, attrib)
+    elem.text = text
+    return elem
+
+
+def _add_infons(parent, infons: dict[str, str]) -> None:
+    for key, value in infons.items():
+        _leaf(parent, "infon", value, key=key)
+
+
+def _add_annotation(parent, ann: dict) -> None:
+    elem = etree.SubElement(parent, "annotation", id=ann["id"])
+    _add_infons(elem, ann["infons"])
+    for loc in ann["locations"]:
+        etree.SubElement(elem, "location", offset=str(loc["offset"]), length=str(loc["length"]))
+    _leaf(elem, "text", ann["text"])
+
+
+def _add_relation(parent, rel: dict) -> None:
+    elem = etree.SubElement(parent, "relation", id=rel["id"])
+    _add_infons(elem, rel["infons"])
+    for node in rel["nodes"]:
+        etree.SubElement(elem, "node", refid=node["refid"], role=node["role"])
+
+
+def document_element(doc: Document):
+    """The ``<document>`` element of ``doc`` (BioC DTD child order)."""
+    obj = document_to_dict(doc)
+    elem = etree.Element("document")
+    _leaf(elem, "id", obj["id"])
+    _add_infons(elem, obj["infons"])
+    for p in obj["passages"]:
+        passage = etree.SubElement(elem, "passage")
+        _add_infons(passage, p["infons"])
+        _leaf(passage, "offset", str(p["offset"]))
+        _leaf(passage, "text", p["text"])
+        for ann in p["annotations"]:
+            _add_annotation(passage, ann)
+        for rel in p["relations"]:
+            _add_relation(passage, rel)
+    for rel in obj["relations"]:
+        _add_relation(elem, rel)
+    return elem
 
 
 class BioCXMLWriter:
-    """Streams documents into a BioC XML file through bioc's writer."""
+    """Streams documents into a BioC XML collection: header first, one document at a time."""
 
-    def __init__(self, handle: IO[bytes], info: dict | None = None):
-        self._writer = bioc.biocxml.BioCXMLDocumentWriter(handle)
-        self._writer.write_collection_info(collection_header(info))
+    def __init__(self, handle: IO[bytes], info: dict | None = None, path: str | None = None):
+        self.path = path
+        self._stack = ExitStack()
+        self._xf = self._stack.enter_context(etree.xmlfile(handle, encoding="UTF-8"))
+        self._xf.write_declaration()
+        self._xf.write_doctype(DOCTYPE)
+        self._stack.enter_context(self._xf.element("collection"))
+        self._xf.write("\n")
+        header = collection_header(info)
+        head = etree.Element("head")
+        for tag in ("source", "date", "key"):
+            _leaf(head, tag, header[tag])
+        _add_infons(head, header["infons"])
+        for elem in head:
+            self._xf.write(elem, pretty_print=True)
 
     def write(self, doc: Document) -> None:
-        self._writer.write_document(document_to_bioc(doc))
+        try:
+            elem = document_element(doc)
+        except (ValueError, TypeError) as exc:  # lxml refuses control characters, None ids...
+            raise FormatError(f"cannot be written as XML: {exc}", path=self.path,
+                              where=f"document {doc.id}") from None
+        self._xf.write(elem, pretty_print=True)
 
     def close(self) -> None:
-        self._writer.close()
+        self._stack.close()
 
 
 def write_biocxml(docs: Iterable[Document], handle: IO[bytes], info: dict | None = None) -> int:
+    """Write ``docs`` as one collection to an open binary handle; returns the count."""
     writer = BioCXMLWriter(handle, info)
     count = 0
     for doc in docs:

@@ -1,95 +1,144 @@
-"""Format detection and the two entry points: ``read_documents`` and ``open_writer``."""
+"""Format detection and the entry points: ``read_documents``, ``open_writer`` and friends.
+
+The rest of the project never imports a format module directly: it reads with
+``read_documents(path)`` and writes with ``open_writer(path)``, and the format comes from the
+file name (``.xml`` → BioC XML, ``.json``/``.jsonl`` → BioC JSON, ``.txt``/``.pubtator`` →
+PubTator; a trailing ``.gz`` is ignored) or, for reading an unknown name, from the first bytes.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import io
 import os
+import re
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Protocol
 
 from data_tools.documents import Document, FormatError
 from data_tools.formats.atomic import atomic_output
+from data_tools.formats.bioc_model import empty_info
+from data_tools.formats.textio import head_bytes
 
 FORMATS = ("pubtator", "bioc", "biocjson")
-ALIASES = {"biocxml": "bioc", "xml": "bioc", "json": "biocjson", "txt": "pubtator"}
+ALIASES = {"biocxml": "bioc", "xml": "bioc", "bioc-xml": "bioc", "json": "biocjson",
+           "jsonl": "biocjson", "bioc-json": "biocjson", "txt": "pubtator"}
 _SUFFIXES = {".xml": "bioc", ".json": "biocjson", ".jsonl": "biocjson", ".txt": "pubtator",
-             ".pubtator": "pubtator", ".tsv": "pubtator"}
+             ".pubtator": "pubtator"}
+_PUBTATOR_HEAD = re.compile(rb"^[^|\t\n]+\|[ta]\|")
 
 
-def _canonical(fmt: str) -> str:
-    fmt = ALIASES.get(fmt.lower(), fmt.lower())
-    if fmt not in FORMATS:
+class Writer(Protocol):
+    """What ``open_writer`` yields."""
+
+    def write(self, doc: Document) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def canonical_format(fmt: str) -> str:
+    """``"xml"`` → ``"bioc"`` etc.; an unknown name is a :class:`FormatError`."""
+    name = ALIASES.get(fmt.lower(), fmt.lower())
+    if name not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
-    return fmt
+    return name
+
+
+def _from_name(path: Path) -> str | None:
+    name = path.name.lower().removesuffix(".gz")
+    return _SUFFIXES.get(os.path.splitext(name)[1])
 
 
 def _sniff(path: Path) -> str | None:
-    with path.open("rb") as handle:
-        head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
+    head = head_bytes(path).removeprefix(b"\xef\xbb\xbf").lstrip()
     if head.startswith(b"<"):
         return "bioc"
     if head.startswith((b"{", b"[")):
         return "biocjson"
-    first = head.split(b"\n", 1)[0]
-    if b"|t|" in first or b"|a|" in first:
+    if _PUBTATOR_HEAD.match(head):
         return "pubtator"
     return None
 
 
 def detect_format(path: str | os.PathLike, for_writing: bool = False) -> str:
-    """The format of ``path`` from its name, else from its first bytes (reading only)."""
+    """The format of ``path``: from its name, else (when reading) from its first bytes.
+
+    Raises :class:`FormatError` when neither tells, so a wrong file is never half-read as the
+    wrong format.
+    """
     path = Path(path)
-    name = path.name.lower()
-    for suffix in (".gz",):
-        name = name.removesuffix(suffix)
-    fmt = _SUFFIXES.get(Path(name).suffix)
+    fmt = _from_name(path)
     if fmt is None and not for_writing and path.is_file():
         fmt = _sniff(path)
     if fmt is None:
-        raise FormatError("cannot tell the format (use .xml, .json or .txt, or --format)",
+        hint = "" if for_writing else " nor from its first bytes"
+        raise FormatError(f"cannot tell the format from the file name{hint}; name it .xml "
+                          "(BioC XML), .json (BioC JSON) or .txt (PubTator), or give the format",
                           path=str(path))
     return fmt
 
 
-def _files(path: Path) -> list[Path]:
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+def _supported_files(folder: Path) -> list[Path]:
+    """Files of ``folder`` (sorted by name) whose format can be told; READMEs etc. are skipped."""
+    files = []
+    for child in sorted(folder.iterdir()):
+        if child.is_file() and not child.name.startswith("."):
+            try:
+                detect_format(child)
+            except FormatError:
+                continue
+            files.append(child)
     if not files:
-        raise FormatError("directory has no files", path=str(path))
+        raise FormatError("the directory holds no PubTator, BioC XML or BioC JSON file",
+                          path=str(folder))
     return files
 
 
-def read_documents(path: str | os.PathLike, fmt: str | None = None) -> Iterator[Document]:
-    """Stream the documents of a file, or of every file in a directory (sorted by name)."""
+def read_documents(path: str | os.PathLike, fmt: str | None = None, *,
+                   strict: bool = False) -> Iterator[Document]:
+    """Stream the documents of a file, or of every supported file in a directory.
+
+    Directory files are read in name order, each with its own detected format (``fmt``, when
+    given, applies to all of them). ``strict`` makes a mention whose text differs from the
+    document text an error instead of being kept (see :mod:`data_tools.formats.pubtator`).
+    An empty file is an error ("no documents"): it usually means a failed export.
+    """
     path = Path(path)
     if path.is_dir():
-        for child in _files(path):
-            yield from read_documents(child, fmt)
+        for child in _supported_files(path):
+            yield from read_documents(child, fmt, strict=strict)
         return
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
-    fmt = _canonical(fmt) if fmt else detect_format(path)
+    fmt = canonical_format(fmt) if fmt else detect_format(path)
     if path.stat().st_size == 0:
-        raise FormatError("empty file", path=str(path))
+        raise FormatError("no documents (the file is empty)", path=str(path))
     if fmt == "pubtator":
         from data_tools.formats.pubtator import read_pubtator
 
-        yield from read_pubtator(path)
+        yield from read_pubtator(path, strict=strict)
     elif fmt == "bioc":
         from data_tools.formats.biocxml import read_biocxml
 
-        yield from read_biocxml(path)
+        yield from read_biocxml(path, strict=strict)
     else:
         from data_tools.formats.biocjson import read_biocjson
 
-        yield from read_biocjson(path)
+        yield from read_biocjson(path, strict=strict)
 
 
 def read_collection_info(path: str | os.PathLike, fmt: str | None = None) -> dict:
-    """BioC collection source/date/key/infons of ``path`` (empty values for PubTator)."""
+    """BioC collection ``source``/``date``/``key``/``infons`` of ``path``.
+
+    Pass the result to ``open_writer(..., collection_info=...)`` to carry it over. PubTator
+    and JSON Lines have none (empty values); for a directory, its first supported file counts.
+    """
     path = Path(path)
     if path.is_dir():
-        path = _files(path)[0]
-    fmt = _canonical(fmt) if fmt else detect_format(path)
+        path = _supported_files(path)[0]
+    fmt = canonical_format(fmt) if fmt else detect_format(path)
     if fmt == "bioc":
         from data_tools.formats.biocxml import read_biocxml_info
 
@@ -98,46 +147,64 @@ def read_collection_info(path: str | os.PathLike, fmt: str | None = None) -> dic
         from data_tools.formats.biocjson import read_biocjson_info
 
         return read_biocjson_info(path)
-    return {"source": "", "date": "", "key": "", "infons": {}}
+    return empty_info()
 
 
-class _PubTatorWriter:
-    def __init__(self, handle):
-        self.handle = handle
+@contextlib.contextmanager
+def _encoded(raw: IO[bytes], name: str, text: bool) -> Iterator[IO]:
+    """``raw`` gzip-compressed when ``name`` ends in ``.gz`` (reproducibly: no mtime, no
+    name in the header), and as UTF-8 text with ``\\n`` line ends when ``text``."""
+    stream: IO = raw
+    if name.lower().endswith(".gz"):
+        stream = gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0)
+    if text:
+        stream = io.TextIOWrapper(stream, encoding="utf-8", newline="\n")
+    try:
+        yield stream
+    except BaseException:
+        if stream is not raw:  # close the wrappers now, not at garbage collection
+            with contextlib.suppress(Exception):
+                stream.close()
+        raise
+    if stream is not raw:
+        stream.close()  # flushes and writes the gzip trailer; raw is closed again harmlessly
 
-    def write(self, doc: Document) -> None:
-        from data_tools.formats.pubtator import format_document
 
-        self.handle.write(format_document(doc))
-
-    def close(self) -> None:
-        pass
-
-
-@contextmanager
+@contextlib.contextmanager
 def open_writer(path: str | os.PathLike, fmt: str | None = None,
-                collection_info: dict | None = None):
-    """A writer with ``.write(doc)``; the file appears (atomically) only if the block succeeds."""
-    fmt = _canonical(fmt) if fmt else detect_format(path, for_writing=True)
-    mode = "wb" if fmt == "bioc" else "w"
-    with atomic_output(path, mode) as handle:
+                collection_info: dict | None = None) -> Iterator[Writer]:
+    """A writer with ``.write(doc)``; the file appears only when the ``with`` block succeeds.
+
+    Output goes to a temporary file beside ``path`` that is renamed into place on success and
+    deleted on any exception, so a crash never leaves a truncated file that looks complete.
+    ``collection_info`` (see :func:`read_collection_info`) fills BioC's source/date/key/infons;
+    without it they are ``e2e_linker``/empty, never today's date, so output is byte-stable.
+    A ``.jsonl`` target gets JSON Lines; a ``.gz`` one is gzip-compressed.
+    """
+    fmt = canonical_format(fmt) if fmt else detect_format(path, for_writing=True)
+    label = str(path)
+    with atomic_output(path, "wb") as raw, _encoded(raw, label, text=fmt != "bioc") as handle:
+        writer: Writer
         if fmt == "bioc":
             from data_tools.formats.biocxml import BioCXMLWriter
 
-            writer = BioCXMLWriter(handle, collection_info)
+            writer = BioCXMLWriter(handle, collection_info, path=label)
         elif fmt == "biocjson":
             from data_tools.formats.biocjson import BioCJSONWriter
 
-            writer = BioCJSONWriter(handle, collection_info)
+            lines = label.lower().removesuffix(".gz").endswith(".jsonl")
+            writer = BioCJSONWriter(handle, collection_info, lines=lines)
         else:
-            writer = _PubTatorWriter(handle)
+            from data_tools.formats.pubtator import PubTatorWriter
+
+            writer = PubTatorWriter(handle, path=label)
         yield writer
         writer.close()
 
 
 def write_documents(docs: Iterable[Document], path: str | os.PathLike, fmt: str | None = None,
                     collection_info: dict | None = None) -> int:
-    """Write all ``docs``; returns how many were written."""
+    """Write all ``docs`` to ``path`` (atomically); returns how many were written."""
     count = 0
     with open_writer(path, fmt, collection_info) as writer:
         for doc in docs:

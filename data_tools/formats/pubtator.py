@@ -1,12 +1,28 @@
-"""PubTator: ``PMID|t|title``, ``PMID|a|abstract``, tab-separated annotation and relation rows.
+"""PubTator: ``PMID|t|title``, ``PMID|a|abstract``, then tab-separated annotation/relation rows.
 
-Rows: ``PMID start end text type id`` (6 columns), plus a 7th with the parts of a composite
-mention (``hemorrhagic|cystitis``), or 5 columns when a tool wrote no ID (tmChem). ``-1`` is
-"no concept"; IDs are kept as written (``MESH:`` stays) except for surrounding spaces; when the
-written ID string differs from ``"|".join(concept_ids)`` (NCBI's ``+`` composites, stray spaces)
-the raw string is kept in the ``pubtator_id`` infon so the writer reproduces the file exactly.
-Relation rows ``PMID CID D1 D2`` become relations with infons relation/Chemical/Disease, as in
-the BC5CDR BioC release. We do not use bioc's PubTator writer: it adds a trailing tab.
+Annotation rows have 6 columns ``PMID start end text type id``, 7 for a composite mention (the
+7th holds its parts, ``hemorrhagic|cystitis``, aligned with ``D1|D2``), or 5 when a tool wrote
+no ID column at all (tmChem): those get ``Annotation.no_id`` so the writer writes 5 columns
+back. ``-1`` means "no concept" (``concept_ids == []``, written back as ``-1``). IDs are kept as
+written (``MESH:`` stays) but stripped of spaces; when the written ID string is not simply
+``"|".join(concept_ids)`` (NCBI's ``" D015862"``, ``+``-joined IDs) the raw string is kept in the
+``pubtator_id`` infon so the writer reproduces the row byte for byte. A ``-1`` part of a
+composite (``D002544|-1``, once in BC5CDR dev) names no concept and is not in ``concept_ids``,
+so there ``composite_texts`` has one more part than ``concept_ids``.
+
+Relation rows ``PMID CID D1 D2`` become ``Relation(infons={"relation": "CID", "Chemical": D1,
+"Disease": D2})`` with ids ``R0, R1, ...``: exactly what the BC5CDR BioC XML release holds, so
+both versions of the corpus read into equal relations. Other 4/5-column relation rows keep
+their arguments as ``arg1``, ``arg2``....
+
+The title passage is at offset 0 (``type=title``), the abstract at ``len(title) + 1``
+(``type=abstract``). Blank lines (NCBI starts with one) are ignored. We write our own rows:
+bioc's PubTator writer adds a trailing tab after the ID.
+
+Text mismatches: a row whose text differs from the document text at its offsets is an error
+only with ``strict=True``. By default it is kept as written and the document's text at those
+offsets is recorded in the ``text_mismatch`` infon, because real data has such rows (NCBI train,
+PMID 10923035) and reading a released corpus must not fail.
 """
 
 from __future__ import annotations
@@ -16,158 +32,209 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-from data_tools.documents import NO_CONCEPT, Annotation, Document, FormatError, Passage, Relation
-from data_tools.formats.textio import read_text
+from data_tools.documents import Annotation, Document, FormatError, Passage, Relation
+from data_tools.formats.ids import RAW_ID, parse_ids, written_id
+from data_tools.formats.textio import iter_lines
 
 _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
-_ID_SPLIT = re.compile(r"[|+]")
-RAW_ID = "pubtator_id"
+#: infon holding the document's text at the offsets when the row's text column differs
+TEXT_MISMATCH = "text_mismatch"
+COMPOSITE_ROLE = "CompositeRole"
+INDIVIDUAL = "IndividualMention"
 
 
 def _is_int(text: str) -> bool:
     return text.strip().lstrip("-").isdigit()
 
 
-def parse_ids(raw: str) -> list[str]:
-    """``'D1|D2'`` → ``['D1', 'D2']``; ``'-1'`` or empty → ``[]``."""
-    ids = [part.strip() for part in _ID_SPLIT.split(raw)]
-    return [] if raw.strip() in ("", NO_CONCEPT) else [i for i in ids if i and i != NO_CONCEPT]
-
-
-def _relation(fields: list[str]) -> Relation:
+def _relation(fields: list[str], number: int) -> Relation:
     kind, args = fields[1], fields[2:]
     if kind == "CID" and len(args) == 2:
         infons = {"relation": "CID", "Chemical": args[0], "Disease": args[1]}
     else:
         infons = {"relation": kind, **{f"arg{n + 1}": a for n, a in enumerate(args)}}
-    return Relation(infons=infons)
+    return Relation(id=f"R{number}", infons=infons)
 
 
-def read_pubtator(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
-    """Documents of a PubTator file, in file order.
+class _Parser:
+    """Line-by-line state machine: one document is held at a time."""
 
-    Malformed rows raise :class:`FormatError` naming the file and line. An annotation whose
-    text differs from the document text at its offsets is kept as written (NCBI train has one
-    such row) unless ``strict`` is set; the mismatch is noted in the ``text_mismatch`` infon.
-    """
-    path = str(path)
-    text = read_text(path)
-    doc: Document | None = None
-    n_docs = 0
-    relation_count = 0
+    def __init__(self, path: str, strict: bool):
+        self.path = path
+        self.strict = strict
+        self.doc: Document | None = None
 
-    def finish(d: Document | None) -> Iterator[Document]:
-        if d is not None:
-            yield d
+    def error(self, message: str, lineno: int) -> FormatError:
+        return FormatError(message, path=self.path, where=f"line {lineno}")
 
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"line {lineno}"
-        header = _HEADER.match(line)
-        if header:
-            pmid, kind, body = header.groups()
-            if kind == "t":
-                yield from finish(doc)
-                doc = Document(pmid, [Passage(0, body, {"type": "title"})])
-                n_docs += 1
-                relation_count = 0
-            else:
-                if doc is None or doc.id != pmid or len(doc.passages) != 1:
-                    raise FormatError(f"abstract of {pmid} without its title line", path=path,
-                                      where=where)
-                doc.passages.append(Passage(len(doc.passages[0].text) + 1, body,
-                                            {"type": "abstract"}))
-            continue
-        fields = line.split("\t")
+    def header(self, pmid: str, kind: str, body: str, lineno: int) -> Document | None:
+        """Handle a ``|t|``/``|a|`` line; returns the finished previous document, if any."""
+        if kind == "t":
+            done, self.doc = self.doc, Document(pmid, [Passage(0, body, {"type": "title"})])
+            return done
+        doc = self.doc
+        if doc is None or doc.id != pmid or len(doc.passages) != 1:
+            raise self.error(f"abstract line of {pmid} without its title line just before it",
+                             lineno)
+        doc.passages.append(Passage(len(doc.passages[0].text) + 1, body, {"type": "abstract"}))
+        return None
+
+    def row(self, fields: list[str], lineno: int) -> None:
+        doc = self.doc
         if doc is None:
-            raise FormatError("row before any title line", path=path, where=where)
+            raise self.error("tab-separated row before any PMID|t| title line", lineno)
         if fields[0] != doc.id:
-            raise FormatError(f"row for document {fields[0]} inside document {doc.id}",
-                              path=path, where=where)
-        if len(fields) >= 3 and not _is_int(fields[1]) and not _is_int(fields[2]):
-            rel = _relation(fields)
-            rel.id = f"R{relation_count}"
-            relation_count += 1
-            doc.relations.append(rel)
-            continue
+            raise self.error(f"row for document {fields[0]!r} inside document {doc.id}", lineno)
+        if len(fields) in (4, 5) and not _is_int(fields[1]) and not _is_int(fields[2]):
+            doc.relations.append(_relation(fields, len(doc.relations)))
+            return
         if len(fields) not in (5, 6, 7):
-            raise FormatError(f"annotation row has {len(fields)} columns, expected 5 to 7",
-                              path=path, where=where)
+            raise self.error(f"annotation row has {len(fields)} tab-separated columns, expected "
+                             "6 (PMID start end text type id), 5 (no id) or 7 (composite)", lineno)
         try:
             start, end = int(fields[1]), int(fields[2])
         except ValueError:
-            raise FormatError(f"offsets {fields[1]!r}, {fields[2]!r} are not integers",
-                              path=path, where=where) from None
+            raise self.error(f"offsets {fields[1]!r}, {fields[2]!r} are not integers",
+                             lineno) from None
         if start < 0 or end < start:
-            raise FormatError(f"bad span {start}-{end}", path=path, where=where)
-        infons: dict[str, str] = {}
-        ann = Annotation(start, end, fields[3], fields[4], [], infons=infons)
+            raise self.error(f"bad span {start}-{end} (end before start, or negative)", lineno)
+        ann = Annotation(start, end, fields[3], fields[4])
         if len(fields) == 5:
             ann.no_id = True
         else:
             raw = fields[5]
             ann.concept_ids = parse_ids(raw)
             if raw != ann.concept_id:
-                infons[RAW_ID] = raw
+                ann.infons[RAW_ID] = raw
             if len(fields) == 7:
                 ann.composite_texts = fields[6].split("|")
         passage = doc.passage_at(start)
         if passage is None or end > passage.end:
-            raise FormatError(f"span {start}-{end} is outside the text of document {doc.id}",
-                              path=path, where=where)
+            raise self.error(f"span {start}-{end} is outside the title and abstract of "
+                             f"document {doc.id}", lineno)
         actual = passage.text[start - passage.offset: end - passage.offset]
         if actual != ann.text:
-            if strict:
-                raise FormatError(f"text {ann.text!r} does not match {actual!r} at {start}-{end}",
-                                  path=path, where=where)
-            infons["text_mismatch"] = actual
+            if self.strict:
+                raise self.error(f"mention text {ann.text!r} differs from the document text "
+                                 f"{actual!r} at {start}-{end}", lineno)
+            ann.infons[TEXT_MISMATCH] = actual
         passage.annotations.append(ann)
-    yield from finish(doc)
-    if n_docs == 0:
-        raise FormatError("no documents found (not PubTator?)", path=path)
 
 
-def _id_field(ann: Annotation) -> str:
-    raw = ann.infons.get(RAW_ID)
-    if raw is not None and parse_ids(raw) == ann.concept_ids:
-        return raw
-    return ann.concept_id
+def read_pubtator(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
+    """Stream the documents of a PubTator file in file order (one document in memory).
+
+    Malformed rows raise :class:`FormatError` naming the file and line. ``strict`` also makes
+    a mention whose text differs from the document text an error (see the module docstring).
+    """
+    parser = _Parser(str(path), strict)
+    count = 0
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        header = _HEADER.match(line)
+        if header:
+            done = parser.header(*header.groups(), lineno)
+            if done is not None:
+                count += 1
+                yield done
+        elif "\t" in line:
+            parser.row(line.split("\t"), lineno)
+        else:
+            raise parser.error("neither a PMID|t|/PMID|a| line nor a tab-separated row "
+                               f"(starts {line[:40]!r})", lineno)
+    if parser.doc is not None:
+        count += 1
+        yield parser.doc
+    if count == 0:
+        raise FormatError("no documents (no PMID|t|title line found)", path=str(path))
+
+
+def _flat(text: str) -> str:
+    """PubTator is line- and tab-based: tabs and line breaks become spaces (same length)."""
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+
+
+def _rows(annotations: list[Annotation]) -> Iterator[tuple[Annotation, list[str] | None]]:
+    """Annotations to write, each with its composite parts (the 7th column), if any.
+
+    BioC (BC5CDR's release) stores a composite as a ``CompositeRole=CompositeMention``
+    annotation followed by one ``IndividualMention`` per part. PubTator has no rows for parts:
+    they become the composite's 7th column, as in the PubTator release, when there is one part
+    per ``|``-separated ID; otherwise every annotation is written as a row of its own.
+    """
+    i = 0
+    while i < len(annotations):
+        ann = annotations[i]
+        i += 1
+        if ann.composite_texts is None and ann.infons.get(COMPOSITE_ROLE) == "CompositeMention":
+            parts = []
+            while (i + len(parts) < len(annotations)
+                   and annotations[i + len(parts)].infons.get(COMPOSITE_ROLE) == INDIVIDUAL):
+                parts.append(annotations[i + len(parts)])
+            if parts and len(parts) == len(written_id(ann).split("|")):
+                i += len(parts)
+                yield ann, [p.text for p in parts]
+                continue
+        yield ann, ann.composite_texts
 
 
 def format_document(doc: Document) -> str:
-    """One document as PubTator lines, ending with a blank line."""
+    """One document as PubTator lines, ending with a blank line.
+
+    Documents with more than two passages (BioC full text) keep their offsets: everything
+    after the title becomes the "abstract" (the passages laid out at their offsets). What
+    PubTator cannot hold is dropped: infons, passage-level relations, relations without a
+    ``relation`` infon, extra locations of discontinuous mentions. BioC composite parts
+    become the 7th column (see :func:`_rows`).
+    """
     passages = sorted(doc.passages, key=lambda p: p.offset)
-    title = passages[0].text if passages and passages[0].offset == 0 else ""
-    if passages and passages[0].offset != 0:
-        passages = [Passage(0, "", {"type": "title"}), *passages]
-    if len(passages) > 1 and passages[1].offset < len(title) + 1:
-        raise FormatError("passages overlap the title; PubTator cannot express this",
+    title, rest = "", passages
+    if passages and passages[0].offset == 0:
+        title, rest = passages[0].text, passages[1:]
+    if rest and rest[0].offset < len(title) + 1:
+        raise FormatError(f"passage at offset {rest[0].offset} overlaps the title or follows it "
+                          "without a gap; PubTator needs the abstract at len(title) + 1",
                           where=f"document {doc.id}")
-    abstract = doc.text[len(title) + 1:] if len(passages) > 1 else ""
-    for ch in ("\n", "\t"):
-        if ch in title or ch in abstract:
-            abstract = abstract.replace(ch, " ")
-            title = title.replace(ch, " ")
-    lines = [f"{doc.id}|t|{title}", f"{doc.id}|a|{abstract}"]
-    for ann in doc.annotations:
-        row = [doc.id, str(ann.start), str(ann.end), ann.text, ann.type]
+    abstract = doc.text[len(title) + 1:] if rest else ""
+    lines = [f"{doc.id}|t|{_flat(title)}", f"{doc.id}|a|{_flat(abstract)}"]
+    for ann, parts in _rows(doc.annotations):
+        row = [doc.id, str(ann.start), str(ann.end), _flat(ann.text), _flat(ann.type)]
         if not ann.no_id or ann.concept_ids:
-            row.append(_id_field(ann))
-            if ann.composite_texts:
-                row.append("|".join(ann.composite_texts))
+            row.append(_flat(written_id(ann)))
+            if parts:
+                row.append("|".join(_flat(t) for t in parts))
         lines.append("\t".join(row))
     for rel in doc.relations:
-        values = list(rel.infons.values())
-        if values and "relation" in rel.infons:
-            values = [rel.infons["relation"]] + [v for k, v in rel.infons.items() if k != "relation"]
-        lines.append("\t".join([doc.id, *values]))
+        if "relation" not in rel.infons:
+            continue
+        values = [rel.infons["relation"]] + [v for k, v in rel.infons.items() if k != "relation"]
+        lines.append("\t".join([doc.id, *map(_flat, values)]))
     return "\n".join(lines) + "\n\n"
 
 
+class PubTatorWriter:
+    """Writes documents one at a time; ``close`` exists for symmetry with the BioC writers."""
+
+    def __init__(self, handle: IO[str], path: str | None = None):
+        self.handle = handle
+        self.path = path
+
+    def write(self, doc: Document) -> None:
+        try:
+            self.handle.write(format_document(doc))
+        except FormatError as exc:
+            raise FormatError(str(exc), path=self.path) from None
+
+    def close(self) -> None:
+        pass
+
+
 def write_pubtator(docs: Iterable[Document], handle: IO[str]) -> int:
+    """Write ``docs`` to an open text handle; returns how many were written."""
+    writer = PubTatorWriter(handle)
     count = 0
     for doc in docs:
-        handle.write(format_document(doc))
+        writer.write(doc)
         count += 1
     return count
