@@ -1,6 +1,12 @@
-"""Scoring semantics on hand-built documents with known answers."""
+"""Scoring semantics on hand-built documents with known answers (neleval's, worked out by hand).
+
+Offsets here are ours (end exclusive); the comments give neleval's inclusive ends where the
+arithmetic needs them.
+"""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -9,6 +15,7 @@ from e2e_linker.scoring import merge_predictions, score
 
 
 def doc(*anns, doc_id="d1"):
+    """One 200-char document; each ann is (start, end, ids[, type])."""
     d = Document(doc_id, [Passage(0, "x" * 200, {"type": "title"})])
     for start, end, ids, *rest in anns:
         d.add_annotation(Annotation(start, end, "x" * (end - start), rest[0] if rest else "Disease",
@@ -16,14 +23,18 @@ def doc(*anns, doc_id="d1"):
     return d
 
 
+def counts(report):
+    return report.tp, report.fp, report.fn
+
+
 def test_strict_partial_mentions_by_hand():
     gold = [doc((0, 10, ["D1"]), (20, 30, ["D2"]), (40, 50, ["D3"]))]
     pred = [doc((0, 10, ["MESH:D1"]), (20, 25, ["D2"]), (40, 50, ["D9"]), (60, 70, ["D4"]))]
     strict = score(gold, pred, "strict")
-    assert (strict.tp, strict.fp, strict.fn) == (1, 3, 2)
+    assert counts(strict) == (1, 3, 2)
     assert strict.precision == pytest.approx(0.25) and strict.recall == pytest.approx(1 / 3)
     mentions = score(gold, pred, "mentions")
-    assert (mentions.tp, mentions.fp, mentions.fn) == (2, 2, 1)
+    assert counts(mentions) == (2, 2, 1)
     partial = score(gold, pred, "partial")
     # system 20-25 covers 5 of gold's 10 chars: gold side 0.5; system side covers itself fully
     assert partial.rtp == pytest.approx(1 + 0.5)
@@ -31,10 +42,71 @@ def test_strict_partial_mentions_by_hand():
     assert partial.precision == pytest.approx(2 / 4) and partial.recall == pytest.approx(1.5 / 3)
 
 
+def test_partial_takes_the_best_overlap_on_each_side():
+    # gold 0-10 overlapped by two predictions: one gold mention justifies both (max-max)
+    gold = [doc((0, 10, ["D1"]))]
+    pred = [doc((0, 4, ["D1"]), (2, 10, ["D1"]))]
+    partial = score(gold, pred, "partial")
+    assert partial.tp == pytest.approx(2) and partial.fp == pytest.approx(0)
+    assert partial.rtp == pytest.approx(0.8) and partial.fn == pytest.approx(0.2)  # 8 of 10 chars
+    assert partial.precision == pytest.approx(1.0) and partial.recall == pytest.approx(0.8)
+    # and one prediction may cover two gold mentions
+    two = score([doc((0, 4, ["D1"]), (6, 10, ["D1"]))], [doc((0, 10, ["D1"]))], "partial")
+    assert two.rtp == pytest.approx(2) and two.tp == pytest.approx(0.4)  # 4 of its 10 chars
+
+
+def test_partial_needs_the_same_concept_and_document():
+    gold = [doc((0, 10, ["D1"])), doc((0, 10, ["D1"]), doc_id="d2")]
+    pred = [doc((2, 8, ["D2"])), doc((20, 30, ["D1"]), doc_id="d2"), doc((0, 10, ["D1"]), doc_id="d3")]
+    partial = score(gold, pred, "partial")
+    assert counts(partial) == (0, 3, 2)
+
+
+def test_partial_reproduces_nelevals_sweep_which_can_miss_an_overlap():
+    # gold 0-11 and 2-4, system 5-7, same concept. True overlap: system lies inside gold 0-11.
+    # neleval sweeps from the right over both lists sorted by (start, -end): it compares the system
+    # mention with gold 2-4 (no overlap), pops the system mention and never sees gold 0-11.
+    gold = [doc((0, 11, ["D1"]), (2, 4, ["D1"]))]
+    pred = [doc((5, 7, ["D1"]))]
+    partial = score(gold, pred, "partial")
+    assert counts(partial) == (0, 1, 2) and partial.rtp == 0
+    # without the short gold mention the overlap is found: 2 of gold's 11 chars
+    found = score([doc((0, 11, ["D1"]))], pred, "partial")
+    assert found.tp == pytest.approx(1) and found.rtp == pytest.approx(2 / 11)
+
+
+def test_missing_and_extra_documents():
+    gold = [doc((0, 10, ["D1"])), doc((0, 10, ["D2"]), doc_id="d2")]
+    pred = [doc((0, 10, ["D1"])), doc((0, 10, ["D3"]), doc_id="d3")]
+    for mode in ("strict", "mentions", "partial"):
+        assert counts(score(gold, pred, mode)) == (1, 1, 1), mode
+
+
+def test_type_is_not_part_of_the_match():
+    gold = [doc((0, 10, ["D1"], "Disease"))]
+    pred = [doc((0, 10, ["D1"], "Chemical"))]
+    assert score(gold, pred).f1 == 1.0
+    by_type = score(gold, pred, by_type=True)
+    assert counts(by_type.per_type["Disease"]) == (0, 0, 1)
+    assert counts(by_type.per_type["Chemical"]) == (0, 1, 0)
+
+
 def test_composite_and_no_concept_ids():
     gold = [doc((0, 10, ["D1", "D2"]), (20, 30, []))]
     assert score(gold, [doc((0, 10, ["D1|D2"]), (20, 30, []))]).f1 == 1.0
-    assert score(gold, [doc((0, 10, ["D2", "D1"]), (20, 30, []))]).tp == 1  # order matters as a string
+    # composites compare as the joined string, so the order of parts matters in strict mode
+    assert score(gold, [doc((0, 10, ["D2", "D1"]), (20, 30, []))]).tp == 1
+    assert counts(score(gold, [doc((0, 10, ["D1"]), (20, 30, ["-1"]))])) == (1, 1, 1)
+    # "-1" (no concept) is an ID like any other: a concept predicted on a -1 span is wrong
+    assert counts(score(gold, [doc((0, 10, ["D1", "D2"]), (20, 30, ["D5"]))])) == (1, 1, 1)
+    assert score(gold, [doc((0, 10, [" MESH:D1", "mesh:D2 "]), (20, 30, []))]).f1 == 1.0
+
+
+def test_nil_clusters_match_each_other_like_neleval():
+    gold = [doc((0, 10, ["NIL1"]))]
+    assert score(gold, [doc((0, 10, ["NIL7"]))]).tp == 1
+    assert score(gold, [doc((2, 8, ["NIL7"]))], "partial").tp == pytest.approx(1)
+    assert score(gold, [doc((0, 10, ["D1"]))]).tp == 0
 
 
 def test_unlinked_mentions_are_not_scored():
@@ -44,35 +116,80 @@ def test_unlinked_mentions_are_not_scored():
     assert score(gold, [pred], "mentions").fp == 0
 
 
+def test_composite_parts_from_bioc_are_skipped_unless_asked():
+    gold = doc((0, 10, ["D1", "D2"]), (0, 4, ["D1"]), (6, 10, ["D2"]))
+    gold.annotations[0].infons["CompositeRole"] = "CompositeMention"
+    for ann in gold.annotations[1:]:
+        ann.infons["CompositeRole"] = "IndividualMention"
+    pred = [doc((0, 10, ["D1", "D2"]))]
+    assert counts(score([gold], pred)) == (1, 0, 0)
+    assert counts(score([gold], pred, include_parts=True)) == (1, 0, 2)
+
+
+def test_duplicates_count_once_in_sets_but_twice_in_partial_like_neleval():
+    gold = [doc((0, 10, ["D1"]))]
+    pred = [doc((0, 10, ["D1"]), (0, 10, ["D1"]))]
+    assert counts(score(gold, pred)) == (1, 0, 0)
+    # the sweep pairs gold with one copy only; the other copy is a whole false positive
+    assert counts(score(gold, pred, "partial")) == (1, 1, 0)
+
+
+def test_empty_prediction_and_empty_everything_give_zero_not_nan():
+    gold = [doc((0, 10, ["D1"]))]
+    for mode in ("strict", "partial", "mentions"):
+        empty = score(gold, [], mode)
+        assert (empty.precision, empty.recall, empty.f1) == (0.0, 0.0, 0.0)
+        assert counts(empty) == (0, 0, 1)
+        nothing = score([], [], mode)
+        assert (nothing.precision, nothing.recall, nothing.f1) == (0.0, 0.0, 0.0)
+    assert score([], [], "accuracy").accuracy == 0.0
+
+
 def test_accuracy_requires_every_part():
     gold = [doc((0, 10, ["D1", "D2"]), (20, 30, ["D3"]), (40, 50, []))]
     pred = [doc((0, 10, ["D1"]), (20, 30, ["D3"]), (40, 50, ["D7"]))]
     acc = score(gold, pred, "accuracy")
-    assert acc.accuracy == 0.5 and acc.n == 2
-    both = [doc((0, 10, ["D2", "D1"]), (20, 30, ["D3"]))]
+    assert acc.accuracy == 0.5 and acc.n == 2  # the -1 gold mention is not counted
+    both = [doc((0, 10, ["D2", "MESH:D1"]), (20, 30, ["D3"]))]  # parts compare as a set
     assert score(gold, both, "accuracy").accuracy == 1.0
+    extra = [doc((0, 10, ["D1", "D2", "D4"]), (20, 30, ["D3"]))]
+    assert score(gold, extra, "accuracy").accuracy == 0.5
+    shifted = [doc((0, 9, ["D1", "D2"]), (20, 30, ["D3"]))]  # not at the gold span: wrong
+    assert score(gold, shifted, "accuracy").accuracy == 0.5
     assert score(gold, [doc((0, 10, ["X"]))], "accuracy", resolve=lambda c: "D3").n == 2
+    d = score(gold, pred, "accuracy").to_dict()
+    assert d["accuracy"] == d["precision"] == d["recall"] == d["f1"] == 0.5 and d["n"] == 2
 
 
-def test_by_type_and_empty_prediction():
+def test_by_type_report_dict_and_table():
     gold = [doc((0, 10, ["D1"], "Disease"), (20, 30, ["C1"], "Chemical"))]
     pred = [doc((0, 10, ["D1"], "Disease"))]
     report = score(gold, pred, by_type=True)
     assert report.per_type["Disease"].f1 == 1.0 and report.per_type["Chemical"].recall == 0.0
-    empty = score(gold, [], "strict")
-    assert (empty.precision, empty.recall, empty.f1) == (0.0, 0.0, 0.0)
-    as_dict = report.to_dict()
+    as_dict = json.loads(json.dumps(report.to_dict()))
     assert {"precision", "recall", "f1", "tp", "fp", "fn"} <= set(as_dict)
+    assert set(as_dict["by_type"]) == {"Chemical", "Disease"}
+    table = report.format_table().splitlines()
+    assert table[0].split("\t") == ["strict", "precision", "recall", "f1", "tp", "fp", "fn"]
+    assert [row.split("\t")[0] for row in table[1:]] == ["all", "Chemical", "Disease"]
+    acc = score(gold, pred, "accuracy", by_type=True)
+    assert acc.per_type["Chemical"].accuracy == 0.0 and acc.per_type["Disease"].accuracy == 1.0
+    assert "accuracy" in acc.format_table()
 
 
-def test_duplicates_count_once_like_neleval():
-    gold = [doc((0, 10, ["D1"]))]
-    assert score(gold, [doc((0, 10, ["D1"]), (0, 10, ["D1"]))]).fp == 0
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="mode"):
+        score([], [], "fuzzy")
+    with pytest.raises(ValueError, match="empty span"):
+        score([doc((5, 5, ["D1"]))], [])
 
 
-def test_merge_predictions_joins_by_document():
+def test_merge_predictions_joins_by_document_without_touching_inputs():
     a = [doc((0, 10, ["D1"]), doc_id="1"), doc(doc_id="2")]
     b = [doc((20, 30, ["C1"]), doc_id="1"), doc((0, 5, ["C2"]), doc_id="3")]
     merged = merge_predictions(a, b)
     assert [d.id for d in merged] == ["1", "2", "3"]
     assert len(merged[0].annotations) == 2
+    assert len(a[0].annotations) == 1
+    merged_gen = merge_predictions(iter(a), (d for d in b))
+    assert sum(len(d.annotations) for d in merged_gen) == 3
