@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "annotate": "annotate",
     "export": "export",
+    "normalize": "normalize",
+    "train-triplet": "train_triplet",
 }
 
 

@@ -69,3 +69,11 @@ def test_score_bad_gold_exit_2(runner, tmp_path, shared_data):
     pred = shared_data / "bc5cdr" / "baselines" / "TestSet.DNorm.PubTator.txt"
     result = runner.invoke(main, ["score", str(bad), str(pred)])
     assert result.exit_code == 2 and "line 2" in result.output
+
+
+@pytest.mark.parametrize("name", ["score", "convert", "train", "annotate", "export",
+                                  "normalize", "train-triplet"])
+def test_every_command_is_registered_and_has_help(runner, name):
+    result = runner.invoke(main, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output and name in result.output

@@ -1,0 +1,113 @@
+"""`linker normalize INPUT... -o OUTPUT`: link given mention spans to KB concepts.
+
+The input's annotations give the spans (gold spans, or another tool's NER); the output is the
+same documents with every annotation's ``concept_ids``, ``link_score`` and a ``candidates``
+infon (``ID|score;ID|score...``, top-k) filled in. Nothing else is changed.
+"""
+
+from __future__ import annotations
+
+import click
+
+from e2e_linker.normalize.search import MODES
+
+
+@click.command("normalize")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Output file (format from --format or its extension).")
+@click.option("--model", "model", default=None,
+              help="Normalizer model directory, Hugging Face folder or name "
+                   "(default: the embedded default model).")
+@click.option("--kb", default=None, help="KB spec (default: the one the model records).")
+@click.option("--search", "mode", type=click.Choice(MODES), default=None,
+              help="Search mode (default: the model's, else D-T+OD-T).")
+@click.option("--train-mentions", multiple=True,
+              help="Corpus (bc5cdr:train or a path) whose mentions form the D pool; repeatable.")
+@click.option("--model-mentions/--no-model-mentions", default=True, show_default=True,
+              help="Without --train-mentions, use the model directory's mentions.tsv as D.")
+@click.option("--extra-synonyms", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TSV of concept_id<TAB>name added to the ontology at search time.")
+@click.option("--top-k", type=int, default=5, show_default=True,
+              help="Candidates written to the 'candidates' infon.")
+@click.option("--nil-threshold", type=float, default=None,
+              help="Below this cosine a mention gets no concept (-1).")
+@click.option("--batch-size", type=int, default=256, show_default=True,
+              help="Texts per encoder batch.")
+@click.option("--composite", type=click.Choice(["auto", "always", "never"]), default="auto",
+              show_default=True, help="Splitting of composite mentions.")
+@click.option("--abbreviations/--no-abbreviations", default=True, show_default=True,
+              help="Expand short forms defined in the same document.")
+@click.option("--type-aware/--no-type-aware", default=True, show_default=True,
+              help="Search only concepts of the annotation's type when the KB has it.")
+@click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]),
+              default=None, help="Output format (default: from the extension).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
+@click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
+def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | None,
+            mode: str | None, train_mentions: tuple[str, ...], model_mentions: bool,
+            extra_synonyms: str | None,
+            top_k: int, nil_threshold: float | None, batch_size: int, composite: str,
+            abbreviations: bool, type_aware: bool, fmt: str | None, device: str | None,
+            cache_dir: str | None) -> None:
+    """Normalize the annotations of INPUT files (PubTator, BioC XML, BioC JSON)."""
+    import itertools
+
+    from data_tools.formats import open_writer, read_collection_info, read_documents
+    from e2e_linker.corpora import load_corpus
+    from e2e_linker.errors import UserError
+    from e2e_linker.model_kb import assemble_kb
+    from e2e_linker.normalize.normalizer import (
+        DEFAULT_MODE,
+        NormalizeOptions,
+        Normalizer,
+        load_model,
+        model_mentions_of,
+        read_synonyms,
+    )
+    from e2e_linker.normalize.search import mode_requires
+
+    if top_k < 1 or batch_size < 1:
+        raise UserError("--top-k and --batch-size must be at least 1")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("--device cuda asked for, but no CUDA device is available")
+    encoder, settings = load_model(model, device=device)
+    spec = kb or settings.kb
+    if not spec:
+        raise UserError("the model records no KB; pass --kb")
+    knowledge = assemble_kb(spec)
+    if kb is None and settings.kb_hash and knowledge.content_hash() != settings.kb_hash:
+        click.echo(f"warning: KB '{spec}' here differs from the one the model was trained "
+                   "with (content hash); results may differ", err=True)
+    mode = mode or settings.search or DEFAULT_MODE
+    training = [d for corpus in train_mentions for d in load_corpus(corpus)] or None
+    saved = None
+    if training is None and model_mentions:
+        saved = model_mentions_of(model)
+    if training is None and saved is None and any(
+            source == "D" for source, _ in mode_requires(mode)):
+        click.echo(f"note: --search {mode} uses training mentions (D) but no --train-mentions "
+                   "was given; D searches find nothing and sieves fall through", err=True)
+    options = NormalizeOptions(mode=mode, top_k=top_k, nil_threshold=nil_threshold,
+                               type_aware=type_aware, composite=composite,
+                               abbreviations=abbreviations, lowercase=settings.lowercase,
+                               punctuation=settings.punctuation, batch_size=batch_size)
+    synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()
+    normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved)
+    docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
+    info = read_collection_info(inputs[0])
+    n_docs = n_mentions = 0
+    with open_writer(output, fmt, collection_info=info) as writer:
+        while True:
+            block = list(itertools.islice(docs, 2000))
+            if not block:
+                break
+            for doc in normalizer.normalize(block):
+                writer.write(doc)
+                n_docs += 1
+                n_mentions += len(doc.annotations)
+    click.echo(f"normalized {n_mentions} mentions in {n_docs} documents ({mode}) -> {output}",
+               err=True)

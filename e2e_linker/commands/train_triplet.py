@@ -1,0 +1,27 @@
+"""`linker train-triplet CONFIG.yaml`: triplet-train a normalizer encoder (configs/triplet_*.yaml)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("train-triplet")
+@click.argument("config", type=click.Path(exists=True, dir_okay=False))
+@click.option("--output-dir", default=None, help="Override the config's output_dir.")
+@click.option("--epochs", type=int, default=None, help="Override the config's epochs.")
+@click.option("--max-steps", type=int, default=None, help="Stop after this many batches.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
+@click.option("--num-threads", type=int, default=None, help="torch CPU threads.")
+def command(config: str, output_dir: str | None, epochs: int | None, max_steps: int | None,
+            device: str | None, num_threads: int | None) -> None:
+    """Train on the config's KB names (Train:O) and training mentions (Train:OD)."""
+    from e2e_linker.training.triplet import TripletConfig, train_triplet
+
+    cfg = TripletConfig.from_yaml(config)
+    for key, value in (("output_dir", output_dir), ("epochs", epochs), ("max_steps", max_steps),
+                       ("device", device), ("num_threads", num_threads)):
+        if value is not None:
+            setattr(cfg, key, value)
+    summary = train_triplet(cfg)
+    click.echo(f"{summary['steps']} steps, loss {summary['first_loss']:.4f} -> "
+               f"{summary['last_loss']:.4f}; model in {summary['output_dir']}", err=True)

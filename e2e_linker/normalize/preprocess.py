@@ -1,0 +1,97 @@
+"""Text preprocessing for the mention normalizer: case/punctuation folding and composites.
+
+Why: a vector-space normalizer compares a mention with KB names, and surface noise that carries
+no meaning ("Non-Hodgkin's Lymphoma" vs "non hodgkin lymphoma") costs accuracy that no training
+recovers cheaply. Both sides (KB names, training mentions, queries) go through the same
+:class:`TextNormalizer`, whose settings are saved with a trained model.
+
+Composite mentions ("breast and ovarian cancer") name several concepts at once; we split them
+into one query per part ("breast cancer", "ovarian cancer") with a small heuristic that shares
+the head noun of the last part (or the "X of the" prefix of the first part) among the parts.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from dataclasses import dataclass
+
+_SPACES = re.compile(r"\s+")
+_ASCII_PUNCT = set(string.punctuation)
+
+#: Separators between the parts of a composite mention, longest alternatives first.
+_COMPOSITE_SEP = re.compile(
+    r"\s*,\s*(?:and/or|and|or)\s+"  # "brain, breast, and prostate"
+    r"|\s+(?:and/or|and|or)\s+"  # "breast and ovarian"
+    r"|\s*/\s*"  # "breast/ovarian"
+    r"|\s*,\s+",  # "brain, breast" (a comma followed by a space: "3,4-" is not split)
+    re.IGNORECASE,
+)
+
+
+def _is_punct(ch: str) -> bool:
+    return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
+
+
+def normalize_text(text: str, lowercase: bool = True, punctuation: bool = True) -> str:
+    """Fold case and turn punctuation into spaces, then collapse whitespace.
+
+    Punctuation becomes a space (not nothing) so that "non-small-cell" and "non small cell"
+    agree while "3,4-MDMA" does not glue its numbers together.
+    """
+    if lowercase:
+        text = text.lower()
+    if punctuation:
+        text = "".join(" " if _is_punct(ch) else ch for ch in text)
+    return _SPACES.sub(" ", text).strip()
+
+
+@dataclass(frozen=True)
+class TextNormalizer:
+    """The case/punctuation settings applied to every text the normalizer encodes."""
+
+    lowercase: bool = True
+    punctuation: bool = True
+
+    def __call__(self, text: str) -> str:
+        out = normalize_text(text, self.lowercase, self.punctuation)
+        return out or text.strip()  # a mention made only of punctuation stays as written
+
+    def to_dict(self) -> dict[str, bool]:
+        return {"lowercase": self.lowercase, "punctuation": self.punctuation}
+
+
+def split_composite(text: str) -> list[str]:
+    """The parts of a composite mention, each completed with the words the parts share.
+
+    ``"breast and ovarian cancer"`` → ``["breast cancer", "ovarian cancer"]``;
+    ``"Duchenne and Becker muscular dystrophy"`` → both full names;
+    ``"cancers of the breast and ovary"`` → ``["cancers of the breast", "cancers of the ovary"]``.
+    A text without a separator comes back as ``[text]``. The heuristic cannot know that
+    "inherited breast/ovarian cancer" is one syndrome: callers decide whether to use the split
+    (see :mod:`e2e_linker.normalize.normalizer`, composite policy "auto").
+    """
+    text = text.strip()
+    parts = [p.strip(" ,;") for p in _COMPOSITE_SEP.split(text)]
+    parts = [p for p in parts if p]
+    if len(parts) < 2:
+        return [text]
+    first_words = parts[0].split()
+    last_words = parts[-1].split()
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        words = part.split()
+        if i < len(parts) - 1 and len(words) < len(last_words):
+            # shared head: "breast [cancer]", "type 1 [diabetes]"
+            words = words + last_words[len(words):]
+        elif i > 0 and " of " in f" {parts[0].lower()} " and len(words) < len(first_words):
+            # shared prefix: "[cancers of the] ovary"
+            words = first_words[: len(first_words) - len(words)] + words
+        out.append(" ".join(words))
+    return out
+
+
+def is_composite(text: str) -> bool:
+    """Whether :func:`split_composite` would split ``text``."""
+    return len(split_composite(text)) > 1

@@ -1,0 +1,90 @@
+"""`linker normalize` end to end on a tiny fixture with a tiny random model directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from data_tools.formats import read_documents, write_documents
+from e2e_linker.commands.normalize import command
+from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
+
+
+@pytest.fixture()
+def model_dir(tiny_dir, tmp_path):
+    import shutil
+
+    kb_file = tmp_path / "kb.tsv"
+    synthetic_kb().save(kb_file)
+    directory = tmp_path / "model"
+    shutil.copytree(tiny_dir, directory / "encoder")
+    settings = {"pooling": "mean", "max_length": 32, "search": "O-T",
+                "kb": f"kb:{kb_file}"}
+    (directory / "normalizer.json").write_text(json.dumps(settings))
+    return directory, kb_file
+
+
+@pytest.mark.parametrize("suffix", [".xml", ".txt", ".json"])
+def test_normalize_preserves_everything_and_sets_ids(model_dir, tmp_path, monkeypatch, suffix):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    docs = synthetic_docs(5)
+    for doc in docs:  # hide the gold IDs
+        for ann in doc.annotations:
+            ann.concept_ids = []
+    src, dst = tmp_path / f"in{suffix}", tmp_path / f"out{suffix}"
+    write_documents(docs, src)
+    result = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(directory),
+                                          "--top-k", "2"])
+    assert result.exit_code == 0, result.output
+    gold = synthetic_docs(5)
+    out = list(read_documents(dst))
+    assert [d.id for d in out] == [d.id for d in gold]
+    for before, after in zip(gold, out, strict=True):
+        assert [(p.offset, p.text) for p in after.passages] == \
+            [(p.offset, p.text) for p in before.passages]
+        assert [(a.start, a.end, a.text, a.type) for a in after.annotations] == \
+            [(a.start, a.end, a.text, a.type) for a in before.annotations]
+        # synthetic mentions are exact KB names: a random encoder still finds them (cosine 1)
+        assert [a.concept_ids for a in after.annotations] == \
+            [a.concept_ids for a in before.annotations]
+        if suffix != ".txt":  # PubTator has no place for scores and infons
+            for ann in after.annotations:
+                assert ann.link_score is not None
+                assert len(ann.infons["candidates"].split(";")) == 2
+
+
+def test_normalize_needs_a_kb(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    write_documents(synthetic_docs(1), tmp_path / "in.txt")
+    result = CliRunner().invoke(command, [str(tmp_path / "in.txt"), "-o",
+                                          str(tmp_path / "out.txt"), "--model", str(tiny_dir)])
+    assert result.exit_code != 0
+    assert "pass --kb" in str(result.exception)
+
+
+def test_model_mentions_are_the_default_d_pool(model_dir, tmp_path, monkeypatch):
+    from data_tools.documents import Annotation, Document, Passage
+    from e2e_linker.normalize.normalizer import write_mentions
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    write_mentions(directory / "mentions.tsv", [("Splitting Head-Pain", "D001", "Disease")])
+    settings = json.loads((directory / "normalizer.json").read_text())
+    (directory / "normalizer.json").write_text(json.dumps({**settings, "search": "D-T+O-T"}))
+    text = "She had splitting head pain."
+    doc = Document("7", [Passage(0, text, {"type": "title"})])
+    doc.add_annotation(Annotation(8, 27, "splitting head pain", "Disease", []))
+    write_documents([doc], tmp_path / "in.json")
+    for flag, expected in (([], ["D001"]), (["--no-model-mentions"], None)):
+        result = CliRunner().invoke(command, [str(tmp_path / "in.json"), "-o",
+                                              str(tmp_path / "out.json"), "--model",
+                                              str(directory), *flag])
+        assert result.exit_code == 0, result.output
+        ann = next(read_documents(tmp_path / "out.json")).annotations[0]
+        if expected:
+            assert ann.concept_ids == expected and ann.link_score == pytest.approx(1, abs=2e-3)
+        else:
+            assert ann.link_score < 0.999

@@ -1,0 +1,167 @@
+"""The normalizer on a tiny KB: exact names, composites, abbreviations, NIL, extra synonyms."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from data_tools.documents import Annotation, Document, Passage
+from data_tools.kb import KB, Concept
+from e2e_linker.errors import UserError
+from e2e_linker.normalize import normalizer as normalizer_module
+from e2e_linker.normalize.normalizer import (
+    ModelSettings,
+    NormalizeOptions,
+    Normalizer,
+    align_parts,
+    default_model_dir,
+    load_model,
+    normalize_documents,
+    save_model,
+    training_triples,
+)
+from e2e_linker.normalize.preprocess import TextNormalizer
+
+
+def _kb() -> KB:
+    return KB([
+        Concept("D001943", "Breast Neoplasms", ["breast cancer"], "Disease"),
+        Concept("D010051", "Ovarian Neoplasms", ["ovarian cancer"], "Disease"),
+        Concept("D004833", "Epilepsy, Temporal Lobe", ["temporal lobe epilepsy"], "Disease"),
+        Concept("C001", "aspirin", ["acetylsalicylic acid"], "Chemical"),
+        Concept("D009203", "Myocardial Infarction", [], "Disease"),
+    ])
+
+
+def _doc(text: str, spans: list[tuple[str, str]]) -> Document:
+    doc = Document("1", [Passage(0, text, {"type": "abstract"})])
+    pos = 0
+    for surface, type_ in spans:
+        start = text.index(surface, pos)
+        doc.add_annotation(Annotation(start, start + len(surface), surface, type_, ["GOLD"]))
+        pos = start + 1
+    return doc
+
+
+def test_exact_names_composites_and_abbreviations(tiny_encoder, tmp_path):
+    text = ("Women with breast and ovarian cancer took Aspirin. Temporal lobe epilepsy (TLE) "
+            "was seen; TLE recurred.")
+    doc = _doc(text, [("breast and ovarian cancer", "Disease"), ("Aspirin", "Chemical"),
+                      ("Temporal lobe epilepsy", "Disease"), ("TLE", "Disease"),
+                      ("TLE", "Disease")])
+    out = normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+                              top_k=3, progress=False)
+    anns = out[0].annotations
+    assert anns[0].concept_ids == ["D001943", "D010051"]
+    assert anns[0].composite_texts == ["breast cancer", "ovarian cancer"]
+    assert " || " in anns[0].infons["candidates"]
+    assert [a.concept_ids for a in anns[1:]] == [["C001"], ["D004833"], ["D004833"],
+                                                 ["D004833"]]
+    for ann in anns:
+        assert ann.link_score == pytest.approx(1.0, abs=2e-3)
+        first = ann.infons["candidates"].split(";")[0]
+        assert first.rsplit("|", 1)[0] in ann.concept_id
+    # without abbreviation resolution "TLE" is not an exact name any more
+    doc2 = _doc(text, [("TLE", "Disease")])
+    normalize_documents([doc2], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+                        abbreviations=False, progress=False)
+    assert doc2.annotations[0].link_score < 0.999
+
+
+def test_composite_never_and_nil_threshold(tiny_encoder, tmp_path):
+    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+                        composite="never", progress=False)
+    ann = doc.annotations[0]
+    assert len(ann.concept_ids) == 1 and ann.composite_texts is None
+    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+                        composite="never", nil_threshold=1.01, progress=False)
+    assert doc.annotations[0].concept_ids == [] and doc.annotations[0].concept_id == "-1"
+
+
+def test_training_mentions_and_extra_synonyms(tiny_encoder, tmp_path):
+    train = _doc("heart attack", [("heart attack", "Disease")])
+    train.annotations[0].concept_ids = ["MESH:D009203"]
+    doc = _doc("a heart attack and an MI", [("heart attack", "Disease"), ("MI", "Disease")])
+    normalize_documents([doc], tiny_encoder, _kb(), mode="D-T+O-T", training=[train],
+                        cache_dir=tmp_path, progress=False)
+    assert doc.annotations[0].concept_ids == ["D009203"]
+    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+                        extra_synonyms=[("D009203", "MI")], progress=False)
+    assert doc.annotations[1].concept_ids == ["D009203"]
+
+
+def test_type_aware_search(tiny_encoder, tmp_path):
+    kb = KB([Concept("X1", "lithium", [], "Chemical"), Concept("X2", "lithium", [], "Disease")])
+    doc = _doc("lithium lithium", [("lithium", "Disease"), ("lithium", "Chemical")])
+    normalize_documents([doc], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path, progress=False)
+    assert [a.concept_ids for a in doc.annotations] == [["X2"], ["X1"]]
+
+
+def test_training_triples_use_gold_composite_parts():
+    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    ann = doc.annotations[0]
+    ann.concept_ids = ["D001943", "D010051"]
+    ann.composite_texts = ["breast cancer", "ovarian cancer"]
+    triples = training_triples([doc], TextNormalizer(), _kb())
+    assert ("breast and ovarian cancer", "D001943|D010051", "Disease") in triples
+    assert ("breast cancer", "D001943", "Disease") in triples
+    assert ("ovarian cancer", "D010051", "Disease") in triples
+
+
+def test_model_dir_round_trip_and_default(tiny_encoder, tmp_path, monkeypatch):
+    settings = ModelSettings(kb="medic", kb_hash="abc", lowercase=False, search="O-C",
+                             extra={"steps": 3})
+    directory = save_model(tiny_encoder, tmp_path / "model", settings)
+    data = json.loads((directory / "normalizer.json").read_text())
+    assert data["pooling"] == "mean" and data["kb"] == "medic" and data["steps"] == 3
+    assert (directory / "encoder" / "model.safetensors").is_file()
+    encoder, loaded = load_model(directory)
+    assert loaded.kb == "medic" and loaded.lowercase is False and loaded.search == "O-C"
+    assert encoder.pooling == "mean" and encoder.hidden_size == 32
+    # a plain HF folder: mean pooling, default settings
+    plain, plain_settings = load_model(directory / "encoder")
+    assert plain.pooling == "mean" and plain_settings.kb is None
+    monkeypatch.setattr(normalizer_module, "DEFAULT_MODEL_DIR", tmp_path / "absent")
+    with pytest.raises(UserError):
+        default_model_dir()
+    monkeypatch.setattr(normalizer_module, "DEFAULT_MODEL_DIR", directory)
+    assert default_model_dir() == directory
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError):
+        NormalizeOptions(mode="X-T")
+    with pytest.raises(ValueError):
+        NormalizeOptions(composite="sometimes")
+
+
+def test_normalizer_reuses_its_index(tiny_encoder, tmp_path):
+    normalizer = Normalizer(tiny_encoder, _kb(), options=NormalizeOptions(mode="O-C",
+                                                                         progress=False),
+                            cache_dir=tmp_path)
+    for _ in range(2):
+        doc = _doc("aspirin", [("aspirin", "Chemical")])
+        normalizer.normalize([doc])
+        assert doc.annotations[0].concept_ids == ["C001"]
+
+
+def test_mention_types_unknown_to_the_kb_do_not_filter(tiny_encoder, tmp_path):
+    """NCBI types (SpecificDisease...) are not KB types: D entries of any type stay reachable."""
+    train = _doc("galactosemia variant", [("galactosemia variant", "SpecificDisease")])
+    train.annotations[0].concept_ids = ["OMIM:230400"]  # not in the KB
+    doc = _doc("galactosemia variant", [("galactosemia variant", "DiseaseClass")])
+    normalize_documents([doc], tiny_encoder, _kb(), mode="D-T+O-T", training=[train],
+                        cache_dir=tmp_path, progress=False)
+    assert doc.annotations[0].concept_ids == ["OMIM:230400"]
+
+
+def test_composite_parts_are_paired_with_ids_by_name_not_position():
+    """NCBI lists composite IDs in any order: "breast and ovarian cancer" → D010051|D001943."""
+    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    doc.annotations[0].concept_ids = ["D010051", "D001943"]
+    triples = training_triples([doc], TextNormalizer(), _kb())
+    assert ("breast cancer", "D001943", "Disease") in triples
+    assert ("ovarian cancer", "D010051", "Disease") in triples
+    assert align_parts(["foo", "bar"], ["D010051", "D001943"], _kb(), TextNormalizer()) is None

@@ -1,0 +1,40 @@
+"""Case/punctuation folding and composite splitting."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_linker.normalize.preprocess import TextNormalizer, normalize_text, split_composite
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Non-Hodgkin's Lymphoma", "non hodgkin s lymphoma"),
+    ("3,4-methylenedioxymethamphetamine", "3 4 methylenedioxymethamphetamine"),
+    ("  Breast   Neoplasms ", "breast neoplasms"),
+    ("TNF–α", "tnf α"),  # unicode dash is punctuation, Greek letters are not
+])
+def test_normalize_text(text, expected):
+    assert normalize_text(text) == expected
+
+
+def test_normalizer_switches():
+    assert TextNormalizer(lowercase=False, punctuation=True)("Non-Small-Cell") == "Non Small Cell"
+    assert TextNormalizer(lowercase=True, punctuation=False)("Non-Small-Cell") == "non-small-cell"
+    assert TextNormalizer()("(+)") == "(+)"  # all punctuation: kept as written
+
+
+@pytest.mark.parametrize("text,parts", [
+    ("breast and ovarian cancer", ["breast cancer", "ovarian cancer"]),
+    ("Duchenne and Becker muscular dystrophy",
+     ["Duchenne muscular dystrophy", "Becker muscular dystrophy"]),
+    ("brain, breast, and prostate cancer", ["brain cancer", "breast cancer", "prostate cancer"]),
+    ("hepatic or renal dysfunction", ["hepatic dysfunction", "renal dysfunction"]),
+    ("type 1 and type 2 diabetes", ["type 1 diabetes", "type 2 diabetes"]),
+    ("cancers of the breast and ovary", ["cancers of the breast", "cancers of the ovary"]),
+    ("nausea and vomiting", ["nausea", "vomiting"]),
+    ("breast/ovarian cancer", ["breast cancer", "ovarian cancer"]),
+    ("3,4-methylenedioxymethamphetamine", ["3,4-methylenedioxymethamphetamine"]),
+    ("cisplatin", ["cisplatin"]),
+])
+def test_split_composite(text, parts):
+    assert split_composite(text) == parts
