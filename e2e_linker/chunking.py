@@ -80,6 +80,7 @@ def tokenize_document(doc: Document, tokenizer, doc_index: int = 0) -> DocTokens
             return_offsets_mapping=True,
             return_attention_mask=False,
             return_token_type_ids=False,
+            verbose=False,  # whole passages exceed 512 tokens on purpose: chunks come later
         )
     for n, passage in enumerate(passages):
         offsets = encodings["offset_mapping"][n]
