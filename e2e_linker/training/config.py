@@ -11,6 +11,24 @@ from e2e_linker.errors import UserError
 from e2e_linker.model import LinkerConfig
 
 
+def read_yaml_mapping(path: str | Path) -> dict:
+    """A YAML config file as a dict; one clear UserError for bad YAML or a non-mapping file."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of options")
+    return data
+
+
+def reject_unknown_keys(cls: type, data: dict, source: str) -> None:
+    """Refuse keys that are not fields of the dataclass ``cls``, so typos never pass silently."""
+    unknown = set(data) - {f.name for f in fields(cls)}
+    if unknown:
+        raise UserError(f"{source}: unknown keys {', '.join(sorted(unknown))}")
+
+
 @dataclass
 class TrainConfig:
     """Data, KB, optimisation and schedule; ``model`` holds the architecture (LinkerConfig)."""
@@ -56,18 +74,11 @@ class TrainConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrainConfig:
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML ({exc})") from exc
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_yaml_mapping(path), str(path))
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "config") -> TrainConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise UserError(f"{source}: unknown keys {', '.join(sorted(unknown))}")
+        reject_unknown_keys(cls, data, source)
         data = dict(data)
         data["model"] = LinkerConfig.from_dict(data.get("model") or {})
         return cls(**data)

@@ -16,12 +16,11 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import yaml
-
 from e2e_linker.errors import UserError
+from e2e_linker.training.config import read_yaml_mapping, reject_unknown_keys
 
 
 @dataclass
@@ -68,20 +67,11 @@ class TripletConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TripletConfig:
-        try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise UserError(f"{path}: not valid YAML ({exc})") from exc
-        if not isinstance(data, dict):
-            raise UserError(f"{path}: expected a mapping of options")
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_yaml_mapping(path), str(path))
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "config") -> TripletConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise UserError(f"{source}: unknown keys {', '.join(sorted(unknown))}")
+        reject_unknown_keys(cls, data, source)
         cfg = cls(**data)
         if cfg.names_per_concept < 2 or cfg.concepts_per_batch < 2:
             raise UserError(f"{source}: concepts_per_batch and names_per_concept must be ≥ 2")
