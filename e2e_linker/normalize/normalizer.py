@@ -48,6 +48,8 @@ from e2e_linker.normalize.search import (
 
 NORMALIZER_FILE = "normalizer.json"
 ENCODER_DIR = "encoder"
+#: a LoRA adapter over a base encoder (see :mod:`e2e_linker.adapter`), instead of ``encoder/``
+ADAPTER_DIR = "adapter"
 #: optional: the training mentions a model was trained with (``label<TAB>type<TAB>text``); used
 #: as the D pool when ``linker normalize`` is given no ``--train-mentions``
 MENTIONS_FILE = "mentions.tsv"
@@ -112,7 +114,7 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
     ever read from safetensors.
     """
     path = Path(model) if model is not None else default_model_dir()
-    if (path / ENCODER_DIR).is_dir():
+    if (path / ADAPTER_DIR).is_dir() or (path / ENCODER_DIR).is_dir():
         settings_path = path / NORMALIZER_FILE
         data = {}
         if settings_path.is_file():
@@ -121,6 +123,8 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
             except json.JSONDecodeError as exc:
                 raise UserError(f"{settings_path}: not valid JSON ({exc})") from exc
         settings = ModelSettings.from_dict(data)
+        if (path / ADAPTER_DIR).is_dir():
+            return _load_adapter_model(path / ADAPTER_DIR, settings, device), settings
         source = str(path / ENCODER_DIR)
     else:
         if model is not None and not path.exists() and os.sep in str(model):
@@ -137,6 +141,27 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
     return encoder.eval(), settings
 
 
+def _load_adapter_model(folder: Path, settings: ModelSettings, device: str | None
+                        ) -> TextEncoder:
+    """The adapter's base encoder with the adapter merged in."""
+    from e2e_linker.adapter import apply_adapter, read_adapter_config
+    from e2e_linker.encoder import resolve_encoder_path
+
+    base = read_adapter_config(folder).get("base")
+    if not base:
+        raise UserError(f"{folder}: adapter.json names no base encoder")
+    base_folder = resolve_encoder_path(base)
+    try:
+        encoder = TextEncoder.from_pretrained(base_folder, pooling=settings.pooling,
+                                              max_length=settings.max_length)
+    except OSError as exc:
+        raise UserError(f"cannot load the adapter's base encoder {base}: {exc}") from exc
+    apply_adapter(encoder.model, folder, base_folder)
+    if device:
+        encoder.to(device)
+    return encoder.eval()
+
+
 def model_mentions_of(model: str | os.PathLike | None) -> list[tuple[str, str, str]] | None:
     """The saved training mentions of a model directory (``None`` for a model without any)."""
     if model is None:
@@ -151,11 +176,21 @@ def model_mentions_of(model: str | os.PathLike | None) -> list[tuple[str, str, s
 
 
 def save_model(encoder: TextEncoder, directory: str | os.PathLike,
-               settings: ModelSettings) -> Path:
-    """Write ``encoder/`` (safetensors) and ``normalizer.json``; returns the directory."""
+               settings: ModelSettings, adapter: dict | None = None) -> Path:
+    """Write ``encoder/`` (safetensors) and ``normalizer.json``; returns the directory.
+
+    With ``adapter`` (keys ``base``, ``base_folder``, ``rank``, ``alpha``) the encoder carries
+    LoRA layers and only they are written, to ``adapter/`` (fp16).
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    encoder.save(directory / ENCODER_DIR)
+    if adapter is not None:
+        from e2e_linker.adapter import save_adapter
+
+        save_adapter(encoder.model, directory / ADAPTER_DIR, adapter["base"],
+                     adapter["base_folder"], adapter["rank"], adapter["alpha"])
+    else:
+        encoder.save(directory / ENCODER_DIR)
     settings.pooling = encoder.pooling
     settings.max_length = encoder.max_length
     (directory / NORMALIZER_FILE).write_text(json.dumps(settings.to_dict(), indent=2) + "\n",

@@ -53,6 +53,10 @@ class TripletConfig:
     #: K: texts per concept in a batch (at least 2)
     names_per_concept: int = 4
     lr: float = 2e-5
+    #: train a rank-r LoRA adapter on a frozen base instead of all weights (None: full
+    #: fine-tuning); the model directory then holds ``adapter/`` (~1 MB) instead of ``encoder/``
+    lora_rank: int | None = None
+    lora_alpha: float = 32.0
     weight_decay: float = 0.01
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
@@ -139,10 +143,12 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
     from tqdm.auto import tqdm
 
     from data_tools.kb_loaders import load_kb
-    from e2e_linker.encoder import TextEncoder
+    from e2e_linker.adapter import add_lora
+    from e2e_linker.encoder import TextEncoder, resolve_encoder_path
     from e2e_linker.normalize.batching import pk_batches
     from e2e_linker.normalize.loss import batch_hard_soft_margin_loss
     from e2e_linker.normalize.normalizer import (
+        ADAPTER_DIR,
         ENCODER_DIR,
         MENTIONS_FILE,
         ModelSettings,
@@ -168,10 +174,16 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
         train_docs = [d for spec in cfg.train for d in load_corpus(spec)]
     texts, labels, stats = training_examples(cfg, kb, train_docs)
     source = cfg.encoder
+    if (Path(source) / ADAPTER_DIR).is_dir():
+        raise UserError(f"{source}: training on top of an adapter model is not supported; "
+                        "start from its base encoder")
     if (Path(source) / ENCODER_DIR).is_dir():
         source = str(Path(source) / ENCODER_DIR)
     encoder = TextEncoder.from_pretrained(source, pooling=cfg.pooling, max_length=cfg.max_length)
+    if cfg.lora_rank:
+        add_lora(encoder.model, cfg.lora_rank, cfg.lora_alpha)
     encoder.to(device).train()
+    trainable = [p for p in encoder.parameters() if p.requires_grad]
 
     epochs_batches = [pk_batches(labels, cfg.concepts_per_batch, cfg.names_per_concept,
                                  seed=cfg.seed + e,
@@ -180,7 +192,7 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
     total = sum(len(b) for b in epochs_batches)
     if cfg.max_steps is not None:
         total = min(total, cfg.max_steps)
-    optimizer = torch.optim.AdamW(encoder.parameters(), lr=cfg.lr,
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.lr,
                                   weight_decay=cfg.weight_decay)
     warmup = int(cfg.warmup_ratio * total)
 
@@ -205,7 +217,7 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
             loss = batch_hard_soft_margin_loss(vectors, batch_labels, cfg.similarity)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(encoder.parameters(), cfg.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
             optimizer.step()
             scheduler.step()
             value = float(loss.detach())
@@ -224,7 +236,11 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
                              extra={"train": list(cfg.train), "base_encoder": cfg.encoder,
                                     "steps": step, "training_data": "OD" if train_docs else "O",
                                     "mentions": MENTIONS_FILE if train_docs else None})
-    out = save_model(encoder, cfg.output_dir, settings)
+    adapter = None
+    if cfg.lora_rank:
+        adapter = {"base": cfg.encoder, "base_folder": resolve_encoder_path(source),
+                   "rank": cfg.lora_rank, "alpha": cfg.lora_alpha}
+    out = save_model(encoder, cfg.output_dir, settings, adapter=adapter)
     if train_docs:  # the raw training mentions: the model's default D pool at search time
         raw = TextNormalizer(lowercase=False, punctuation=False)
         write_mentions(out / MENTIONS_FILE, training_triples(

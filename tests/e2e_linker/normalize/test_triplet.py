@@ -78,3 +78,19 @@ def test_train_od_saves_its_mentions(tiny_dir, tmp_path):
                             for _, label, type_ in mentions)
     _, settings = load_model(tmp_path / "od")
     assert settings.extra["training_data"] == "OD" and settings.extra["mentions"] == "mentions.tsv"
+
+
+def test_lora_training_writes_a_small_adapter_that_reloads(tiny_dir, tmp_path):
+    cfg = TripletConfig(output_dir=str(tmp_path / "run"), encoder=str(tiny_dir), kb="unused",
+                        epochs=16, concepts_per_batch=4, names_per_concept=3, lr=3e-2,
+                        warmup_ratio=0.0, seed=0, max_length=16, lora_rank=4, lora_alpha=8)
+    kb = _kb()
+    texts, labels, _ = training_examples(cfg, kb, [])
+    before, _ = load_model(tiny_dir)
+    loss_before = _full_loss(before, texts, labels)
+    train_triplet(cfg, kb=kb, train_docs=[], progress=False)
+    run = tmp_path / "run"
+    assert (run / "adapter" / "adapter.safetensors").is_file()
+    assert not (run / "encoder").exists()
+    after, _ = load_model(run)
+    assert _full_loss(after, texts, labels) < loss_before * 0.9
