@@ -212,7 +212,28 @@ class VectorCache:
         np.save(tmp, out)
         os.replace(tmp, path)
         shutil.rmtree(parts_dir, ignore_errors=True)
+        if len(todo) >= self.seed_min:
+            self._remember([texts[i] for i in todo], out[todo])
         return np.load(path, mmap_mode="r")
+
+    def _remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Add freshly encoded texts to the name-keyed cache, so that another list sharing
+        most of them (the chemical KB, then the whole BC5CDR KB) encodes only the rest."""
+        from e2e_linker.index import NameVectorCache
+
+        store = NameVectorCache(self.root, self.encoder)
+        known, stored = store._load()
+        seen = set(known)
+        new = []
+        for i, text in enumerate(texts):
+            if text not in seen:
+                seen.add(text)
+                new.append(i)
+        if not new:
+            return
+        rows = vectors[new].astype(np.float16)
+        merged = np.concatenate([np.asarray(stored), rows]) if stored is not None else rows
+        store._store(known + [texts[i] for i in new], merged)
 
 
 # ---- labelled texts ------------------------------------------------------------------------

@@ -161,3 +161,23 @@ def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
     got = cache.vectors(["aspirin", "renal failure", "headache"])
     assert np.allclose(np.asarray(got[2], np.float32), encode_unit(tiny_encoder, ["headache"])[0],
                        atol=2e-3)
+
+
+def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
+    """A second list sharing texts with a first one encodes only its new texts."""
+    from e2e_linker.normalize import search
+
+    cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=2)
+    first = cache.vectors(["aspirin", "renal failure", "headache"])
+    encoded: list[str] = []
+    real = search.encode_unit
+
+    def counting(encoder, texts, batch_size=256):
+        encoded.extend(texts)
+        return real(encoder, texts, batch_size)
+
+    monkeypatch.setattr(search, "encode_unit", counting)
+    second = cache.vectors(["headache", "nausea", "aspirin"])
+    assert encoded == ["nausea"]
+    assert np.allclose(np.asarray(second[0], np.float32), np.asarray(first[2], np.float32),
+                       atol=2e-3)
