@@ -8,13 +8,15 @@ KB's names and/or training mentions with one of the 14 search modes of
 
 A *model directory* is what ``linker train-triplet`` writes::
 
-    encoder/          Hugging Face folder (config.json, model.safetensors, tokenizer files)
+    encoder/          Hugging Face folder (config.json, model.safetensors, tokenizer files), or
+    adapter/          a LoRA adapter over a base encoder (see :mod:`e2e_linker.adapter`)
     normalizer.json   {"pooling", "max_length", "kb", "kb_hash", "lowercase", "punctuation", ...}
     mentions.tsv      (optional) the training mentions, the default D pool at search time
 
 Any plain Hugging Face folder or name also works as a model (mean pooling, the default text
 settings, no recorded KB). Without ``--model`` the embedded default model directory
-(``e2e_linker/default_model/``) is used; see :func:`default_model_dir`.
+(``e2e_linker/default_model/normalizer/``, an adapter over the packaged MiniLM) is used; see
+:func:`default_model_dir`.
 
 For a library caller the one-stop function is :func:`normalize_documents`.
 """
@@ -53,9 +55,13 @@ ADAPTER_DIR = "adapter"
 #: optional: the training mentions a model was trained with (``label<TAB>type<TAB>text``); used
 #: as the D pool when ``linker normalize`` is given no ``--train-mentions``
 MENTIONS_FILE = "mentions.tsv"
-#: Shipped with the package; holds ``encoder/`` and ``normalizer.json`` (and the collective
-#: model's files, which ``linker annotate`` reads).
-DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default_model"
+#: Shipped with the package, beside the collective model that ``linker annotate`` reads: the
+#: triplet-trained adapter, ``normalizer.json`` and the training mentions.
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "default_model" / "normalizer"
+#: Annotation types of other corpora that mean a KB type: NCBI disease's four classes are all
+#: diseases, so over a KB holding chemicals too (bc5cdr) they search the diseases only.
+TYPE_ALIASES = {"SpecificDisease": "Disease", "DiseaseClass": "Disease",
+                "Modifier": "Disease", "CompositeMention": "Disease"}
 #: The search mode used when neither the caller nor the model directory names one.
 DEFAULT_MODE = "D-T+OD-T"
 COMPOSITE_POLICIES = ("auto", "always", "never")
@@ -92,14 +98,15 @@ class ModelSettings:
 
 
 def default_model_dir() -> Path:
-    """The embedded default normalizer model (``e2e_linker/default_model/``).
+    """The embedded default normalizer model (``e2e_linker/default_model/normalizer/``).
 
     Raises a :class:`UserError` naming the fix when the package was built without one.
     """
     if not ((DEFAULT_MODEL_DIR / NORMALIZER_FILE).is_file()
-            and (DEFAULT_MODEL_DIR / ENCODER_DIR).is_dir()):
-        raise UserError(f"no embedded default normalizer at {DEFAULT_MODEL_DIR} "
-                        f"(needs {ENCODER_DIR}/ and {NORMALIZER_FILE}); pass --model DIR "
+            and ((DEFAULT_MODEL_DIR / ADAPTER_DIR).is_dir()
+                 or (DEFAULT_MODEL_DIR / ENCODER_DIR).is_dir())):
+        raise UserError(f"no embedded default normalizer at {DEFAULT_MODEL_DIR} (needs "
+                        f"{ADAPTER_DIR}/ or {ENCODER_DIR}/, and {NORMALIZER_FILE}); pass --model DIR "
                         "(a triplet model directory, a Hugging Face folder, or all-MiniLM-L6-v2)")
     return DEFAULT_MODEL_DIR
 
@@ -108,8 +115,8 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
                ) -> tuple[TextEncoder, ModelSettings]:
     """The encoder and settings of a model directory, a plain HF folder, or a model name.
 
-    ``None`` means :func:`default_model_dir`. A directory with an ``encoder/`` subfolder is a
-    triplet model directory (its ``normalizer.json`` gives pooling and text settings);
+    ``None`` means :func:`default_model_dir`. A directory with an ``encoder/`` or ``adapter/``
+    subfolder is a triplet model directory (its ``normalizer.json`` gives pooling and text settings);
     anything else goes to ``TextEncoder.from_pretrained`` with mean pooling. Weights are only
     ever read from safetensors.
     """
@@ -287,7 +294,9 @@ def training_triples(docs: Iterable[Document], text: TextNormalizer, kb=None,
 
             def type_of(cid: str, ann: Annotation = ann) -> str:
                 concept = kb.get(cid) if kb is not None else None
-                return concept.type if concept is not None and concept.type else ann.type
+                if concept is not None and concept.type:
+                    return concept.type
+                return TYPE_ALIASES.get(ann.type, ann.type)
 
             surfaces = {ann.text}
             if expansions:
@@ -296,7 +305,7 @@ def training_triples(docs: Iterable[Document], text: TextNormalizer, kb=None,
                 if len(ids) == 1:
                     out.append((text(surface), ids[0], type_of(ids[0])))
                     continue
-                out.append((text(surface), "|".join(ids), ann.type))
+                out.append((text(surface), "|".join(ids), TYPE_ALIASES.get(ann.type, ann.type)))
                 parts = ann.composite_texts if surface == ann.text else None
                 aligned: list[str] | None = list(parts) if parts and len(parts) == len(ids) \
                     else None
@@ -458,8 +467,11 @@ class Normalizer:
                     parts = split_composite(surface)
                     if len(parts) < 2:
                         parts = []
-                type_ = ann.type if self.options.type_aware and ann.type in self.kb_types \
-                    else None
+                type_ = None
+                if self.options.type_aware:
+                    type_ = TYPE_ALIASES.get(ann.type, ann.type)
+                    if type_ not in self.kb_types:
+                        type_ = None
                 raw = self.text(ann.text)
                 whole = self.text(surface)
                 # a bare short form ("NS") always takes its in-document long form; a longer

@@ -165,3 +165,15 @@ def test_composite_parts_are_paired_with_ids_by_name_not_position():
     assert ("breast cancer", "D001943", "Disease") in triples
     assert ("ovarian cancer", "D010051", "Disease") in triples
     assert align_parts(["foo", "bar"], ["D010051", "D001943"], _kb(), TextNormalizer()) is None
+
+
+def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
+    """Over a KB with chemicals and diseases, an NCBI 'SpecificDisease' mention is a disease."""
+    kb = KB([Concept("X1", "lithium", [], "Chemical"), Concept("X2", "lithium", [], "Disease")])
+    doc = _doc("lithium lithium", [("lithium", "SpecificDisease"), ("lithium", "Chemical")])
+    normalize_documents([doc], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path, progress=False)
+    assert [a.concept_ids for a in doc.annotations] == [["X2"], ["X1"]]
+    off = _doc("lithium", [("lithium", "SpecificDisease")])
+    normalize_documents([off], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path,
+                        progress=False, type_aware=False)
+    assert off.annotations[0].concept_ids == ["X1"]  # unfiltered: the tie breaks by ID
