@@ -88,3 +88,22 @@ def test_model_mentions_are_the_default_d_pool(model_dir, tmp_path, monkeypatch)
             assert ann.concept_ids == expected and ann.link_score == pytest.approx(1, abs=2e-3)
         else:
             assert ann.link_score < 0.999
+
+
+def test_train_triplet_cli_ontology_only_with_adapter(tiny_dir, tmp_path):
+    from e2e_linker.commands.train_triplet import command as train_command
+
+    kb_file = tmp_path / "kb.tsv"
+    synthetic_kb().save(kb_file)
+    config = tmp_path / "triplet.yaml"
+    config.write_text(f"encoder: {tiny_dir}\nkb: kb:{kb_file}\ntrain: [no/such/corpus.txt]\n"
+                      "concepts_per_batch: 4\nnames_per_concept: 2\nmax_length: 16\n"
+                      "lora_rank: 2\n")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(train_command, [str(config), "--output-dir", str(out),
+                                                "--max-steps", "2", "--ontology-only"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads((out / "normalizer.json").read_text())
+    assert settings["training_data"] == "O" and settings["steps"] == 2
+    assert (out / "adapter" / "adapter.safetensors").is_file()
+    assert not (out / "mentions.tsv").exists()
