@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "train": "train",
     "annotate": "annotate",
     "export": "export",
+    "export-normalizer": "export_normalizer",
     "normalize": "normalize",
     "train-triplet": "train_triplet",
 }

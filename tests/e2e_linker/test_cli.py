@@ -72,7 +72,7 @@ def test_score_bad_gold_exit_2(runner, tmp_path, shared_data):
 
 
 @pytest.mark.parametrize("name", ["score", "convert", "train", "annotate", "export",
-                                  "normalize", "train-triplet"])
+                                  "normalize", "train-triplet", "export-normalizer"])
 def test_every_command_is_registered_and_has_help(runner, name):
     result = runner.invoke(main, [name, "--help"])
     assert result.exit_code == 0, result.output

@@ -107,3 +107,33 @@ def test_train_triplet_cli_ontology_only_with_adapter(tiny_dir, tmp_path):
     assert settings["training_data"] == "O" and settings["steps"] == 2
     assert (out / "adapter" / "adapter.safetensors").is_file()
     assert not (out / "mentions.tsv").exists()
+
+
+def test_export_normalizer_records_kb_and_rebuilds_mentions(tiny_dir, tmp_path, monkeypatch):
+    from e2e_linker.commands.export_normalizer import command as export_command
+    from e2e_linker.normalize.normalizer import load_model, read_mentions
+    from e2e_linker.training.triplet import TripletConfig, train_triplet
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    kb = synthetic_kb()
+    kb_file = tmp_path / "kb.tsv"
+    kb.save(kb_file)
+    cfg = TripletConfig(output_dir=str(tmp_path / "run"), encoder=str(tiny_dir), kb="trained-on",
+                        max_steps=1, concepts_per_batch=2, names_per_concept=2, lora_rank=2,
+                        max_length=16)
+    train_triplet(cfg, kb=kb, train_docs=[], progress=False)
+    corpus = tmp_path / "train.txt"
+    write_documents(synthetic_docs(3), corpus)
+    out = tmp_path / "shipped"
+    result = CliRunner().invoke(export_command, [
+        str(tmp_path / "run"), str(out), "--kb", f"kb:{kb_file}", "--mentions", str(corpus),
+        "--search", "OD-T"])
+    assert result.exit_code == 0, result.output
+    settings = json.loads((out / "normalizer.json").read_text())
+    assert settings["kb"] == f"kb:{kb_file}" and settings["trained_kb"] == "trained-on"
+    assert settings["kb_hash"] == kb.content_hash() and settings["search"] == "OD-T"
+    texts = {a.text for d in synthetic_docs(3) for a in d.annotations if a.concept_ids}
+    assert {t for t, _, _ in read_mentions(out / "mentions.tsv")} >= texts
+    assert (out / "adapter" / "adapter.safetensors").is_file()
+    encoder, loaded = load_model(out)
+    assert loaded.search == "OD-T" and encoder.hidden_size == 32
