@@ -28,6 +28,7 @@ class FormatError(ValueError):
     """
 
     def __init__(self, message: str, *, path: str | None = None, where: str | None = None):
+        self.message = message
         self.path = path
         self.where = where
         prefix = ""
@@ -36,6 +37,29 @@ class FormatError(ValueError):
         if where:
             prefix += f"{where}: "
         super().__init__(prefix + message)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A document (or the rest of a file) that a reader could not read, read with ``skip``.
+
+    Why a record instead of an exception: with ``--on-error skip`` a corpus run must go on past
+    a bad document and still account for it, in order, so that it can be reported and so that
+    shard boundaries (which count documents, bad ones included) stay the same on a resume.
+    ``where`` is ``document <id>``, ``line <n>`` or ``None`` when the whole file is unreadable.
+    """
+
+    path: str | None
+    where: str | None
+    message: str
+
+    @classmethod
+    def from_error(cls, exc: FormatError, path: str | None = None) -> Skipped:
+        return cls(exc.path or path, exc.where, exc.message)
+
+    def describe(self) -> str:
+        """One line: ``file: where: message``."""
+        return str(FormatError(self.message, path=self.path, where=self.where))
 
 
 @dataclass

@@ -11,17 +11,21 @@ validation), ``ids`` (ID strings as written), ``textio`` (decoding), ``atomic`` 
 from data_tools.formats.detect import (
     FORMATS,
     detect_format,
+    expand_inputs,
     open_writer,
     read_collection_info,
     read_documents,
+    read_records,
     write_documents,
 )
 
 __all__ = [
     "FORMATS",
     "detect_format",
+    "expand_inputs",
     "open_writer",
     "read_collection_info",
     "read_documents",
+    "read_records",
     "write_documents",
 ]

@@ -20,6 +20,15 @@ def _umask() -> int:
     return mask
 
 
+def _fsync(path: str) -> None:
+    """Flush ``path``'s data to disk (the writer's own handle may already be closed)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Yield a file object for a temporary sibling of ``path``; rename on clean exit."""
@@ -31,6 +40,7 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         newline = None if "b" in mode else "\n"
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as handle:
             yield handle
+        _fsync(tmp)  # a shard recorded as done must survive a crash of the machine, not just ours
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, target)
     except BaseException:

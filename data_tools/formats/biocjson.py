@@ -18,14 +18,14 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from data_tools.documents import Document, FormatError
+from data_tools.documents import Document, FormatError, Skipped
 from data_tools.formats.bioc_model import (
     collection_header,
     document_from_dict,
     document_to_dict,
     empty_info,
 )
-from data_tools.formats.textio import iter_lines, read_text
+from data_tools.formats.textio import iter_lines_checked, read_text
 
 
 def _is_jsonl(path: str) -> bool:
@@ -46,20 +46,30 @@ def _load(path: str) -> Any:
                           where=f"line {exc.lineno}") from None
 
 
-def _read_lines(path: str, strict: bool) -> Iterator[Document]:
+def _read_lines(path: str, strict: bool, skip: bool) -> Iterator[Document | Skipped]:
     count = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line, decode_error in iter_lines_checked(path):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
-                              where=f"line {lineno}") from None
         count += 1
-        yield document_from_dict(obj, path, f"line {lineno}", strict)
+        try:
+            if decode_error is not None:
+                raise decode_error
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
+                                  where=f"line {lineno}") from None
+            yield document_from_dict(obj, path, f"line {lineno}", strict)
+        except FormatError as exc:
+            if not skip:
+                raise
+            yield Skipped.from_error(exc, path)
     if count == 0:
-        raise FormatError("no documents (the file is empty)", path=path)
+        error = FormatError("no documents (the file is empty)", path=path)
+        if not skip:
+            raise error
+        yield Skipped.from_error(error)
 
 
 def _documents_of(data: Any, path: str) -> list:
@@ -77,18 +87,35 @@ def _documents_of(data: Any, path: str) -> list:
                       "a list of documents, or one document", path=path)
 
 
-def read_biocjson(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
-    """Documents of a BioC JSON collection or JSON Lines file, in file order."""
+def read_biocjson(path: str | os.PathLike, strict: bool = False,
+                  skip: bool = False) -> Iterator[Document | Skipped]:
+    """Documents of a BioC JSON collection or JSON Lines file, in file order.
+
+    With ``skip``, a document of the wrong shape is yielded as a :class:`Skipped` record and
+    reading goes on; a file that is not JSON at all is one ``Skipped`` record.
+    """
     path = str(path)
-    data = None if _is_jsonl(path) else _load(path)
-    if data is None:
-        yield from _read_lines(path, strict)
+    try:
+        data = None if _is_jsonl(path) else _load(path)
+        docs = None if data is None else _documents_of(data, path)
+        if docs is not None and not docs:
+            raise FormatError("no documents (the collection's 'documents' list is empty)",
+                              path=path)
+    except FormatError as exc:
+        if not skip:
+            raise
+        yield Skipped.from_error(exc, path)
         return
-    docs = _documents_of(data, path)
-    if not docs:
-        raise FormatError("no documents (the collection's 'documents' list is empty)", path=path)
+    if docs is None:
+        yield from _read_lines(path, strict, skip)
+        return
     for n, obj in enumerate(docs, start=1):
-        yield document_from_dict(obj, path, f"document #{n}", strict)
+        try:
+            yield document_from_dict(obj, path, f"document #{n}", strict)
+        except FormatError as exc:
+            if not skip:
+                raise
+            yield Skipped.from_error(exc, path)
 
 
 def read_biocjson_info(path: str | os.PathLike) -> dict:

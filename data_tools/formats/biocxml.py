@@ -25,7 +25,7 @@ from typing import IO
 
 from lxml import etree
 
-from data_tools.documents import Document, FormatError
+from data_tools.documents import Document, FormatError, Skipped
 from data_tools.formats.bioc_model import (
     collection_header,
     document_from_dict,
@@ -113,30 +113,48 @@ def _events(path: str) -> Iterator[tuple[int, str, object]]:
             raise FormatError(f"cannot read the file ({exc})", path=path) from None
 
 
-def read_biocxml(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
-    """Documents of a BioC XML file, one at a time, in bounded memory."""
+def read_biocxml(path: str | os.PathLike, strict: bool = False,
+                 skip: bool = False) -> Iterator[Document | Skipped]:
+    """Documents of a BioC XML file, one at a time, in bounded memory.
+
+    With ``skip``, a document that fails validation is yielded as a :class:`Skipped` record
+    and reading goes on; an XML syntax error (a truncated file) ends the file with one
+    ``Skipped`` record for the rest of it, after the documents read before it.
+    """
     path = str(path)
     count = 0
     root_seen = False
-    for depth, event, elem in _events(path):
-        root_seen = True
-        if event != "end" or depth != 2 or elem.tag != "document":
-            continue
-        count += 1
-        label = f"document #{count} (line {elem.sourceline})"
-        entity = next(elem.iter(etree.Entity), None)
-        if entity is not None:
-            raise FormatError(f"entity reference {entity.text} is not allowed (entities are "
-                              "never expanded)", path=path, where=label)
-        doc = document_from_dict(_document_dict(elem), path, label, strict)
-        elem.clear()
-        while elem.getprevious() is not None:  # drop finished documents from the tree
-            del elem.getparent()[0]
-        yield doc
-    if not root_seen:
-        raise FormatError("no XML content (empty file)", path=path)
-    if count == 0:
-        raise FormatError("no documents (no <document> in the collection)", path=path)
+    try:
+        for depth, event, elem in _events(path):
+            root_seen = True
+            if event != "end" or depth != 2 or elem.tag != "document":
+                continue
+            count += 1
+            label = f"document #{count} (line {elem.sourceline})"
+            record: Document | Skipped
+            try:
+                entity = next(elem.iter(etree.Entity), None)
+                if entity is not None:
+                    raise FormatError(f"entity reference {entity.text} is not allowed (entities "
+                                      "are never expanded)", path=path, where=label)
+                record = document_from_dict(_document_dict(elem), path, label, strict)
+            except FormatError as exc:
+                if not skip:
+                    raise
+                record = Skipped.from_error(exc, path)
+            elem.clear()
+            while elem.getprevious() is not None:  # drop finished documents from the tree
+                del elem.getparent()[0]
+            yield record
+        if not root_seen:
+            raise FormatError("no XML content (empty file)", path=path)
+        if count == 0:
+            raise FormatError("no documents (no <document> in the collection)", path=path)
+    except FormatError as exc:
+        if not skip:
+            raise
+        rest = "; the rest of the file is skipped" if count else ""
+        yield Skipped(path, exc.where, exc.message + rest)
 
 
 def read_biocxml_info(path: str | os.PathLike) -> dict:
@@ -220,6 +238,10 @@ class BioCXMLWriter:
             self._xf.write(elem, pretty_print=True)
 
     def write(self, doc: Document) -> None:
+        if not doc.passages:  # BioC.dtd: <!ELEMENT document ( id, infon*, passage+, relation* )>
+            raise FormatError("has no passages; a BioC XML document needs at least one "
+                              "(write BioC JSON or PubTator instead)", path=self.path,
+                              where=f"document {doc.id}")
         try:
             elem = document_element(doc)
         except (ValueError, TypeError) as exc:  # lxml refuses control characters, None ids...

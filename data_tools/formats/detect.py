@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Protocol
 
-from data_tools.documents import Document, FormatError
+from data_tools.documents import Document, FormatError, Skipped
 from data_tools.formats.atomic import atomic_output
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.textio import head_bytes
@@ -96,6 +96,62 @@ def _supported_files(folder: Path) -> list[Path]:
     return files
 
 
+def expand_inputs(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """The files a run reads, in reading order: each path as given, a directory as its
+    supported files in name order (see :func:`read_documents`).
+
+    Why a list up front: a resumable run records exactly which files it read, so that a resume
+    (or a second process of a sharded run) reads the same documents in the same order.
+    """
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files.extend(_supported_files(path))
+        elif not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        else:
+            files.append(path)
+    return files
+
+
+def read_records(path: str | os.PathLike, fmt: str | None = None, *, strict: bool = False,
+                 skip: bool = False) -> Iterator[Document | Skipped]:
+    """Like :func:`read_documents`, but with ``skip`` a bad document is a :class:`Skipped`
+    record in the stream (in its place) instead of an exception that ends the stream.
+
+    File-level problems (format not recognised, empty file) become one ``Skipped`` record for
+    the file, so one bad file in a directory does not stop the others.
+    """
+    path = Path(path)
+    if path.is_dir():
+        for child in _supported_files(path):
+            yield from read_records(child, fmt, strict=strict, skip=skip)
+        return
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        fmt = canonical_format(fmt) if fmt else detect_format(path)
+        if path.stat().st_size == 0:
+            raise FormatError("no documents (the file is empty)", path=str(path))
+    except FormatError as exc:
+        if not skip:
+            raise
+        yield Skipped.from_error(exc, str(path))
+        return
+    if fmt == "pubtator":
+        from data_tools.formats.pubtator import read_pubtator
+
+        yield from read_pubtator(path, strict=strict, skip=skip)
+    elif fmt == "bioc":
+        from data_tools.formats.biocxml import read_biocxml
+
+        yield from read_biocxml(path, strict=strict, skip=skip)
+    else:
+        from data_tools.formats.biocjson import read_biocjson
+
+        yield from read_biocjson(path, strict=strict, skip=skip)
+
+
 def read_documents(path: str | os.PathLike, fmt: str | None = None, *,
                    strict: bool = False) -> Iterator[Document]:
     """Stream the documents of a file, or of every supported file in a directory.
@@ -105,28 +161,9 @@ def read_documents(path: str | os.PathLike, fmt: str | None = None, *,
     document text an error instead of being kept (see :mod:`data_tools.formats.pubtator`).
     An empty file is an error ("no documents"): it usually means a failed export.
     """
-    path = Path(path)
-    if path.is_dir():
-        for child in _supported_files(path):
-            yield from read_documents(child, fmt, strict=strict)
-        return
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    fmt = canonical_format(fmt) if fmt else detect_format(path)
-    if path.stat().st_size == 0:
-        raise FormatError("no documents (the file is empty)", path=str(path))
-    if fmt == "pubtator":
-        from data_tools.formats.pubtator import read_pubtator
-
-        yield from read_pubtator(path, strict=strict)
-    elif fmt == "bioc":
-        from data_tools.formats.biocxml import read_biocxml
-
-        yield from read_biocxml(path, strict=strict)
-    else:
-        from data_tools.formats.biocjson import read_biocjson
-
-        yield from read_biocjson(path, strict=strict)
+    for record in read_records(path, fmt, strict=strict):
+        assert isinstance(record, Document)  # without ``skip`` every problem raises
+        yield record
 
 
 def read_collection_info(path: str | os.PathLike, fmt: str | None = None) -> dict:

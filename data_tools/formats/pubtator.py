@@ -32,9 +32,16 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import IO
 
-from data_tools.documents import Annotation, Document, FormatError, Passage, Relation
+from data_tools.documents import (
+    Annotation,
+    Document,
+    FormatError,
+    Passage,
+    Relation,
+    Skipped,
+)
 from data_tools.formats.ids import RAW_ID, parse_ids, written_id
-from data_tools.formats.textio import iter_lines
+from data_tools.formats.textio import iter_lines_checked
 
 _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
 #: infon holding the document's text at the offsets when the row's text column differs
@@ -65,7 +72,10 @@ class _Parser:
         self.doc: Document | None = None
 
     def error(self, message: str, lineno: int) -> FormatError:
-        return FormatError(message, path=self.path, where=f"line {lineno}")
+        where = f"line {lineno}"
+        if self.doc is not None:
+            where = f"document {self.doc.id}, {where}"
+        return FormatError(message, path=self.path, where=where)
 
     def header(self, pmid: str, kind: str, body: str, lineno: int) -> Document | None:
         """Handle a ``|t|``/``|a|`` line; returns the finished previous document, if any."""
@@ -121,33 +131,72 @@ class _Parser:
         passage.annotations.append(ann)
 
 
-def read_pubtator(path: str | os.PathLike, strict: bool = False) -> Iterator[Document]:
+def read_pubtator(path: str | os.PathLike, strict: bool = False,
+                  skip: bool = False) -> Iterator[Document | Skipped]:
     """Stream the documents of a PubTator file in file order (one document in memory).
 
     Malformed rows raise :class:`FormatError` naming the file and line. ``strict`` also makes
     a mention whose text differs from the document text an error (see the module docstring).
+    With ``skip``, a document with a bad line is yielded as a :class:`Skipped` record instead
+    (its other lines are passed over up to the next title line) and reading goes on.
     """
     parser = _Parser(str(path), strict)
     count = 0
-    for lineno, line in iter_lines(path):
+    bad: FormatError | None = None  # the first error of the current document (skip mode)
+
+    def finish(doc: Document | None) -> Iterator[Document | Skipped]:
+        nonlocal count, bad
+        if bad is not None:
+            count += 1
+            where = bad.where
+            if doc is not None and not (where or "").startswith("document "):
+                where = f"document {doc.id}, {where}"
+            yield Skipped(str(path), where, bad.message)
+        elif doc is not None:
+            count += 1
+            yield doc
+        bad = None
+
+    for lineno, line, decode_error in iter_lines_checked(path):
         if not line.strip():
             continue
         header = _HEADER.match(line)
-        if header:
-            done = parser.header(*header.groups(), lineno)
-            if done is not None:
+        orphan = False  # a line that belongs to no document being read
+        try:
+            if header:
+                pmid, kind, _ = header.groups()
+                if kind == "t":
+                    yield from finish(parser.doc)
+                elif parser.doc is None or parser.doc.id != pmid:
+                    orphan = True
+                elif bad is not None:
+                    continue  # the abstract of a document already known to be bad
+                parser.header(*header.groups(), lineno)
+                if decode_error is not None:
+                    raise decode_error
+            elif decode_error is not None:
+                raise decode_error
+            elif bad is not None:
+                continue  # rest of a bad document, up to the next title line
+            elif "\t" in line:
+                parser.row(line.split("\t"), lineno)
+            else:
+                raise parser.error("neither a PMID|t|/PMID|a| line nor a tab-separated row "
+                                   f"(starts {line[:40]!r})", lineno)
+        except FormatError as exc:
+            if not skip:
+                raise
+            if orphan or parser.doc is None:  # nothing to pin it on: report the line alone
                 count += 1
-                yield done
-        elif "\t" in line:
-            parser.row(line.split("\t"), lineno)
-        else:
-            raise parser.error("neither a PMID|t|/PMID|a| line nor a tab-separated row "
-                               f"(starts {line[:40]!r})", lineno)
-    if parser.doc is not None:
-        count += 1
-        yield parser.doc
+                yield Skipped(str(path), exc.where, exc.message)
+            elif bad is None:
+                bad = exc
+    yield from finish(parser.doc)
     if count == 0:
-        raise FormatError("no documents (no PMID|t|title line found)", path=str(path))
+        error = FormatError("no documents (no PMID|t|title line found)", path=str(path))
+        if not skip:
+            raise error
+        yield Skipped.from_error(error)
 
 
 def _flat(text: str) -> str:

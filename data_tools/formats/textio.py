@@ -52,6 +52,18 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     Only ``\\n`` ends a line (not ``str.splitlines``' other separators such as U+2028, which
     may legitimately occur inside PubTator text and must not shift the line count).
     """
+    for lineno, line, error in iter_lines_checked(path):
+        if error is not None:
+            raise error
+        yield lineno, line
+
+
+def iter_lines_checked(path: str | os.PathLike) -> Iterator[tuple[int, str, FormatError | None]]:
+    """Like :func:`iter_lines`, but a line that is not UTF-8 comes with its error, not raised.
+
+    Its text is decoded with replacement characters so a reader can still see its structure
+    (which document it belongs to) and skip just that document under ``--on-error skip``.
+    """
     with open_binary(path) as handle:
         try:
             for lineno, raw in enumerate(handle, start=1):
@@ -61,7 +73,10 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                     raw = raw[:-1]
                 if raw.endswith(b"\r"):
                     raw = raw[:-1]
-                yield lineno, _decode(raw, path, lineno)
+                try:
+                    yield lineno, _decode(raw, path, lineno), None
+                except FormatError as error:
+                    yield lineno, raw.decode("utf-8", errors="replace"), error
         except (OSError, EOFError) as exc:  # corrupt gzip stream
             raise FormatError(f"cannot read compressed data ({exc})", path=str(path)) from None
 

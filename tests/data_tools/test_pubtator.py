@@ -141,7 +141,7 @@ def test_text_mismatch_is_kept_unless_strict(tmp_path):
     ann = doc.annotations[0]
     assert ann.text == "Aspirim" and ann.infons["text_mismatch"] == "Aspirin"
     assert format_document(doc).endswith("1\t0\t7\tAspirim\tChemical\tD1\n\n")
-    with pytest.raises(FormatError, match="m.txt: line 3: mention text"):
+    with pytest.raises(FormatError, match="m.txt: document 1, line 3: mention text"):
         list(read_pubtator(path, strict=True))
 
 
