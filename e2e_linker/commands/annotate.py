@@ -1,20 +1,43 @@
-"""`linker annotate INPUT... -o OUTPUT`: find and link every mention in whole documents."""
+"""`linker annotate INPUT... -o OUTPUT`: find and link every mention in whole documents.
+
+``-o out.xml`` writes one file atomically; ``-o OUTDIR`` (an existing directory, a path ending
+in ``/``, or a name without a suffix) writes a resumable shard directory (see
+:mod:`e2e_linker.corpus_run`), which ``--resume`` finishes after a crash.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
 
 import click
 
 from e2e_linker.annotate import MODES
 
 
+def model_fingerprint(model_dir: str | os.PathLike) -> str:
+    """sha256 over every file of a model directory, so a resume never mixes two models."""
+    root = Path(model_dir)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 @click.command("annotate")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file (format from --format or its extension).")
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output file (format from --format or its extension), or a directory of "
+                   "resumable shards (an existing directory or a name without a suffix).")
 @click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
               help="Model directory (default: the embedded default model).")
 @click.option("--kb", default=None, help="KB spec to link against (default: the model's).")
-@click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]), default=None)
+@click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]), default=None,
+              help="Output format (default: from the file name; BioC XML for a directory).")
 @click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Chunks per batch.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
@@ -22,27 +45,47 @@ from e2e_linker.annotate import MODES
               help="collective: one pass per chunk; per-mention: the paper's baseline.")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
+              show_default=True,
+              help="raise: stop at the first bad document (one-line error, exit 2, no output); "
+                   "skip: leave bad documents out and report each of them.")
+@click.option("--shard-size", type=click.IntRange(min=1), default=None,
+              help="Documents per output shard (default 1024); also where batches are cut.")
+@click.option("--resume", is_flag=True,
+              help="Finish a shard-directory run that was interrupted, keeping its done shards.")
 def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
             fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
-            mode: str, replace: bool, cache_dir: str | None) -> None:
+            mode: str, replace: bool, cache_dir: str | None, on_error: str,
+            shard_size: int | None, resume: bool) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
-    import itertools
+    from data_tools.formats.detect import detect_format
+    from e2e_linker import corpus_run
+    from e2e_linker.errors import UserError
+    from e2e_linker.pipeline import default_model_dir, load_annotator
 
-    from tqdm.auto import tqdm
-
-    from data_tools.formats import open_writer, read_collection_info, read_documents
-    from e2e_linker.pipeline import load_annotator
-
+    to_directory = corpus_run.is_directory_target(output)
+    if resume and not to_directory:
+        raise UserError(f"--resume needs -o to be a shard directory, not the file {output}")
+    if not to_directory and fmt is None:
+        detect_format(output, for_writing=True)  # a bad name fails before the model loads
     annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                batch_size=batch_size, mode=mode, cache_dir=cache_dir)
-    docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
-    info = read_collection_info(inputs[0])
-    with open_writer(output, fmt, collection_info=info) as writer:
-        bar = tqdm(desc="annotating", unit="doc")
-        for doc in annotator.annotate_stream(docs, replace=replace):
-            writer.write(doc)
-            bar.update(1)
-        bar.close()
-    stats = annotator.stats
-    click.echo(f"annotated {stats['documents']} documents, {stats['mentions']} mentions "
-               f"-> {output}", err=True)
+
+    def transform(docs):
+        return annotator.annotate(docs, replace=replace)
+
+    size = shard_size or corpus_run.DEFAULT_SHARD_SIZE
+    if to_directory:
+        model_path = Path(model_dir) if model_dir else default_model_dir()
+        settings = {"model": str(model_path.resolve()), "model_sha256": model_fingerprint(
+            model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
+            "device": device, "mode": mode, "replace": replace}
+        report = corpus_run.run_to_directory(
+            inputs, output, transform, settings=settings, out_format=fmt or "bioc",
+            on_error=on_error, shard_size=size, resume=resume)
+    else:
+        report = corpus_run.run_to_file(inputs, output, transform, out_format=fmt,
+                                        on_error=on_error, shard_size=size)
+    for line in report.lines(output):
+        click.echo(line, err=True)
+    click.echo(f"{annotator.stats['mentions']} mentions found in this run", err=True)

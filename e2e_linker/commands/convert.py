@@ -1,4 +1,4 @@
-"""`linker convert IN OUT`: lossless conversion between PubTator, BioC XML and BioC JSON."""
+"""`linker convert IN... OUT`: lossless conversion between PubTator, BioC XML and BioC JSON."""
 
 from __future__ import annotations
 
@@ -6,15 +6,21 @@ import click
 
 
 @click.command("convert")
-@click.argument("source", type=click.Path(exists=True, dir_okay=True))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
 @click.argument("target", type=click.Path(dir_okay=False, writable=True))
 @click.option("--from", "src_format", default=None, help="pubtator | bioc | biocjson (default: detected)")
 @click.option("--to", "dst_format", default=None, help="pubtator | bioc | biocjson (default: from OUT's extension)")
-def command(source: str, target: str, src_format: str | None, dst_format: str | None) -> None:
-    """Convert SOURCE to TARGET; every document, passage, infon, annotation and relation is kept."""
-    from data_tools.formats import read_collection_info, read_documents, write_documents
+@click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
+              show_default=True,
+              help="raise: stop at the first bad document (one-line error, exit 2, no output); "
+                   "skip: leave bad documents out and report each of them.")
+def command(sources: tuple[str, ...], target: str, src_format: str | None,
+            dst_format: str | None, on_error: str) -> None:
+    """Convert SOURCES (files or directories) to TARGET; every document, passage, infon,
+    annotation and relation is kept."""
+    from e2e_linker.corpus_run import run_to_file
 
-    info = read_collection_info(source, src_format)
-    count = write_documents(read_documents(source, src_format), target, dst_format,
-                            collection_info=info)
-    click.echo(f"wrote {count} documents to {target}", err=True)
+    report = run_to_file(sources, target, None, out_format=dst_format, in_format=src_format,
+                         on_error=on_error, progress=False)
+    for line in report.lines(target):
+        click.echo(line, err=True)

@@ -25,11 +25,13 @@ import click
 def command(gold: str, pred: tuple[str, ...], mode: str, by_type: bool, as_json: bool,
             gold_format: str | None, pred_format: str | None) -> None:
     """Score PRED against GOLD. Several PRED files (e.g. DNorm + tmChem) are merged by document."""
-    from data_tools.formats import read_documents
+    from data_tools.formats.source import CorpusSource
     from e2e_linker.scoring import merge_predictions, score
 
-    gold_docs = list(read_documents(gold, gold_format))
-    pred_docs = merge_predictions(*(read_documents(p, pred_format) for p in pred))
+    # duplicate IDs inside one file are an error (they would be counted twice); the same ID
+    # in several PRED files is the point of merging (DNorm + tmChem)
+    gold_docs = list(CorpusSource([gold], gold_format).documents())
+    pred_docs = merge_predictions(*(CorpusSource([p], pred_format).documents() for p in pred))
     report = score(gold_docs, pred_docs, mode=mode, by_type=by_type)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))

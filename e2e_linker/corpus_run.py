@@ -1,0 +1,430 @@
+"""Corpus runs that lose no document, survive SIGKILL and resume: the engine of ``annotate``.
+
+A run reads a corpus as one numbered sequence of records (:class:`CorpusSource`: the input
+files in order, a directory as its files in name order, every document or skipped document
+taking one number) and pushes the documents through a transform (the annotator; ``None`` for
+``convert``) in *groups* of at most ``group_size`` consecutive records that never cross a
+*shard* boundary. Shard ``k`` is records ``[k·S, (k+1)·S)`` for the shard size ``S``. Because
+groups are cut the same way whatever the output, the transform sees exactly the same batches
+in every mode, so its output (floating point included) does not depend on the mode.
+
+Output goes to one file (``-o out.xml``: every shard streamed into one atomic writer) or to a
+directory of shards (``-o OUTDIR``), laid out as::
+
+    OUTDIR/manifest.json        what the run is: layout version, input files (path, size,
+                                sha256) in reading order, input/output format, shard and group
+                                size, on_error, collection info, the transform's settings
+    OUTDIR/shards/00000.xml     shard 0 in the output format, a complete stand-alone file;
+                                absent when every record of the shard was skipped
+    OUTDIR/shards/00000.json    shard 0's done record: records, documents written, skipped
+                                records, sha256 of the shard file, hash of the document IDs
+    OUTDIR/report.json          written last: shard count, totals, every skipped record
+
+Crash safety: each shard file is written to a temporary name and renamed (fsync first), and
+its done record is written the same way *after* it, so a shard is complete exactly when its
+record exists and the file's sha256 matches. ``--resume`` checks that the manifest is the same
+(same inputs byte for byte, same settings), deletes stale temporary files, reads past the
+records of complete shards (still checking their document IDs, so duplicates are caught the
+same way) and redoes every other shard. Killing the run at any moment therefore loses nothing
+and duplicates nothing.
+
+Design for several processes (issue 7): shard ``k`` depends only on the manifest and the
+records of shard ``k``, so N processes can share one OUTDIR, process ``i`` taking the shards
+with ``k % N == i``, each reading the same numbered sequence and skipping other shards' records
+(done records are per shard, so processes never write the same file). :func:`merge_shards`
+then writes the shards' documents in shard order through one writer with the manifest's
+collection info: the same bytes as a single-process run to one file, because writers are
+deterministic functions of the document sequence and the batches were cut the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from data_tools.documents import Document, FormatError, Skipped
+from data_tools.formats import open_writer, read_collection_info, read_documents
+from data_tools.formats.atomic import atomic_output
+from data_tools.formats.bioc_model import empty_info
+from data_tools.formats.detect import canonical_format
+from data_tools.formats.source import CorpusSource, Record
+from e2e_linker.errors import DocumentFailed, UserError
+
+LAYOUT = "e2e_linker-shards/1"
+MANIFEST = "manifest.json"
+REPORT = "report.json"
+SHARDS = "shards"
+DEFAULT_SHARD_SIZE = 1024
+DEFAULT_GROUP_SIZE = 64
+SUFFIXES = {"bioc": ".xml", "biocjson": ".json", "pubtator": ".txt"}
+
+#: what a run does to each group of documents: same documents in, same order out
+Transform = Callable[[list[Document]], list[Document]]
+
+
+@dataclass
+class RunReport:
+    """What a run did; ``skipped`` lists every record that was not written, in order."""
+
+    documents: int = 0
+    shards: int = 0
+    resumed_shards: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def lines(self, target: str | os.PathLike) -> list[str]:
+        """What the CLI prints on stderr: one line per skipped record, then a summary."""
+        resumed = f", {self.resumed_shards} shards already done" if self.resumed_shards else ""
+        skipped = f", skipped {len(self.skipped)}" if self.skipped else ""
+        return [f"skipped: {s.describe()}" for s in self.skipped] + [
+            f"wrote {self.documents} documents{skipped}{resumed} -> {target}"]
+
+
+def is_directory_target(output: str | os.PathLike) -> bool:
+    """``-o`` names a shard directory when it is one, ends in ``/`` or has no suffix at all."""
+    text = str(output)
+    path = Path(text)
+    return path.is_dir() or text.endswith(("/", os.sep)) or path.suffix == ""
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _ids_hash(ids: Iterable[str]) -> str:
+    digest = hashlib.sha256()
+    for doc_id in ids:
+        digest.update(doc_id.encode("utf-8") + b"\0")
+    return digest.hexdigest()
+
+
+def _collection_info(files: Sequence[Path], fmt: str | None) -> dict:
+    """The first file's BioC collection info; a file too broken to tell gets none (the reader
+    reports the problem itself, in its place in the sequence)."""
+    if not files:
+        return empty_info()
+    try:
+        return read_collection_info(files[0], fmt)
+    except FormatError:
+        return empty_info()
+
+
+class _Batches:
+    """Runs the transform over one group, isolating the document that makes it fail."""
+
+    def __init__(self, transform: Transform | None, on_error: str):
+        self.transform = transform
+        self.on_error = on_error
+
+    def __call__(self, records: list[Record]) -> list[Document | Skipped]:
+        docs = [r.item for r in records if isinstance(r.item, Document)]
+        if self.transform is None or not docs:
+            out: list[Document | Skipped] = list(docs)
+        else:
+            try:
+                out = list(self.transform(docs))
+            except (KeyboardInterrupt, SystemExit, UserError):
+                raise
+            except Exception:
+                out = [self._one(r) for r in records if isinstance(r.item, Document)]
+        results = iter(out)
+        return [r.item if isinstance(r.item, Skipped) else next(results) for r in records]
+
+    def _one(self, record: Record) -> Document | Skipped:
+        doc = record.item
+        assert isinstance(doc, Document) and self.transform is not None
+        try:
+            return self.transform([doc])[0]
+        except (KeyboardInterrupt, SystemExit, UserError):
+            raise
+        except Exception as exc:
+            message = f"annotating failed: {type(exc).__name__}: {exc}".splitlines()[0]
+            if self.on_error == "raise":
+                raise DocumentFailed(f"{record.path}: document {doc.id}: {message}") from exc
+            return Skipped(str(record.path), f"document {doc.id}", message)
+
+
+def _groups(records: Iterable[Record], shard_size: int,
+            group_size: int) -> Iterator[tuple[int, list[Record]]]:
+    """``(shard number, group)`` pairs: consecutive records, never across a shard boundary."""
+    for shard, members in itertools.groupby(records, key=lambda r: r.number // shard_size):
+        members = iter(members)
+        while group := list(itertools.islice(members, group_size)):
+            yield shard, group
+
+
+class _Progress:
+    def __init__(self, enabled: bool, initial: int = 0):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(desc="documents", unit="doc", initial=initial)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _write_group(writer, items: list[Document | Skipped], report: RunReport,
+                 on_error: str) -> list[str]:
+    """Write a group's documents; a document the format cannot hold is skipped or raised."""
+    written = []
+    for item in items:
+        if isinstance(item, Skipped):
+            report.skipped.append(item)
+            continue
+        try:
+            writer.write(item)
+        except FormatError as exc:
+            if on_error == "raise":
+                raise
+            report.skipped.append(Skipped.from_error(exc))
+            continue
+        written.append(item.id)
+        report.documents += 1
+    return written
+
+
+def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
+                transform: Transform | None = None, *, out_format: str | None = None,
+                in_format: str | None = None, on_error: str = "raise",
+                shard_size: int = DEFAULT_SHARD_SIZE, group_size: int = DEFAULT_GROUP_SIZE,
+                progress: bool = True) -> RunReport:
+    """Every document of ``inputs`` through ``transform`` into one file, atomically.
+
+    Nothing is written when the run fails, or when every document was skipped.
+    """
+    source = CorpusSource(inputs, in_format, on_error)
+    report = RunReport()
+    batches = _Batches(transform, on_error)
+    bar = _Progress(progress)
+    try:
+        with open_writer(output, out_format, _collection_info(source.files, in_format)) as writer:
+            for _, group in _groups(source, shard_size, group_size):
+                _write_group(writer, batches(group), report, on_error)
+                bar.update(len(group))
+            if report.documents == 0:
+                raise FormatError(f"no documents to write ({len(report.skipped)} skipped)",
+                                  path=str(output))
+    finally:
+        bar.close()
+    return report
+
+
+# ---- shard directories -------------------------------------------------------------------
+
+def _input_entries(files: Sequence[Path]) -> list[dict]:
+    return [{"path": str(p.resolve()), "size": p.stat().st_size, "sha256": sha256_file(p)}
+            for p in files]
+
+
+def build_manifest(source: CorpusSource, out_format: str, shard_size: int, group_size: int,
+                   settings: dict) -> dict:
+    """Everything that decides a run's output; a resume must match it exactly."""
+    return {"layout": LAYOUT, "inputs": _input_entries(source.files),
+            "input_format": source.fmt, "output_format": out_format,
+            "shard_size": shard_size, "group_size": group_size, "on_error": source.on_error,
+            "collection_info": _collection_info(source.files, source.fmt),
+            "settings": settings}
+
+
+def _dump(obj: dict) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    with atomic_output(path) as handle:
+        handle.write(_dump(obj))
+
+
+def _skipped_dict(item: Skipped) -> dict:
+    return {"path": item.path, "where": item.where, "message": item.message}
+
+
+class ShardDirectory:
+    """The files of a shard directory (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike, out_format: str):
+        self.root = Path(root)
+        self.shards = self.root / SHARDS
+        self.out_format = out_format
+
+    def shard_file(self, shard: int) -> Path:
+        return self.shards / f"{shard:05d}{SUFFIXES[self.out_format]}"
+
+    def record_file(self, shard: int) -> Path:
+        return self.shards / f"{shard:05d}.json"
+
+    def done_record(self, shard: int) -> dict | None:
+        """The shard's done record when the shard is complete and intact, else ``None``."""
+        path = self.record_file(shard)
+        if not path.is_file():
+            return None
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if record.get("file") is not None:
+            data = self.shards / record["file"]
+            if not data.is_file() or sha256_file(data) != record.get("sha256"):
+                return None
+        return record
+
+    def remove_stale(self) -> None:
+        """Temporary files of shards a killed run was writing (see ``atomic_output``)."""
+        for tmp in itertools.chain(self.shards.glob(".*.part"), self.root.glob(".*.part")):
+            tmp.unlink(missing_ok=True)
+
+
+def prepare_directory(output: str | os.PathLike, manifest: dict, resume: bool) -> ShardDirectory:
+    """Create the directory (or check it on ``resume``) and write the manifest."""
+    root = Path(output)
+    path = root / MANIFEST
+    if path.is_file():
+        if not resume:
+            raise UserError(f"{root} already holds a run ({MANIFEST}); pass --resume to finish "
+                            "it, or choose an empty directory")
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise UserError(f"{path}: unreadable manifest ({exc})") from None
+        changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+        if changed:
+            raise UserError(f"{root}: cannot resume, the run differs from the one started there "
+                            f"in: {', '.join(changed)}")
+    elif root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise UserError(f"{root} exists and is not an empty directory; -o needs a new or empty "
+                        "directory for shards")
+    else:
+        (root / SHARDS).mkdir(parents=True, exist_ok=True)
+        _write_json(path, manifest)
+    directory = ShardDirectory(root, manifest["output_format"])
+    directory.shards.mkdir(parents=True, exist_ok=True)
+    directory.remove_stale()
+    return directory
+
+
+def _write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Record]],
+                 batches: _Batches, manifest: dict, report: RunReport,
+                 bar: _Progress) -> None:
+    """Write one shard file (only if it gets a document) and then its done record."""
+    target = directory.shard_file(shard)
+    first_skipped = len(report.skipped)
+    ids: list[str] = []
+    records = 0
+    first = None
+    try:
+        with contextlib.ExitStack() as stack:
+            writer = None
+            for group in groups:
+                first = group[0].number if first is None else first
+                items = batches(group)
+                if writer is None and any(isinstance(i, Document) for i in items):
+                    writer = stack.enter_context(open_writer(
+                        target, manifest["output_format"], manifest["collection_info"]))
+                ids += _write_group(writer, items, report, manifest["on_error"])
+                records += len(group)
+                bar.update(len(group))
+            if writer is not None and not ids:
+                raise _EmptyShard  # every document refused by the writer: no file at all
+    except _EmptyShard:
+        pass
+    _write_json(directory.record_file(shard), {
+        "shard": shard, "first": first, "records": records, "documents": len(ids),
+        "file": target.name if ids else None,
+        "sha256": sha256_file(target) if ids else None, "ids_sha256": _ids_hash(ids),
+        "skipped": [_skipped_dict(s) for s in report.skipped[first_skipped:]]})
+
+
+class _EmptyShard(Exception):
+    """Aborts a shard file that would hold no document (its temporary file is removed)."""
+
+
+def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
+                     transform: Transform | None = None, *, settings: dict | None = None,
+                     out_format: str = "bioc", in_format: str | None = None,
+                     on_error: str = "raise", shard_size: int = DEFAULT_SHARD_SIZE,
+                     group_size: int = DEFAULT_GROUP_SIZE, resume: bool = False,
+                     progress: bool = True) -> RunReport:
+    """Every document of ``inputs`` through ``transform`` into a shard directory, resumably."""
+    if shard_size < 1 or group_size < 1:
+        raise UserError("--shard-size and the group size must be at least 1")
+    out_format = canonical_format(out_format)
+    source = CorpusSource(inputs, in_format, on_error)
+    manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
+    directory = prepare_directory(output, manifest, resume)
+    report = RunReport()
+    batches = _Batches(transform, on_error)
+    bar = _Progress(progress)
+    try:
+        shards = itertools.groupby(_groups(source, shard_size, group_size), key=lambda g: g[0])
+        for shard, pairs in shards:
+            groups = (group for _, group in pairs)
+            report.shards += 1
+            record = directory.done_record(shard) if resume else None
+            if record is None:
+                _write_shard(directory, shard, groups, batches, manifest, report, bar)
+                continue
+            for _ in groups:  # read past it: the source still checks its document IDs
+                pass
+            report.resumed_shards += 1
+            report.documents += record["documents"]
+            report.skipped += [Skipped(**s) for s in record["skipped"]]
+            bar.update(record["records"])
+    finally:
+        bar.close()
+    _write_json(directory.root / REPORT, {
+        "layout": LAYOUT, "shards": report.shards, "documents": report.documents,
+        "skipped": [_skipped_dict(s) for s in report.skipped]})
+    return report
+
+
+def merge_shards(directory: str | os.PathLike, target: str | os.PathLike,
+                 out_format: str | None = None) -> int:
+    """The documents of a finished shard directory, in order, in one file (atomically).
+
+    Byte-identical to a single-process run of the same settings written to ``target``'s
+    format directly (see the module docstring). Returns the number of documents.
+    """
+    root = Path(directory)
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        finished = json.loads((root / REPORT).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise UserError(f"{root}: not a finished run ({Path(exc.filename).name} missing); "
+                        "finish it with linker annotate --resume") from None
+    shards = ShardDirectory(root, manifest["output_format"])
+
+    def documents() -> Iterator[Document]:
+        for shard in range(finished["shards"]):
+            record = shards.done_record(shard)
+            if record is None:
+                raise UserError(f"{root}: shard {shard} is missing or damaged; "
+                                "rerun with --resume")
+            if record["file"] is None:
+                continue
+            ids = []
+            for doc in read_documents(shards.shards / record["file"], manifest["output_format"]):
+                ids.append(doc.id)
+                yield doc
+            if _ids_hash(ids) != record["ids_sha256"]:
+                raise UserError(f"{root}: shard {shard} does not hold the documents its record "
+                                "lists")
+
+    from data_tools.formats import write_documents
+
+    return write_documents(documents(), target, out_format, manifest["collection_info"])
