@@ -9,6 +9,7 @@ exists for side-by-side speed and accuracy comparisons.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -294,10 +295,17 @@ def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:
         by_doc.setdefault(s.doc_index, []).append(s)
     kept: list[SpanPrediction] = []
     for doc_index in sorted(by_doc):
-        taken: list[tuple[int, int]] = []
+        # taken spans are disjoint, so sorted by start they are sorted by end too and a new
+        # span need only be checked against its two neighbours instead of all kept spans
+        # (a hostile 100k-token document has tens of thousands of candidates)
+        starts: list[int] = []
+        ends: list[int] = []
         for s in sorted(by_doc[doc_index], key=lambda x: (-x.mention_score, x.start, x.end)):
-            if all(s.end <= a or s.start >= b for a, b in taken):
-                taken.append((s.start, s.end))
-                kept.append(s)
+            i = bisect.bisect_right(starts, s.start)
+            if (i > 0 and ends[i - 1] > s.start) or (i < len(starts) and starts[i] < s.end):
+                continue
+            starts.insert(i, s.start)
+            ends.insert(i, s.end)
+            kept.append(s)
     kept.sort(key=lambda s: (s.doc_index, s.start, s.end))
     return kept
