@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from data_tools.formats import read_documents
 from e2e_linker.cli import main
+from tests.e2e_linker.bioc_dtd import validate_bioc
 from tests.e2e_linker.hostile_inputs import CASES, GOOD_PUBTATOR, Case, materialise
 from tests.e2e_linker.tiny_linker import tiny_linker_dir
 
@@ -86,6 +87,7 @@ def test_hostile_input(case: Case, command: str, tmp_path, tiny_model):
                 if a.infons.get("annotator") != "e2e_linker"]
         assert kept == [(a.start, a.end, a.text, a.concept_ids) for a in old.annotations]
     assert [p.name for p in out_dir.iterdir()] == ["result.xml"]
+    validate_bioc(out)
 
 
 def test_text_mismatch_is_kept_with_the_real_text(tmp_path):
