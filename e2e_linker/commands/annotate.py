@@ -61,6 +61,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     from data_tools.formats.detect import detect_format
     from e2e_linker import corpus_run
     from e2e_linker.errors import UserError
+    from e2e_linker.model_guard import loading_model
     from e2e_linker.pipeline import default_model_dir, load_annotator
 
     to_directory = corpus_run.is_directory_target(output)
@@ -68,8 +69,9 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
         raise UserError(f"--resume needs -o to be a shard directory, not the file {output}")
     if not to_directory and fmt is None:
         detect_format(output, for_writing=True)  # a bad name fails before the model loads
-    annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
-                               batch_size=batch_size, mode=mode, cache_dir=cache_dir)
+    with loading_model(model_dir):
+        annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
+                                   batch_size=batch_size, mode=mode, cache_dir=cache_dir)
 
     def transform(docs):
         return annotator.annotate(docs, replace=replace)
