@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "export-normalizer": "export_normalizer",
     "normalize": "normalize",
     "train-triplet": "train_triplet",
+    "merge": "merge",
 }
 
 
@@ -49,6 +50,9 @@ class LazyGroup(click.Group):
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             click.echo(f"error: {message}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:  # output files are atomic: nothing half-written remains
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

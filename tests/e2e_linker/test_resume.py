@@ -85,7 +85,8 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(setup, tmp_path):
                                        str(model), "--shard-size", str(SHARD)],
                                 env={"E2E_LINKER_CACHE": str(tmp_path / "cache")})
     assert result.exit_code == 0, result.output
-    merge_shards(out, tmp_path / "merged.xml")
+    result = CliRunner().invoke(main, ["merge", str(out), "-o", str(tmp_path / "merged.xml")])
+    assert result.exit_code == 0, result.output
     assert (tmp_path / "merged.xml").read_bytes() == single.read_bytes()
 
 
@@ -110,6 +111,24 @@ def test_resume_redoes_a_damaged_shard_and_refuses_a_changed_run(setup, tmp_path
         in result.stderr.strip().splitlines()[-1]
     manifest = json.loads((out / MANIFEST).read_text())
     assert manifest["shard_size"] == 50 and len(manifest["inputs"]) == 2
+
+
+def test_merge_refuses_an_unfinished_or_damaged_run(setup, tmp_path):
+    model, corpus, ids = setup
+    out = tmp_path / "run"
+    env = {"E2E_LINKER_CACHE": str(tmp_path / "cache")}
+    assert CliRunner().invoke(main, ["annotate", str(corpus), "-o", str(out), "--model",
+                                     str(model), "--shard-size", "100"], env=env).exit_code == 0
+    assert merge_shards(out, tmp_path / "all.txt") == len(ids)
+    assert [d.id for d in read_documents(tmp_path / "all.txt")] == ids
+    shard = out / SHARDS / "00001.xml"
+    shard.write_bytes(shard.read_bytes().replace(b"<id>", b"<id>X", 1))
+    result = CliRunner().invoke(main, ["merge", str(out), "-o", str(tmp_path / "m.xml")])
+    assert result.exit_code == 2 and "shard 1 is missing or damaged" in result.stderr
+    (out / REPORT).unlink()
+    result = CliRunner().invoke(main, ["merge", str(out), "-o", str(tmp_path / "m.xml")])
+    assert result.exit_code == 2 and "not a finished run" in result.stderr
+    assert not (tmp_path / "m.xml").exists()
 
 
 def test_resume_needs_a_directory_and_a_directory_must_be_new(setup, tmp_path):
