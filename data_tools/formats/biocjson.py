@@ -44,6 +44,8 @@ def _load(path: str) -> Any:
             return None
         raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
                           where=f"line {exc.lineno}") from None
+    except RecursionError:  # '[[[[...' a hundred thousand deep: hostile, never BioC
+        raise FormatError("JSON nested too deeply to be BioC", path=path) from None
 
 
 def _read_lines(path: str, strict: bool, skip: bool) -> Iterator[Document | Skipped]:
@@ -59,6 +61,9 @@ def _read_lines(path: str, strict: bool, skip: bool) -> Iterator[Document | Skip
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path,
+                                  where=f"line {lineno}") from None
+            except RecursionError:
+                raise FormatError("JSON nested too deeply to be BioC", path=path,
                                   where=f"line {lineno}") from None
             yield document_from_dict(obj, path, f"line {lineno}", strict)
         except FormatError as exc:

@@ -156,6 +156,12 @@ CASES: list[Case] = [
          lambda tmp: {"in.jsonl": (json.dumps({"id": "1", "passages": [{"offset": 0, "text": "a"}]})
                                    + "\n{oops\n").encode()},
          ["in.jsonl", "line 2", "invalid JSON"]),
+    Case("json_nested_100k_deep", lambda tmp: {"in.json": b"[" * 100_000},
+         ["in.json", "nested too deeply"], limit=20),
+    Case("xml_nested_5k_deep",
+         lambda tmp: {"in.xml": _collection("<document><id>1</id>" + "<infon>" * 5000
+                                            + "</infon>" * 5000 + "</document>")},
+         ["in.xml", "line 1", "Excessive depth"], limit=20),
     Case("empty_input_file", lambda tmp: {"in.txt": b""},
          ["in.txt", "no documents"]),
     Case("truncated_gzip",
