@@ -132,10 +132,16 @@ class _Batches:
         else:
             try:
                 out = list(self.transform(docs))
-            except (KeyboardInterrupt, SystemExit, UserError):
+            except UserError:
                 raise
             except Exception:
                 out = [self._one(r) for r in records if isinstance(r.item, Document)]
+        # the no-loss guarantee does not rest on the transform: same documents, same order
+        got = [o.id if isinstance(o, Document) else None for o in out]
+        if len(out) != len(docs) or any(
+                g not in (None, d.id) for g, d in zip(got, docs, strict=True)):
+            raise RuntimeError(f"the annotator returned documents {got[:5]}... for "
+                               f"{[d.id for d in docs[:5]]}...: a document would be lost")
         results = iter(out)
         return [r.item if isinstance(r.item, Skipped) else next(results) for r in records]
 
@@ -144,7 +150,7 @@ class _Batches:
         assert isinstance(doc, Document) and self.transform is not None
         try:
             return self.transform([doc])[0]
-        except (KeyboardInterrupt, SystemExit, UserError):
+        except UserError:
             raise
         except Exception as exc:
             message = f"annotating failed: {type(exc).__name__}: {exc}".splitlines()[0]

@@ -86,3 +86,43 @@ def test_other_formats_are_byte_stable_too(bc5cdr_test_docs, tmp_path, name):
     assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     assert [d.id for d in read_documents(tmp_path / "a" / name)] == \
         [d.id for d in bc5cdr_test_docs[:40]]
+
+
+def _flaky_annotator(docs: list[Document]) -> list[Document]:
+    if any(d.id == "bad" for d in docs):
+        raise ValueError("boom\nsecond line")
+    return first_word_annotator(docs)
+
+
+def _docs(*ids: str) -> list[Document]:
+    from data_tools.documents import Passage
+
+    return [Document(i, [Passage(0, f"Aspirin {i}.", {})]) for i in ids]
+
+
+def test_a_document_that_breaks_the_annotator_is_named_or_skipped(tmp_path):
+    from data_tools.formats import write_documents
+    from e2e_linker.errors import DocumentFailed
+
+    write_documents(_docs("a", "bad", "c"), tmp_path / "in.json")
+    with pytest.raises(DocumentFailed, match=r"in.json: document bad: annotating failed: "
+                                             r"ValueError: boom$"):
+        run_to_file([tmp_path / "in.json"], tmp_path / "o.json", _flaky_annotator,
+                    progress=False)
+    assert not (tmp_path / "o.json").exists()
+    report = run_to_file([tmp_path / "in.json"], tmp_path / "o.json", _flaky_annotator,
+                         on_error="skip", progress=False)
+    assert [d.id for d in read_documents(tmp_path / "o.json")] == ["a", "c"]
+    assert [(s.where, s.message) for s in report.skipped] == \
+        [("document bad", "annotating failed: ValueError: boom")]
+    assert all(len(d.annotations) == 1 for d in read_documents(tmp_path / "o.json"))
+
+
+def test_an_annotator_that_drops_a_document_is_caught(tmp_path):
+    from data_tools.formats import write_documents
+
+    write_documents(_docs("a", "b"), tmp_path / "in.json")
+    with pytest.raises(RuntimeError, match="a document would be lost"):
+        run_to_file([tmp_path / "in.json"], tmp_path / "o.json", lambda docs: docs[:1],
+                    progress=False)
+    assert not (tmp_path / "o.json").exists()
