@@ -23,7 +23,8 @@ directory of shards (``-o OUTDIR``), laid out as::
 Crash safety: each shard file is written to a temporary name and renamed (fsync first), and
 its done record is written the same way *after* it, so a shard is complete exactly when its
 record exists and the file's sha256 matches. ``--resume`` checks that the manifest is the same
-(same inputs byte for byte, same settings), deletes stale temporary files, reads past the
+(same inputs byte for byte, same settings; only ``on_error`` may change, so a run stopped by a
+bad document can be finished with ``--on-error skip``), deletes stale temporary files, reads past the
 records of complete shards (still checking their document IDs, so duplicates are caught the
 same way) and redoes every other shard. Killing the run at any moment therefore loses nothing
 and duplicates nothing.
@@ -159,13 +160,35 @@ class _Batches:
             return Skipped(str(record.path), f"document {doc.id}", message)
 
 
-def _groups(records: Iterable[Record], shard_size: int,
-            group_size: int) -> Iterator[tuple[int, list[Record]]]:
-    """``(shard number, group)`` pairs: consecutive records, never across a shard boundary."""
-    for shard, members in itertools.groupby(records, key=lambda r: r.number // shard_size):
-        members = iter(members)
-        while group := list(itertools.islice(members, group_size)):
-            yield shard, group
+def _shards(records: Iterable[Record], shard_size: int,
+            group_size: int) -> Iterator[tuple[int, Iterator[list[Record]]]]:
+    """``(shard number, its groups)``: groups are consecutive records, never across shards.
+
+    A shard's first record is read only after the previous shard's groups were consumed, and
+    a shard ends after exactly ``shard_size`` records, never by reading into the next one: an
+    error in shard ``k + 1`` must not abort shard ``k`` before it is written.
+    """
+    records = iter(records)
+    shard = 0
+    while (first := next(records, None)) is not None:
+        yield shard, _shard_groups(first, records, shard_size, group_size)
+        shard += 1
+
+
+def _shard_groups(first: Record, records: Iterator[Record], shard_size: int,
+                  group_size: int) -> Iterator[list[Record]]:
+    left = shard_size - 1
+    group = [first]
+    while True:
+        want = min(group_size - len(group), left)
+        more = list(itertools.islice(records, want))
+        left -= len(more)
+        group += more
+        if group:
+            yield group
+        if left == 0 or len(more) < want:
+            return
+        group = []
 
 
 class _Progress:
@@ -220,9 +243,10 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
     bar = _Progress(progress)
     try:
         with open_writer(output, out_format, _collection_info(source.files, in_format)) as writer:
-            for _, group in _groups(source, shard_size, group_size):
-                _write_group(writer, batches(group), report, on_error)
-                bar.update(len(group))
+            for _, groups in _shards(source, shard_size, group_size):
+                for group in groups:
+                    _write_group(writer, batches(group), report, on_error)
+                    bar.update(len(group))
             if report.documents == 0:
                 raise FormatError(f"no documents to write ({len(report.skipped)} skipped)",
                                   path=str(output))
@@ -308,7 +332,10 @@ def prepare_directory(output: str | os.PathLike, manifest: dict, resume: bool) -
             old = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise UserError(f"{path}: unreadable manifest ({exc})") from None
-        changed = sorted(k for k in set(old) | set(manifest) if old.get(k) != manifest.get(k))
+        # on_error may change: a run stopped by a bad document (raise) is finished with skip;
+        # shards done before hold no skipped record under raise, the same bytes under skip
+        changed = sorted(k for k in set(old) | set(manifest)
+                         if k != "on_error" and old.get(k) != manifest.get(k))
         if changed:
             raise UserError(f"{root}: cannot resume, the run differs from the one started there "
                             f"in: {', '.join(changed)}")
@@ -377,9 +404,7 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
     batches = _Batches(transform, on_error)
     bar = _Progress(progress)
     try:
-        shards = itertools.groupby(_groups(source, shard_size, group_size), key=lambda g: g[0])
-        for shard, pairs in shards:
-            groups = (group for _, group in pairs)
+        for shard, groups in _shards(source, shard_size, group_size):
             report.shards += 1
             record = directory.done_record(shard) if resume else None
             if record is None:

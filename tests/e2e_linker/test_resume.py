@@ -144,3 +144,32 @@ def test_resume_needs_a_directory_and_a_directory_must_be_new(setup, tmp_path):
                                        str(model)], env=env)
     assert result.exit_code == 2 and "not an empty directory" in result.stderr
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
+
+
+def test_a_run_stopped_by_a_bad_document_is_finished_with_skip(setup, tmp_path):
+    model, corpus, ids = setup
+    bad_corpus = tmp_path / "corpus"
+    bad_corpus.mkdir()
+    for f in corpus.iterdir():
+        (bad_corpus / f.name).write_bytes(f.read_bytes())
+    text = (bad_corpus / "a.txt").read_text()
+    victim = ids[60]
+    assert f"\n{victim}\t" in text
+    # its first annotation row gets a non-numeric start offset
+    (bad_corpus / "a.txt").write_text(text.replace(f"\n{victim}\t", f"\n{victim}\tx", 1))
+    out = tmp_path / "run"
+    env = {"E2E_LINKER_CACHE": str(tmp_path / "cache")}
+    base = ["annotate", str(bad_corpus), "-o", str(out), "--model", str(model),
+            "--shard-size", "25"]
+    result = CliRunner().invoke(main, base, env=env)
+    assert result.exit_code == 2 and f"document {victim}" in result.stderr.splitlines()[-1]
+    assert sorted(p.name for p in (out / SHARDS).iterdir()) == \
+        ["00000.json", "00000.xml", "00001.json", "00001.xml"]  # complete shards stay
+    assert not (out / REPORT).exists()
+    result = CliRunner().invoke(main, [*base, "--resume", "--on-error", "skip"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "2 shards already done" in result.stderr
+    assert f"skipped: {bad_corpus / 'a.txt'}: document {victim}" in result.stderr
+    assert _shard_ids(out) == [i for i in ids if i != victim]
+    assert json.loads((out / REPORT).read_text())["skipped"][0]["where"].startswith(
+        f"document {victim}")
