@@ -23,11 +23,12 @@ directory of shards (``-o OUTDIR``), laid out as::
 Crash safety: each shard file is written to a temporary name and renamed (fsync first), and
 its done record is written the same way *after* it, so a shard is complete exactly when its
 record exists and the file's sha256 matches. ``--resume`` checks that the manifest is the same
-(same inputs byte for byte, same settings; only ``on_error`` may change, so a run stopped by a
-bad document can be finished with ``--on-error skip``), deletes stale temporary files, reads past the
-records of complete shards (still checking their document IDs, so duplicates are caught the
-same way) and redoes every other shard. Killing the run at any moment therefore loses nothing
-and duplicates nothing.
+(same inputs byte for byte, same settings; only ``on_error`` may change, so a run stopped by
+a bad document can be finished with ``--on-error skip``), deletes stale temporary files, reads
+past the records of complete shards (still checking their document IDs, so duplicates are
+caught the same way) and redoes every other shard. Killing the run at any moment therefore
+loses nothing and duplicates nothing. A shard ends after exactly ``S`` records, so finishing
+shard ``k`` never reads shard ``k + 1`` (whose bad document must not abort shard ``k``).
 
 Design for several processes (issue 7): shard ``k`` depends only on the manifest and the
 records of shard ``k``, so N processes can share one OUTDIR, process ``i`` taking the shards
@@ -36,6 +37,10 @@ with ``k % N == i``, each reading the same numbered sequence and skipping other 
 then writes the shards' documents in shard order through one writer with the manifest's
 collection info: the same bytes as a single-process run to one file, because writers are
 deterministic functions of the document sequence and the batches were cut the same way.
+What that mode still has to add: a coordinator that writes the manifest once before the
+workers start and ``report.json`` after they all finish (here the single process does both),
+and stale-file cleanup limited to a worker's own shards (:meth:`ShardDirectory.remove_stale`
+removes every temporary file, which is right only while one process owns the directory).
 """
 
 from __future__ import annotations
