@@ -1,9 +1,11 @@
-"""The entity index: every KB name encoded once, cached on disk, searched with faiss.
+"""The entity index: every KB name encoded once, cached on disk, searched exactly or with faiss.
 
 Why a cache: encoding the ~700k names of the BC5CDR KB takes minutes on a CPU, and the result
 only depends on the entity encoder's weights and the KB's content. Vectors are stored as fp16
-``.npy`` under a key made of both hashes and memory-mapped on load; the faiss index is built from
-them in blocks. Search is exact inner product (``IndexFlatIP``) unless asked otherwise.
+``.npy`` keyed by the encoder's hash and the name text; each KB's own matrix (its names in its
+order) is written once beside them and memory-mapped on load. Search is exact for KBs up to
+two million names and approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when
+``memory_budget_mb`` asks for it: see :mod:`e2e_linker.vector_search`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import torch
 
 from e2e_linker.encoder import TextEncoder
+from e2e_linker.vector_search import SearchParams, choose_kind, make_search
 
 
 def default_cache_dir() -> Path:
@@ -114,14 +117,36 @@ class NameVectorCache:
         return np.asarray(stored[[row[n] for n in names]]) if names else np.zeros(
             (0, self.encoder.hidden_size), np.float16)
 
+    def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
+                  progress: bool = True) -> tuple[np.ndarray, Path]:
+        """fp16 vectors of ``names`` in order, memory-mapped from a file of their own.
+
+        Why a second file: the name cache is in first-seen order, so a KB's rows are scattered
+        in it; gathering them costs a full read and an in-memory copy on every start. The
+        per-KB matrix is written once (keyed by a hash of the name list) and then mapped, so a
+        large KB costs page cache, not process memory, until rows are touched.
+        """
+        digest = hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16]
+        path = self.folder / "kb" / f"{digest}.npy"
+        if not path.is_file():
+            matrix = self.vectors_for(names, batch_size=batch_size, progress=progress)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp.npy")
+            np.save(tmp, matrix)
+            os.replace(tmp, path)
+        matrix = np.load(path, mmap_mode="r")
+        if len(matrix) != len(names):
+            raise ValueError(f"{path}: {len(matrix)} rows for {len(names)} names")
+        return matrix, path
+
 
 class EntityIndex:
-    """Names, their concept IDs and types, their vectors, and a faiss index over them."""
+    """Names, their concept IDs and types, their vectors, and a search backend over them."""
 
     def __init__(self, names: Sequence[str], concept_ids: Sequence[str], types: Sequence[str],
-                 vectors: np.ndarray):
-        import faiss
-
+                 vectors: np.ndarray, kind: str = "auto", memory_budget_mb: float | None = None,
+                 params: SearchParams | None = None,
+                 cache_stem: str | os.PathLike | None = None):
         if not (len(names) == len(concept_ids) == len(types) == len(vectors)):
             raise ValueError("names, concept_ids, types and vectors must have the same length")
         self.names = list(names)
@@ -129,25 +154,72 @@ class EntityIndex:
         self.types = list(types)
         self.vectors = vectors
         self.dim = int(vectors.shape[1]) if len(vectors) else 0
-        self.index = faiss.IndexFlatIP(self.dim)
-        block = 65536
-        for start in range(0, len(vectors), block):
-            self.index.add(np.ascontiguousarray(vectors[start:start + block], dtype=np.float32))
-        self._type_ids = {t: i for i, t in enumerate(sorted(set(self.types)))}
-        self.type_codes = np.array([self._type_ids[t] for t in self.types], dtype=np.int16)
+        self.cache_stem = Path(cache_stem) if cache_stem else None
+        self.searcher = make_search(kind, vectors, memory_budget_mb, params,
+                                    self._index_file(kind, memory_budget_mb, params))
+        self._rows_of: dict[str, list[int]] | None = None
+
+    def _index_file(self, kind: str, memory_budget_mb: float | None,
+                    params: SearchParams | None) -> Path | None:
+        """Where an approximate index over these vectors is cached (None: not cached)."""
+        if self.cache_stem is None:
+            return None
+        p = params or SearchParams()
+        if kind == "auto":
+            kind = choose_kind(len(self), self.dim, memory_budget_mb, params)
+        tag = (f"ivfpq-{p.ivf_nlist or 'auto'}-{p.pq_bytes}" if kind == "ivfpq"
+               else f"hnsw-m{p.hnsw_m}-ef{p.hnsw_ef_construction}")
+        return self.cache_stem.with_name(f"{self.cache_stem.name}.{tag}.faiss")
+
+    def use_search(self, kind: str, memory_budget_mb: float | None = None,
+                   params: SearchParams | None = None) -> None:
+        """Switch the search backend over the same vectors (benchmarks compare kinds)."""
+        self.searcher = make_search(kind, self.vectors, memory_budget_mb, params,
+                                    self._index_file(kind, memory_budget_mb, params))
 
     def __len__(self) -> int:
         return len(self.names)
 
+    def describe(self) -> str:
+        """The search backend in words (for benchmark records)."""
+        return self.searcher.describe()
+
+    def rows_of(self, concept_id: str) -> list[int]:
+        """Rows of every name of ``concept_id``."""
+        if self._rows_of is None:
+            table: dict[str, list[int]] = {}
+            for row, cid in enumerate(self.concept_ids):
+                table.setdefault(cid, []).append(row)
+            self._rows_of = table
+        return self._rows_of.get(concept_id, [])
+
+    def concept_scores(self, query: np.ndarray, concept_ids: Sequence[str]) -> list[float | None]:
+        """Best inner product of ``query`` with any name of each concept (None: no names).
+
+        Why: when the name sieve has already narrowed a mention to a few concepts, these
+        scores are all the dense side must supply, at the cost of a handful of dot products
+        instead of a search of the whole KB.
+        """
+        out: list[float | None] = []
+        for cid in concept_ids:
+            rows = self.rows_of(cid)
+            out.append(float(self.searcher.rows_dot(query, np.asarray(rows, dtype=np.int64)).max())
+                       if rows else None)
+        return out
+
     @classmethod
     def build(cls, kb, encoder: TextEncoder, cache_dir: str | os.PathLike | None | bool = None,
               batch_size: int = 256, progress: bool = True,
-              max_names_per_concept: int | None = None) -> EntityIndex:
+              max_names_per_concept: int | None = None, kind: str = "auto",
+              memory_budget_mb: float | None = None,
+              params: SearchParams | None = None) -> EntityIndex:
         """Encode every name of ``kb`` (reusing cached vectors) and index them.
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
-        training-time hard negatives).
+        training-time hard negatives). ``kind`` and ``memory_budget_mb`` pick the search
+        backend (:func:`e2e_linker.vector_search.choose_kind`); an approximate index is built
+        once and cached beside the vectors.
         """
         pairs = kb_names(kb, max_names_per_concept)
         names = [n for n, _ in pairs]
@@ -156,18 +228,17 @@ class EntityIndex:
         if cache_dir is False:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)
-        else:
-            cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
-            vectors = cache.vectors_for(names, batch_size=batch_size, progress=progress)
-        return cls(names, cids, types, vectors)
+            return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
+        cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
+        vectors, path = cache.kb_matrix(names, batch_size=batch_size, progress=progress)
+        return cls(names, cids, types, vectors, kind, memory_budget_mb, params,
+                   cache_stem=path.with_suffix(""))
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""
         if len(queries) == 0:
             return np.zeros((0, k), np.float32), np.zeros((0, k), np.int64)
-        k = min(k, len(self))
-        scores, idx = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
-        return scores, idx
+        return self.searcher.search(queries, min(k, len(self)))
 
     def link(self, queries: np.ndarray, types: Sequence[str | None] | None = None,
              k: int = 64) -> list[list[tuple[str, float]]]:

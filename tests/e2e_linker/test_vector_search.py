@@ -1,0 +1,85 @@
+"""Search backends: exact agrees with brute force; approximate ones re-rank exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from e2e_linker.vector_search import (
+    EXACT_MAX_NAMES,
+    ExactSearch,
+    FaissShortlistSearch,
+    SearchParams,
+    choose_kind,
+    estimated_mb,
+    make_search,
+)
+
+
+def clustered(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
+    """Vectors around a few hundred centres, like names around concepts (fp16, as cached)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(max(1, n // 20), dim))
+    return (centres[rng.integers(0, len(centres), n)] + 0.3 * rng.normal(size=(n, dim))) \
+        .astype(np.float16)
+
+
+def brute(vectors: np.ndarray, queries: np.ndarray, k: int):
+    scores = queries.astype(np.float32) @ vectors.astype(np.float32).T
+    rows = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(scores, rows, 1), rows
+
+
+def test_exact_search_matches_brute_force_across_blocks():
+    vectors = clustered(3000)
+    queries = np.random.default_rng(1).normal(size=(70, 32)).astype(np.float32)
+    search = ExactSearch(vectors, block_rows=700)  # several KB blocks are merged
+    scores, rows = search.search(queries, 10)
+    want_scores, want_rows = brute(vectors, queries, 10)
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-4)
+    assert (rows[:, 0] == want_rows[:, 0]).all()
+
+
+def test_exact_search_handles_empty_inputs():
+    search = ExactSearch(clustered(50))
+    scores, rows = search.search(np.zeros((0, 32), np.float32), 5)
+    assert scores.shape == rows.shape == (0, 5)
+    empty = ExactSearch(np.zeros((0, 32), np.float16))
+    assert empty.search(np.ones((2, 32), np.float32), 5)[1].shape == (2, 0)
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivfpq"])
+def test_approximate_kinds_rerank_exactly_and_are_cached(kind, tmp_path):
+    vectors = clustered(4000)
+    queries = clustered(50, seed=2).astype(np.float32)
+    params = SearchParams(ivf_nlist=32, ivf_nprobe=32, pq_bytes=8, train_size=4000,
+                          shortlist=64)
+    path = tmp_path / f"{kind}.faiss"
+    search = FaissShortlistSearch(kind, vectors, params, path)
+    assert path.is_file()
+    scores, rows = search.search(queries, 5)
+    # every returned score is the true inner product of its row (exact re-rank)
+    true = np.einsum("qd,qkd->qk", queries, vectors[rows].astype(np.float32))
+    np.testing.assert_allclose(scores, true, rtol=1e-5, atol=1e-4)
+    assert (np.diff(scores, axis=1) <= 1e-6).all()
+    _, want = brute(vectors, queries, 1)
+    assert (rows[:, 0] == want[:, 0]).mean() >= 0.9
+    again = FaissShortlistSearch(kind, vectors, params, path)  # read back, not rebuilt
+    assert (again.search(queries, 5)[1] == rows).all()
+    assert kind in again.describe()
+
+
+def test_choose_kind_follows_size_and_budget():
+    assert choose_kind(700_000, 384) == "exact"
+    assert choose_kind(EXACT_MAX_NAMES + 1, 384) == "hnsw"
+    exact_mb = estimated_mb("exact", 700_000, 384)
+    hnsw_mb = estimated_mb("hnsw", 700_000, 384)
+    assert choose_kind(700_000, 384, memory_budget_mb=exact_mb + 1) == "exact"
+    assert choose_kind(700_000, 384, memory_budget_mb=(exact_mb + hnsw_mb) / 2) == "hnsw"
+    assert choose_kind(700_000, 384, memory_budget_mb=1) == "ivfpq"
+
+
+def test_make_search_uses_exact_search_for_tiny_kbs():
+    assert isinstance(make_search("hnsw", clustered(100)), ExactSearch)
+    with pytest.raises(ValueError):
+        make_search("lsh", clustered(100))
