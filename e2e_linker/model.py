@@ -86,6 +86,7 @@ class CollectiveLinker(nn.Module):
         else:
             raise UserError(f"mention_head must be 'exhaustive' or 'bio', not {config.mention_head!r}")
         self.type_head = nn.Linear(hidden, max(1, len(config.types)))
+        self.quantized = False
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -149,6 +150,25 @@ class CollectiveLinker(nn.Module):
 
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
         return self.type_head(span_vecs)
+
+    def quantize_mention_encoder(self) -> None:
+        """int8 dynamic quantization of the mention encoder's linear layers (CPU inference).
+
+        Why only the mention side: KB name vectors are cached under a hash of the entity
+        encoder's weights, so they must come from the unquantized weights; with a shared
+        encoder, build the entity index *before* calling this. Activations stay fp32 and are
+        quantized per batch, so no calibration data is needed.
+        """
+        import warnings
+
+        if self.device.type != "cpu":
+            raise UserError("int8 dynamic quantization runs on the CPU only")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch.ao's deprecation notices
+            quantized = torch.ao.quantization.quantize_dynamic(
+                self.encoder.model, {nn.Linear}, dtype=torch.qint8)
+        self.encoder.model = quantized
+        self.quantized = True
 
     def embed_names(self, names: list[str]) -> torch.Tensor:
         """[CLS] vectors of concept names, with gradients (training)."""

@@ -29,8 +29,15 @@ def pick_device(device: str | None) -> str:
 def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = None,
                    device: str | None = None, threshold: float | None = None,
                    batch_size: int = 16, mode: str = "collective",
-                   cache_dir: str | None = None) -> Annotator:
-    """Everything ``linker annotate`` needs, with the KB index built or read from the cache."""
+                   cache_dir: str | None = None, quantize: bool = False,
+                   index_kind: str = "auto",
+                   kb_memory_budget_mb: float | None = None) -> Annotator:
+    """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
+
+    ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
+    :meth:`CollectiveLinker.quantize_mention_encoder`); ``index_kind`` and
+    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.vector_search`).
+    """
     from e2e_linker.index import EntityIndex
     from e2e_linker.linking import NameDictionary
     from e2e_linker.model import CollectiveLinker
@@ -39,6 +46,9 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     directory = Path(model_dir) if model_dir else default_model_dir()
     model = CollectiveLinker.load(directory, device=pick_device(device))
     knowledge = load_model_kb(directory, kb)
-    index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir)
+    index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir,
+                              kind=index_kind, memory_budget_mb=kb_memory_budget_mb)
+    if quantize:  # after the index: KB vectors are cached under the unquantized weights' hash
+        model.quantize_mention_encoder()
     names = NameDictionary.from_kb(knowledge)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode)

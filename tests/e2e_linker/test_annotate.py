@@ -76,3 +76,28 @@ def test_name_sieve_prefers_exact_names_and_dense_order():
     assert choose_concept("renal failure", "Disease", [("D2", 0.9), ("D1", 0.8)], names)[0] == "D2"
     assert choose_concept("cold", "Disease", [("D9", 0.9)], names) == ("D3", None, "exact")
     assert choose_concept("fever", "Disease", [("D9", 0.9)], names) == ("D9", 0.9, "dense")
+
+
+def test_pick_exact_takes_the_best_scored_sieve_concept():
+    from e2e_linker.linking import pick_exact
+
+    assert pick_exact(["A", "B"], [0.2, 0.7]) == ("B", 0.7)
+    assert pick_exact(["A", "B"], [0.5, 0.5]) == ("A", 0.5)  # ties keep the sieve's order
+    assert pick_exact(["A", "B"], [None, None]) == ("A", None)
+
+
+def test_sieve_first_linking_matches_full_ranking(annotator):
+    """link() scores only the sieve's concepts; the choice equals choose_concept on a full
+    dense ranking."""
+    docs = synthetic_docs(3)
+    spans, _ = annotator.detect(docs)
+    annotations = annotator.link(spans, docs)
+    queries = np.stack([s.vector for s in spans]).astype(np.float32)
+    ranked = annotator.index.link(queries, [s.type for s in spans], k=len(annotator.index))
+    for span, ann, dense in zip(spans, annotations, ranked, strict=True):
+        text = docs[span.doc_index].text_at(span.start, span.end)
+        cid, score, method = choose_concept(text, span.type, dense, annotator.names)
+        assert ann.concept_ids == ([cid] if cid else [])
+        assert ann.infons["link_method"] == method
+        if score is not None:
+            assert ann.link_score == pytest.approx(round(score, 4), abs=1e-3)
