@@ -1,0 +1,368 @@
+"""Throughput of the collective pipeline against its own limit, side by side, in one process.
+
+    python -m eval.bench [--corpus PATH] [--model DIR] [--device cpu|cuda] [--max-docs N]
+                         [--json eval/results/bench/bench.json]
+
+Why one process and interleaved: on a shared machine the speed drifts by tens of percent from
+minute to minute, so three separate runs would mostly measure the drift. Here the corpus is cut
+into slices, and for every slice the three stages run back to back:
+
+(a) ``encoder``: the bare encoder forward over exactly the chunks ``annotate`` builds for the
+    slice (same chunker, same length batches, same batch size) — the physical limit;
+(b) ``annotate``: the full collective pipeline, file in → file out (read, chunk, encode, score
+    spans, pool, search the KB, sieve, write the output file);
+(c) ``per_mention``: the paper's per-mention dual-encoder baseline, also file in → file out
+    (the same detection, then one ``context_window``-token forward per mention).
+
+Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
+meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
+background thread; the 1-, 5- and 15-minute load averages are recorded before and after.
+Writes the JSON, a Markdown table (same stem, ``.md``) and a PNG plot (``.png``) side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+STAGES = ("encoder", "annotate", "per_mention")
+
+#: The paper's GPU figures (Bhowmik et al. 2021, mentions/s at batch size 1), for orientation.
+PAPER_GPU_MENTIONS_PER_S = {"collective BC5CDR": 192.4, "per-mention BC5CDR": 65.0,
+                            "collective MedMentions": 402.5, "per-mention MedMentions": 87.0}
+
+
+def current_rss_mb() -> float:
+    """Resident set size of this process now (Linux ``/proc``; falls back to the peak)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            pages = int(handle.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class RssSampler:
+    """Tracks the highest RSS seen while a stage runs (the process peak cannot be reset)."""
+
+    def __init__(self, interval: float = 0.02):
+        self.interval = interval
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, current_rss_mb())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self.peak = current_rss_mb()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak = max(self.peak, current_rss_mb())
+
+
+class StageTotals:
+    """Seconds, documents, tokens, mentions and peak RSS accumulated for one stage."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.documents = 0
+        self.tokens = 0
+        self.mentions = 0
+        self.peak_rss_mb = 0.0
+
+    @contextmanager
+    def timed(self):
+        with RssSampler() as rss:
+            start = time.perf_counter()
+            yield
+            self.seconds += time.perf_counter() - start
+        self.peak_rss_mb = max(self.peak_rss_mb, rss.peak)
+
+    def rates(self) -> dict[str, float]:
+        s = self.seconds or float("nan")
+        return {"seconds": self.seconds, "documents": self.documents, "tokens": self.tokens,
+                "mentions": self.mentions, "docs_per_s": self.documents / s,
+                "tokens_per_s": self.tokens / s, "mentions_per_s": self.mentions / s,
+                "peak_rss_mb": self.peak_rss_mb}
+
+
+def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
+    """Real tokens in the chunks ``annotate`` builds for ``docs``, and a closure that runs
+    the bare encoder over them in annotate's own length batches (chunking is not timed)."""
+    from e2e_linker.batches import collate_chunks, length_batches
+    from e2e_linker.chunking import chunk_documents
+
+    model = annotator.model
+    cfg = model.config
+    chunks = chunk_documents(docs, model.tokenizer, cfg.max_length, cfg.max_span_len,
+                             cfg.chunk_overlap)
+    groups = list(length_batches(chunks, annotator.batch_size, annotator.max_batch_tokens))
+    pad = model.tokenizer.pad_token_id or 0
+
+    @torch.inference_mode()
+    def run() -> None:
+        for group in groups:
+            batch = collate_chunks([chunks[i] for i in group], pad, model.device)
+            model.token_states(batch)
+        if model.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    return sum(len(c) for c in chunks), run
+
+
+def annotate_file(annotator, source: Path, target: Path, mode: str) -> tuple[int, int, int]:
+    """File in → file out in ``mode``; returns (documents, tokens, mentions) of the run."""
+    from data_tools.formats import read_documents, write_documents
+
+    annotator.mode = mode
+    before = dict(annotator.stats)
+    docs = list(read_documents(source))
+    write_documents(annotator.annotate(docs, replace=True), target)
+    if annotator.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    return (len(docs), annotator.stats["tokens"] - before["tokens"],
+            annotator.stats["mentions"] - before["mentions"])
+
+
+def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
+    """The corpus, annotations stripped, as BioC XML files of ``slice_docs`` documents."""
+    from copy import deepcopy
+
+    from data_tools.formats import write_documents
+
+    paths = []
+    for n, start in enumerate(range(0, len(docs), slice_docs)):
+        part = deepcopy(list(docs[start:start + slice_docs]))
+        for doc in part:
+            doc.relations = []
+            for passage in doc.passages:
+                passage.annotations = []
+        path = folder / f"slice{n:04d}.bioc.xml"
+        write_documents(part, path)
+        paths.append(path)
+    return paths
+
+
+def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
+              warmup_docs: int = 4) -> dict[str, StageTotals]:
+    """The three stages, interleaved slice by slice (see the module docstring)."""
+    from data_tools.formats import read_documents
+
+    totals = {stage: StageTotals() for stage in STAGES if per_mention or stage != "per_mention"}
+    with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
+        folder = Path(tmp)
+        warm = write_slices(docs[:warmup_docs], folder / "warm", warmup_docs) if warmup_docs \
+            else []
+        (folder / "warm").mkdir(exist_ok=True)
+        slices = write_slices(docs, folder, slice_docs)
+        for path in warm:  # first-call allocations and lazy imports, not timed
+            _, run = encoder_only(annotator, list(read_documents(path)))
+            run()
+            for stage in totals:
+                if stage != "encoder":
+                    annotate_file(annotator, path, folder / "warm" / "out.bioc.xml",
+                                  "collective" if stage == "annotate" else "per-mention")
+        for n, path in enumerate(slices):
+            slice_docs_list = list(read_documents(path))
+            tokens, run = encoder_only(annotator, slice_docs_list)
+            enc = totals["encoder"]
+            with enc.timed():
+                run()
+            enc.documents += len(slice_docs_list)
+            enc.tokens += tokens
+            for stage, mode in (("annotate", "collective"), ("per_mention", "per-mention")):
+                if stage not in totals:
+                    continue
+                out = folder / f"out{n:04d}.{stage}.bioc.xml"
+                with totals[stage].timed():
+                    d, t, m = annotate_file(annotator, path, out, mode)
+                totals[stage].documents += d
+                totals[stage].tokens += t
+                totals[stage].mentions += m
+            # the bare encoder finds no mentions; it is credited with annotate's, so that its
+            # mentions/s is the ceiling annotate's mentions/s can approach
+            enc.mentions = totals["annotate"].mentions
+            print(f"slice {n + 1}/{len(slices)}: " + ", ".join(
+                f"{s} {t.seconds:.1f}s" for s, t in totals.items()), file=sys.stderr, flush=True)
+    annotator.mode = "collective"
+    return totals
+
+
+def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespace,
+              load_before: tuple[float, float, float], load_seconds: float,
+              command: str) -> dict:
+    """The JSON record: per-stage rates, the headline keys the issue asks for, the setting."""
+    stages = {s: t.rates() for s, t in totals.items()}
+    enc, ann = stages["encoder"], stages["annotate"]
+    pm = stages.get("per_mention")
+    device = annotator.model.device
+    result = {
+        "command": command,
+        "corpus": str(args.corpus),
+        "documents": ann["documents"],
+        "device": str(device) + (f" ({torch.cuda.get_device_name()})"
+                                 if device.type == "cuda" else ""),
+        "cpu_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "machine": f"{platform.machine()} {platform.processor() or platform.system()}",
+        "torch": torch.__version__,
+        "quantize": annotator.quantized,
+        "index": annotator.index.describe(),
+        "batch_size": annotator.batch_size,
+        "slice_docs": args.slice_docs,
+        "load_seconds": load_seconds,
+        "loadavg_before": list(load_before),
+        "loadavg_after": list(os.getloadavg()),
+        "encoder_tokens_per_s": enc["tokens_per_s"],
+        "encoder_docs_per_s": enc["docs_per_s"],
+        "annotate_tokens_per_s": ann["tokens_per_s"],
+        "annotate_docs_per_s": ann["docs_per_s"],
+        "annotate_mentions_per_s": ann["mentions_per_s"],
+        "per_mention_mentions_per_s": pm["mentions_per_s"] if pm else None,
+        "per_mention_docs_per_s": pm["docs_per_s"] if pm else None,
+        "ratio_annotate_vs_encoder": ann["tokens_per_s"] / enc["tokens_per_s"],
+        "ratio_collective_vs_per_mention": (ann["mentions_per_s"] / pm["mentions_per_s"]
+                                            if pm else None),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "stages": stages,
+        "paper_gpu_mentions_per_s": PAPER_GPU_MENTIONS_PER_S,
+    }
+    return result
+
+
+def markdown(result: dict) -> str:
+    """The table README quotes: one row per stage, then the ratios and the setting."""
+    lines = ["| stage | seconds | docs/s | tokens/s | mentions/s | peak RSS (MB) |",
+             "|---|---|---|---|---|---|"]
+    labels = {"encoder": "bare encoder forward (limit)", "annotate": "annotate, file → file",
+              "per_mention": "per-mention baseline, file → file"}
+    for stage, row in result["stages"].items():
+        lines.append(f"| {labels[stage]} | {row['seconds']:.1f} | {row['docs_per_s']:.2f} | "
+                     f"{row['tokens_per_s']:.0f} | {row['mentions_per_s']:.1f} | "
+                     f"{row['peak_rss_mb']:.0f} |")
+    lines.append("")
+    ratios = f"Ratio annotate / encoder (tokens/s): **{result['ratio_annotate_vs_encoder']:.3f}**"
+    if result["ratio_collective_vs_per_mention"] is not None:
+        ratios += (f"; ratio collective / per-mention (mentions/s): "
+                   f"**{result['ratio_collective_vs_per_mention']:.2f}**")
+    lines.append(ratios + ".")
+    lines.append("")
+    lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
+                 f"{result['device']}, {result['cpu_threads']} torch threads "
+                 f"({result['cpu_count']} CPUs), torch {result['torch']}, int8 quantized: "
+                 f"{result['quantize']}, index: {result['index']}; load average before/after "
+                 f"{result['loadavg_before'][0]:.2f} / {result['loadavg_after'][0]:.2f}; "
+                 f"peak RSS {result['peak_rss_mb']:.0f} MB.")
+    lines.append("")
+    lines.append(f"Command: `{result['command']}`")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, path: Path) -> bool:
+    """Throughput per stage as a bar chart (tokens/s and mentions/s); False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot written (pip install -e '.[test]')",
+              file=sys.stderr)
+        return False
+    stages = list(result["stages"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for ax, key, title in ((axes[0], "tokens_per_s", "tokens/s"),
+                           (axes[1], "mentions_per_s", "mentions/s")):
+        values = [result["stages"][s][key] for s in stages]
+        bars = ax.bar(stages, values, color=["#888888", "#1f77b4", "#d62728"][:len(stages)])
+        ax.bar_label(bars, fmt="%.0f")
+        ax.set_title(title)
+        ax.set_ylim(0, max(values) * 1.2)
+    fig.suptitle(f"{result['documents']} docs, {result['device']}, "
+                 f"{result['cpu_threads']} threads; annotate/encoder "
+                 f"{result['ratio_annotate_vs_encoder']:.2f}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def default_corpus() -> Path:
+    from data_tools.datasets import get_dataset
+
+    return Path(get_dataset("bc5cdr-bioc", "test").path)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=None,
+                        help="PubTator / BioC XML / BioC JSON file (default: BC5CDR test)")
+    parser.add_argument("--model", default=None, help="model dir (default: embedded)")
+    parser.add_argument("--kb", default=None, help="KB spec (default: the model's)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
+    parser.add_argument("--json", default="eval/results/bench/bench.json", help="output JSON")
+    parser.add_argument("--max-docs", type=int, default=None, help="first N documents only")
+    parser.add_argument("--slice-docs", type=int, default=50,
+                        help="documents per interleaving slice")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
+    parser.add_argument("--index", default="auto", help="KB index kind (see e2e_linker.index)")
+    parser.add_argument("--kb-memory-budget", type=float, default=None,
+                        help="MB the KB index may use (drives --index auto)")
+    parser.add_argument("--no-per-mention", action="store_true")
+    args = parser.parse_args(argv)
+
+    from data_tools.formats import read_documents
+    from e2e_linker.pipeline import load_annotator
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()
+    args.corpus = Path(args.corpus) if args.corpus else default_corpus()
+    docs = []
+    for doc in read_documents(args.corpus):
+        docs.append(doc)
+        if args.max_docs is not None and len(docs) >= args.max_docs:
+            break
+    start = time.perf_counter()
+    annotator = load_annotator(args.model, kb=args.kb, device=args.device,
+                               batch_size=args.batch_size, quantize=args.quantize,
+                               index_kind=args.index, kb_memory_budget_mb=args.kb_memory_budget)
+    load_seconds = time.perf_counter() - start
+    totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention)
+    command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    result = summarise(totals, annotator, args, load_before, load_seconds, command)
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    plot(result, out.with_suffix(".png"))
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

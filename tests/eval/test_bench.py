@@ -1,0 +1,59 @@
+"""eval.bench on a tiny model: every stage runs, the record has the issue's keys (no timing
+assertions: speed is measured by the benchmark itself, not by tests)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from e2e_linker.annotate import Annotator
+from e2e_linker.index import EntityIndex
+from e2e_linker.linking import NameDictionary
+from e2e_linker.model import CollectiveLinker, LinkerConfig
+from eval import bench
+from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
+from tests.e2e_linker.tiny import tiny_encoder_dir
+
+KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_s",
+        "per_mention_mentions_per_s", "ratio_annotate_vs_encoder",
+        "ratio_collective_vs_per_mention", "peak_rss_mb", "device", "cpu_threads")
+
+
+@pytest.fixture(scope="module")
+def annotator(tmp_path_factory):
+    directory = tiny_encoder_dir(tmp_path_factory.mktemp("tiny") / "bert")
+    model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(directory), max_length=64))
+    kb = synthetic_kb()
+    index = EntityIndex.build(kb, model.entity_encoder, cache_dir=False, progress=False)
+    return Annotator(model, index, NameDictionary.from_kb(kb), threshold=0.0, batch_size=3)
+
+
+def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
+    docs = synthetic_docs(7)
+    totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2)
+    assert set(totals) == set(bench.STAGES)
+    assert all(t.documents == 7 for t in totals.values())
+    # annotate counts the chunk tokens the bare encoder ran over, so the ratio compares like
+    # with like
+    assert totals["annotate"].tokens == totals["encoder"].tokens > 0
+    assert totals["annotate"].mentions == totals["per_mention"].mentions > 0
+    args = argparse.Namespace(corpus="synthetic", slice_docs=3)
+    result = bench.summarise(totals, annotator, args, (0.0, 0.0, 0.0), 1.0, "test")
+    for key in KEYS:
+        assert result[key] is not None, key
+    assert result["stages"]["annotate"]["peak_rss_mb"] > 0
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(result))
+    assert "| annotate, file → file |" in bench.markdown(result)
+    pytest.importorskip("matplotlib")
+    assert bench.plot(result, tmp_path / "bench.png")
+    assert (tmp_path / "bench.png").stat().st_size > 0
+    assert annotator.mode == "collective"  # the per-mention stage leaves it as it found it
+
+
+def test_rss_sampler_sees_the_current_process():
+    with bench.RssSampler() as rss:
+        pass
+    assert rss.peak > 1
