@@ -197,12 +197,12 @@ def _shard_groups(first: Record, records: Iterator[Record], shard_size: int,
 
 
 class _Progress:
-    def __init__(self, enabled: bool, initial: int = 0):
+    def __init__(self, enabled: bool, initial: int = 0, desc: str = "documents"):
         self.bar = None
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(desc="documents", unit="doc", initial=initial)
+            self.bar = tqdm(desc=desc, unit="doc", initial=initial)
 
     def update(self, n: int) -> None:
         if self.bar is not None:
@@ -231,6 +231,52 @@ def _write_group(writer, items: list[Document | Skipped], report: RunReport,
         written.append(item.id)
         report.documents += 1
     return written
+
+
+class _Sink:
+    """A binary/text handle that forgets what it is given (for :func:`check_inputs`)."""
+
+    def write(self, data) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def check_inputs(inputs: Sequence[str | os.PathLike], out_format: str,
+                 in_format: str | None = None, progress: bool = True) -> int:
+    """Read every input document and render it in ``out_format`` without writing anything.
+
+    Why: ``linker annotate`` stops at the first bad document, and loading a model (seconds to
+    minutes) and annotating (hours on a big corpus) before meeting it would be wasted — in
+    one-file mode all of it. This pass finds every problem the run would meet in the input
+    (and every text the output format cannot hold) first, at reading speed, in bounded memory.
+    Returns the number of documents.
+    """
+    from data_tools.formats.biocjson import BioCJSONWriter
+    from data_tools.formats.biocxml import BioCXMLWriter
+    from data_tools.formats.pubtator import PubTatorWriter
+
+    out_format = canonical_format(out_format)
+    sink = _Sink()
+    writer = {"bioc": lambda: BioCXMLWriter(sink), "biocjson": lambda: BioCJSONWriter(sink),
+              "pubtator": lambda: PubTatorWriter(sink)}[out_format]()
+    bar = _Progress(progress, desc="checking input")
+    count = 0
+    try:
+        for record in CorpusSource(inputs, in_format, "raise"):
+            doc = record.item
+            assert isinstance(doc, Document)
+            try:
+                writer.write(doc)
+            except FormatError as exc:
+                raise FormatError(f"{exc.message} ({out_format} output)", path=str(record.path),
+                                  where=f"document {doc.id}") from None
+            count += 1
+            bar.update(1)
+    finally:
+        bar.close()
+    return count
 
 
 def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,

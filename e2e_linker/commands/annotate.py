@@ -67,8 +67,9 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     to_directory = corpus_run.is_directory_target(output)
     if resume and not to_directory:
         raise UserError(f"--resume needs -o to be a shard directory, not the file {output}")
-    if not to_directory and fmt is None:
-        detect_format(output, for_writing=True)  # a bad name fails before the model loads
+    out_format = fmt or ("bioc" if to_directory else detect_format(output, for_writing=True))
+    if on_error == "raise":  # a bad document fails in seconds, not after the model and hours
+        corpus_run.check_inputs(inputs, out_format)
     with loading_model(model_dir):
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir)
@@ -83,7 +84,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace}
         report = corpus_run.run_to_directory(
-            inputs, output, transform, settings=settings, out_format=fmt or "bioc",
+            inputs, output, transform, settings=settings, out_format=out_format,
             on_error=on_error, shard_size=size, resume=resume)
     else:
         report = corpus_run.run_to_file(inputs, output, transform, out_format=fmt,

@@ -167,3 +167,19 @@ def test_real_process_prints_one_line_and_leaves_nothing(command, tmp_path, tiny
                           capture_output=True, text=True, timeout=300)
     _check_error(case, proc.stderr, proc.returncode, out_dir)
     assert "TOPSECRET" not in proc.stderr + proc.stdout
+
+
+def test_bad_input_is_found_before_the_model_loads(tmp_path):
+    """The input is checked first: a bad last document fails in seconds, not after the model
+    (here a directory that is no model at all) and every document before it."""
+    source = tmp_path / "in.txt"
+    source.write_bytes(GOOD_PUBTATOR.encode() + b"12|t|T\n12|a|A\n12\t0\t1\tT\n\n")
+    (tmp_path / "not_a_model").mkdir()
+    result = CliRunner().invoke(main, ["annotate", str(source), "-o", str(tmp_path / "o.xml"),
+                                       "--model", str(tmp_path / "not_a_model")])
+    assert result.exit_code == 2
+    assert "in.txt: document 12, line 8" in result.stderr.splitlines()[-1]
+    result = CliRunner().invoke(main, ["annotate", str(source), "-o", str(tmp_path / "o.xml"),
+                                       "--model", str(tmp_path / "not_a_model"), "--on-error",
+                                       "skip"])
+    assert result.exit_code == 2 and "not a linker model directory" in result.stderr
