@@ -146,7 +146,7 @@ def test_resume_needs_a_directory_and_a_directory_must_be_new(setup, tmp_path):
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
 
 
-def test_a_run_stopped_by_a_bad_document_is_finished_with_skip(setup, tmp_path):
+def test_bad_document_fails_before_any_shard_and_skip_resumes_with_its_report(setup, tmp_path):
     model, corpus, ids = setup
     bad_corpus = tmp_path / "corpus"
     bad_corpus.mkdir()
@@ -163,13 +163,18 @@ def test_a_run_stopped_by_a_bad_document_is_finished_with_skip(setup, tmp_path):
             "--shard-size", "25"]
     result = CliRunner().invoke(main, base, env=env)
     assert result.exit_code == 2 and f"document {victim}" in result.stderr.splitlines()[-1]
-    assert sorted(p.name for p in (out / SHARDS).iterdir()) == \
-        ["00000.json", "00000.xml", "00001.json", "00001.xml"]  # complete shards stay
-    assert not (out / REPORT).exists()
+    assert not out.exists()  # found by the input check, before the model or any shard
+
+    result = CliRunner().invoke(main, [*base, "--on-error", "skip"], env=env)
+    assert result.exit_code == 0, result.output
+    assert _shard_ids(out) == [i for i in ids if i != victim]
+    (out / REPORT).unlink()  # as if killed after shard 3
+    for late in sorted((out / SHARDS).glob("*.json"))[4:]:
+        late.unlink()
     result = CliRunner().invoke(main, [*base, "--resume", "--on-error", "skip"], env=env)
     assert result.exit_code == 0, result.output
-    assert "2 shards already done" in result.stderr
+    assert "4 shards already done" in result.stderr
     assert f"skipped: {bad_corpus / 'a.txt'}: document {victim}" in result.stderr
     assert _shard_ids(out) == [i for i in ids if i != victim]
-    assert json.loads((out / REPORT).read_text())["skipped"][0]["where"].startswith(
-        f"document {victim}")
+    report = json.loads((out / REPORT).read_text())
+    assert [s["where"].split(",")[0] for s in report["skipped"]] == [f"document {victim}"]
