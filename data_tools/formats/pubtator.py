@@ -83,9 +83,11 @@ class _Parser:
             done, self.doc = self.doc, Document(pmid, [Passage(0, body, {"type": "title"})])
             return done
         doc = self.doc
-        if doc is None or doc.id != pmid or len(doc.passages) != 1:
-            raise self.error(f"abstract line of {pmid} without its title line just before it",
-                             lineno)
+        message = f"abstract line of {pmid} without its title line just before it"
+        if doc is None or doc.id != pmid:  # not about the document being read: no name
+            raise FormatError(message, path=self.path, where=f"line {lineno}")
+        if len(doc.passages) != 1:
+            raise self.error(message, lineno)
         doc.passages.append(Passage(len(doc.passages[0].text) + 1, body, {"type": "abstract"}))
         return None
 
@@ -186,7 +188,11 @@ def read_pubtator(path: str | os.PathLike, strict: bool = False,
         except FormatError as exc:
             if not skip:
                 raise
-            if orphan or parser.doc is None:  # nothing to pin it on: report the line alone
+            if orphan:  # another document's abstract ends this one and starts a bad one
+                yield from finish(parser.doc)
+                parser.doc = Document(header.group(1))  # its rows are passed over with it
+                bad = exc
+            elif parser.doc is None:  # nothing to pin it on: report the line alone
                 count += 1
                 yield Skipped(str(path), exc.where, exc.message)
             elif bad is None:
