@@ -213,20 +213,23 @@ class _Progress:
             self.bar.close()
 
 
-def _write_group(writer, items: list[Document | Skipped], report: RunReport,
-                 on_error: str) -> list[str]:
-    """Write a group's documents; a document the format cannot hold is skipped or raised."""
+def _write_group(writer, group: list[Record], items: list[Document | Skipped],
+                 report: RunReport, on_error: str) -> list[str]:
+    """Write a group's documents; one the output format cannot hold is skipped or raised,
+    named by the input file it came from (``items`` are aligned with ``group``)."""
     written = []
-    for item in items:
+    for record, item in zip(group, items, strict=True):
         if isinstance(item, Skipped):
             report.skipped.append(item)
             continue
         try:
             writer.write(item)
         except FormatError as exc:
+            error = FormatError(f"{exc.message} (in the output {exc.path})",
+                                path=str(record.path), where=f"document {item.id}")
             if on_error == "raise":
-                raise
-            report.skipped.append(Skipped.from_error(exc))
+                raise error from None
+            report.skipped.append(Skipped.from_error(error))
             continue
         written.append(item.id)
         report.documents += 1
@@ -296,7 +299,7 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
         with open_writer(output, out_format, _collection_info(source.files, in_format)) as writer:
             for _, groups in _shards(source, shard_size, group_size):
                 for group in groups:
-                    _write_group(writer, batches(group), report, on_error)
+                    _write_group(writer, group, batches(group), report, on_error)
                     bar.update(len(group))
             if report.documents == 0:
                 raise FormatError(f"no documents to write ({len(report.skipped)} skipped)",
@@ -420,7 +423,7 @@ def _write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Re
                 if writer is None and any(isinstance(i, Document) for i in items):
                     writer = stack.enter_context(open_writer(
                         target, manifest["output_format"], manifest["collection_info"]))
-                ids += _write_group(writer, items, report, manifest["on_error"])
+                ids += _write_group(writer, group, items, report, manifest["on_error"])
                 records += len(group)
                 bar.update(len(group))
             if writer is not None and not ids:

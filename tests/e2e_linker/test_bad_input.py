@@ -183,3 +183,21 @@ def test_bad_input_is_found_before_the_model_loads(tmp_path):
                                        "--model", str(tmp_path / "not_a_model"), "--on-error",
                                        "skip"])
     assert result.exit_code == 2 and "not a linker model directory" in result.stderr
+
+
+def test_document_without_passages(tmp_path, tiny_model):
+    """BioC XML needs a passage per document (BioC.dtd); JSON and scoring take it as is."""
+    source = tmp_path / "in.json"
+    source.write_text('{"documents": [{"id": "1", "passages": [{"offset": 0, "text": "a"}]},'
+                      ' {"id": "2", "passages": []}]}')
+    for command in ("annotate", "convert"):
+        out_dir = tmp_path / command
+        out_dir.mkdir()
+        result = CliRunner().invoke(main, _argv(command, source, out_dir / "o.xml", tiny_model))
+        _check_error(Case("x", dict, ["in.json", "document 2", "has no passages"]),
+                     result.stderr, result.exit_code, out_dir)
+        result = CliRunner().invoke(main, _argv(command, source, out_dir / "o.json", tiny_model))
+        assert result.exit_code == 0, result.output
+        assert [len(d.passages) for d in read_documents(out_dir / "o.json")] == [1, 0]
+    result = CliRunner().invoke(main, _argv("score", source, tmp_path, tiny_model))
+    assert result.exit_code == 0, result.output
