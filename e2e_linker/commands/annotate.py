@@ -3,6 +3,10 @@
 ``-o out.xml`` writes one file atomically; ``-o OUTDIR`` (an existing directory, a path ending
 in ``/``, or a name without a suffix) writes a resumable shard directory (see
 :mod:`e2e_linker.corpus_run`), which ``--resume`` finishes after a crash.
+
+Several processes (``--num-processes N`` on one machine, or any launcher such as
+``accelerate launch -m e2e_linker annotate``) share one shard directory, process ``i`` writing
+the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.distributed_run`).
 """
 
 from __future__ import annotations
@@ -53,13 +57,16 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Documents per output shard (default 1024); also where batches are cut.")
 @click.option("--resume", is_flag=True,
               help="Finish a shard-directory run that was interrupted, keeping its done shards.")
+@click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes on this machine sharing a shard-directory run (one GPU each, or "
+                   "CPU processes with cores/N threads each).")
 def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
             fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
-            shard_size: int | None, resume: bool) -> None:
+            shard_size: int | None, resume: bool, num_processes: int) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
     from data_tools.formats.detect import detect_format
-    from e2e_linker import corpus_run
+    from e2e_linker import corpus_run, distributed
     from e2e_linker.errors import UserError
     from e2e_linker.model_guard import loading_model
     from e2e_linker.pipeline import default_model_dir, load_annotator
@@ -67,10 +74,24 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     to_directory = corpus_run.is_directory_target(output)
     if resume and not to_directory:
         raise UserError(f"--resume needs -o to be a shard directory, not the file {output}")
+    several = num_processes > 1 or distributed.launched_distributed()
+    if several and not to_directory:
+        raise UserError(f"several processes write a shard directory, not the file {output}; "
+                        "give -o a directory, then linker merge it into one file")
+    if num_processes > 1 and not distributed.launched_distributed():
+        args = distributed.render_argv(command, click.get_current_context().params,
+                                       drop=("num_processes",))
+        code = distributed.launch_local(["annotate", *args], num_processes)
+        if code:
+            raise SystemExit(code)  # the failing process has printed why
+        return
+    world = distributed.init_world(device)
     out_format = fmt or ("bioc" if to_directory else detect_format(output, for_writing=True))
     if on_error == "raise":  # a bad document fails in seconds, not after the model and hours
-        corpus_run.check_inputs(inputs, out_format)
-    with loading_model(model_dir):
+        world.on_main(lambda: corpus_run.check_inputs(inputs, out_format,
+                                                      progress=world.is_main))
+    # the main process encodes and caches the KB vectors; the others then memory-map them
+    with world.main_process_first(), loading_model(model_dir):
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir)
 
@@ -83,12 +104,21 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
         settings = {"model": str(model_path.resolve()), "model_sha256": model_fingerprint(
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace}
-        report = corpus_run.run_to_directory(
-            inputs, output, transform, settings=settings, out_format=out_format,
-            on_error=on_error, shard_size=size, resume=resume)
+        if world.distributed:
+            from e2e_linker.distributed_run import run_to_directory_distributed
+
+            report = run_to_directory_distributed(
+                world, inputs, output, transform, settings=settings, out_format=out_format,
+                on_error=on_error, shard_size=size, resume=resume)
+        else:
+            report = corpus_run.run_to_directory(
+                inputs, output, transform, settings=settings, out_format=out_format,
+                on_error=on_error, shard_size=size, resume=resume)
     else:
         report = corpus_run.run_to_file(inputs, output, transform, out_format=fmt,
                                         on_error=on_error, shard_size=size)
-    for line in report.lines(output):
-        click.echo(line, err=True)
-    click.echo(f"{annotator.stats['mentions']} mentions found in this run", err=True)
+    mentions = sum(world.all_gather(annotator.stats["mentions"]))
+    if world.is_main:
+        for line in report.lines(output):
+            click.echo(line, err=True)
+        click.echo(f"{mentions} mentions found in this run", err=True)

@@ -1,0 +1,122 @@
+"""`linker annotate --num-processes 2`: two CPU processes (gloo) share one shard directory.
+
+The merged output must be the bytes of a one-process run; the KB vectors must be encoded by
+one process only; resume works per shard whatever the number of processes; an error in the
+coordination step is reported once with exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from data_tools.formats import read_documents, write_documents
+from e2e_linker.cli import main
+from e2e_linker.commands.annotate import command as annotate_command
+from e2e_linker.corpus_run import REPORT, SHARDS
+from e2e_linker.distributed import render_argv
+from tests.e2e_linker.tiny_linker import tiny_linker_dir
+
+SHARD = 7
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, bc5cdr_test_docs):
+    root = tmp_path_factory.mktemp("distributed")
+    model, _ = tiny_linker_dir(root / "tiny", threshold=0.6)
+    corpus = root / "corpus"
+    corpus.mkdir()
+    docs = bc5cdr_test_docs[:60]  # two formats, the file boundary inside shard 4
+    write_documents(docs[:30], corpus / "a.txt")
+    write_documents(docs[30:], corpus / "b.xml")
+    single = root / "single.xml"
+    result = CliRunner().invoke(main, ["annotate", str(corpus), "-o", str(single), "--model",
+                                       str(model), "--shard-size", str(SHARD)],
+                                env={"E2E_LINKER_CACHE": str(root / "cache")})
+    assert result.exit_code == 0, result.output
+    return model, corpus, single, [d.id for d in docs]
+
+
+def _run(model: Path, corpus: Path, out: Path, cache: Path, *extra: str):
+    env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "e2e_linker", "annotate", str(corpus), "-o",
+                           str(out), "--model", str(model), "--shard-size", str(SHARD), *extra],
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _merged(out: Path, target: Path) -> bytes:
+    result = CliRunner().invoke(main, ["merge", str(out), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    return target.read_bytes()
+
+
+def test_two_processes_merge_to_the_one_process_bytes(setup, tmp_path):
+    model, corpus, single, ids = setup
+    out = tmp_path / "run"
+    done = _run(model, corpus, out, tmp_path / "cache", "--num-processes", "2")
+    assert done.returncode == 0, done.stderr
+    # a fresh cache: the main process encoded the KB, the other only memory-mapped it
+    assert done.stderr.count("encoding KB names:   0%") == 1
+    assert done.stderr.count(f"wrote {len(ids)} documents") == 1  # one summary, from rank 0
+    shards = -(-len(ids) // SHARD)
+    assert sorted(p.name for p in (out / SHARDS).glob("*.xml")) == [
+        f"{k:05d}.xml" for k in range(shards)]
+    report = json.loads((out / REPORT).read_text())
+    assert (report["shards"], report["documents"], report["skipped"]) == (shards, len(ids), [])
+    assert _merged(out, tmp_path / "merged.xml") == single.read_bytes()
+
+    # resume per shard, with another number of processes: redo shards 1 and 4 in one process
+    (out / REPORT).unlink()
+    for k in (1, 4):
+        (out / SHARDS / f"{k:05d}.json").unlink()
+    (out / SHARDS / "00004.xml").write_bytes(b"torn")
+    again = _run(model, corpus, out, tmp_path / "cache", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert f"{shards - 2} shards already done" in again.stderr
+    assert _merged(out, tmp_path / "merged2.xml") == single.read_bytes()
+    assert [d.id for d in read_documents(tmp_path / "merged2.xml")] == ids
+
+
+def test_a_refused_run_is_one_error_line_with_exit_code_2(setup, tmp_path):
+    model, corpus, _, _ = setup
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}")
+    result = _run(model, corpus, out, tmp_path / "cache", "--num-processes", "2")
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: {out} already holds a run (manifest.json); pass --resume to "
+                      "finish it, or choose an empty directory"]
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
+
+
+def test_several_processes_need_a_shard_directory(setup, tmp_path):
+    model, corpus, _, _ = setup
+    result = CliRunner().invoke(main, ["annotate", str(corpus), "-o", str(tmp_path / "o.xml"),
+                                       "--model", str(model), "--num-processes", "2"])
+    assert result.exit_code == 2 and "linker merge" in result.stderr
+    assert not (tmp_path / "o.xml").exists()
+
+
+def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path):
+    params = {"inputs": ("-odd name.txt", "b.xml"), "output": "out dir", "model_dir": "m",
+              "kb": None, "fmt": "biocjson", "threshold": 0.25, "batch_size": 8,
+              "device": None, "mode": "per-mention", "replace": True, "cache_dir": None,
+              "on_error": "skip", "shard_size": 3, "resume": False, "num_processes": 4}
+    for name in ("-odd name.txt", "b.xml", "m"):
+        (tmp_path / name).mkdir() if name == "m" else (tmp_path / name).write_text("")
+    argv = render_argv(annotate_command, params, drop=("num_processes",))
+    assert "--num-processes" not in argv
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        ctx = annotate_command.make_context("annotate", argv)
+    finally:
+        os.chdir(cwd)
+    assert ctx.params == {**params, "num_processes": 1}
