@@ -22,11 +22,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import click
 
 T = TypeVar("T")
+
+#: how long a collective waits for the slowest process: the main process may spend a long time
+#: alone first (encoding a large KB on a CPU, validating on dev) while the others wait for it
+PROCESS_GROUP_TIMEOUT = timedelta(hours=float(os.environ.get("E2E_LINKER_DIST_TIMEOUT_H", "6")))
 
 #: environment variables by which launchers announce more than one process
 _WORLD_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
@@ -192,7 +197,7 @@ def init_world(device: str | None = None) -> World:
     from accelerate import PartialState
 
     cpu = device == "cpu" or not torch.cuda.is_available()
-    state = PartialState(cpu=cpu)
+    state = PartialState(cpu=cpu, timeout=PROCESS_GROUP_TIMEOUT)
     local_size = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) or state.num_processes
     torch.set_num_threads(max(1, available_cores() // local_size))
     if not cpu:

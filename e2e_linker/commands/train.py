@@ -1,4 +1,8 @@
-"""`linker train CONFIG.yaml`: train the collective dual encoder (see configs/bc5cdr.yaml)."""
+"""`linker train CONFIG.yaml`: train the collective dual encoder (see configs/bc5cdr.yaml).
+
+Data-parallel with ``--num-processes N`` on one machine or under any launcher
+(``accelerate launch -m e2e_linker train CONFIG.yaml``): see e2e_linker.training.collective.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,22 @@ import click
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 @click.option("--max-train-docs", type=int, default=None, help="Train on the first N documents.")
 @click.option("--max-dev-docs", type=int, default=None, help="Validate on the first N documents.")
+@click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Data-parallel processes on this machine (one GPU each, or CPU processes "
+                   "with cores/N threads each); each batch is split between them.")
 def command(config: str, output_dir: str | None, epochs: int | None, device: str | None,
-            max_train_docs: int | None, max_dev_docs: int | None) -> None:
+            max_train_docs: int | None, max_dev_docs: int | None, num_processes: int) -> None:
     """Train on the config's corpora, validate on dev each epoch, keep the best checkpoint."""
-    from e2e_linker.training.collective import train_collective
+    from e2e_linker import distributed
+
+    if num_processes > 1 and not distributed.launched_distributed():
+        args = distributed.render_argv(command, click.get_current_context().params,
+                                       drop=("num_processes",))
+        code = distributed.launch_local(["train", *args], num_processes)
+        if code:
+            raise SystemExit(code)  # the failing process has printed why
+        return
+    from e2e_linker.training.collective import CollectiveTrainer
     from e2e_linker.training.config import TrainConfig
 
     cfg = TrainConfig.from_yaml(config)
@@ -23,5 +39,7 @@ def command(config: str, output_dir: str | None, epochs: int | None, device: str
                        ("max_train_docs", max_train_docs), ("max_dev_docs", max_dev_docs)):
         if value is not None:
             setattr(cfg, key, value)
-    summary = train_collective(cfg)
-    click.echo(f"best: {summary['best']}")
+    trainer = CollectiveTrainer(cfg)
+    summary = trainer.train()
+    if trainer.world.is_main:
+        click.echo(f"best: {summary['best']}")

@@ -6,6 +6,17 @@ negatives â€” the nearest KB names to each gold mention's current span vector â€
 on chunks with mention BCE + type CE + linking CE. Per batch, every mention is scored against
 the union of its batch's candidate names (gold names, its hard negatives, shared random
 negatives) encoded live by the entity encoder, so the entity side learns too.
+
+Data-parallel (``accelerate launch -m e2e_linker train CONFIG.yaml``): every batch of
+``batch_size`` chunks is split over the processes (process ``i`` takes chunks ``i, i+N, ...``),
+so the number of steps and the schedule do not change. Each process draws the batch's
+candidate names for the *whole* batch (the same random draws everywhere), scales each loss
+term by its share of the batch's count (gold spans, mentions, linkable mentions), and the
+gradients are summed across processes before clipping: the update is that of one process on
+the whole batch, up to floating-point noise (and dropout masks, which are drawn per process).
+The index refresh and hard-negative mining run once, on the main process (the frozen tower's
+KB vectors are cached by it and memory-mapped by the others), and the hard negatives are
+broadcast; dev validation and checkpoints are the main process's alone.
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ from tqdm.auto import tqdm
 from e2e_linker.annotate import Annotator, attach_annotations, resolve_overlaps
 from e2e_linker.batches import collate_chunks
 from e2e_linker.corpora import load_corpus
-from e2e_linker.index import EntityIndex
+from e2e_linker.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
+from e2e_linker.index import EntityIndex, kb_names
 from e2e_linker.linking import NameDictionary
 from e2e_linker.mentions import BIO_TAGS, span_validity
 from e2e_linker.model import CollectiveLinker
@@ -32,6 +44,9 @@ from e2e_linker.model_kb import assemble_kb, mined_names, save_model_kb
 from e2e_linker.training.config import TrainConfig
 from e2e_linker.training.examples import ChunkExample, build_examples
 from e2e_linker.training.losses import linking_ce, mention_bce
+
+#: the loss terms, in the order their counts and values are exchanged between processes
+LOSS_TERMS = ("mention", "type", "linking")
 
 
 def _log(msg: str) -> None:
@@ -76,13 +91,35 @@ def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDiction
     return results
 
 
+class NameTable:
+    """The index's names and concept IDs without vectors: what a process other than the main
+    one needs of a re-encoded (unfrozen) index, whose vectors only the main process uses."""
+
+    def __init__(self, kb, max_names_per_concept: int | None = None):
+        pairs = kb_names(kb, max_names_per_concept)
+        self.names = [n for n, _ in pairs]
+        self.concept_ids = [c for _, c in pairs]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def sum_across(world: World, values: torch.Tensor) -> torch.Tensor:
+    """``values`` summed over the processes (in place; unchanged with one process)."""
+    if world.distributed:
+        import torch.distributed as dist
+
+        dist.all_reduce(values)
+    return values
+
+
 class CollectiveTrainer:
     """Holds the model, data, KB index and optimiser for one training run."""
 
     def __init__(self, cfg: TrainConfig, train_docs=None, dev_docs=None, kb=None, extra=None,
                  model: CollectiveLinker | None = None):
         """Data, KB and model come from ``cfg`` unless passed in (tests, notebooks)."""
-        from accelerate import Accelerator
+        from accelerate import Accelerator, DataLoaderConfiguration, InitProcessGroupKwargs
 
         self.cfg = cfg
         self._given = {"train_docs": train_docs, "dev_docs": dev_docs, "kb": kb,
@@ -90,13 +127,19 @@ class CollectiveTrainer:
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        if cfg.num_threads:
-            torch.set_num_threads(cfg.num_threads)
         use_cpu = cfg.device == "cpu" or not torch.cuda.is_available()
         precision = cfg.mixed_precision
         if precision == "auto":
             precision = "no" if use_cpu else "bf16"
-        self.accelerator = Accelerator(cpu=use_cpu, mixed_precision=precision)
+        # split_batches: a step is one batch of cfg.batch_size chunks whatever the process
+        # count, so the scheduler steps once per step
+        self.accelerator = Accelerator(
+            cpu=use_cpu, mixed_precision=precision,
+            dataloader_config=DataLoaderConfiguration(split_batches=True),
+            kwargs_handlers=[InitProcessGroupKwargs(timeout=PROCESS_GROUP_TIMEOUT)])
+        self.world = init_world("cpu" if use_cpu else "cuda")  # cores // processes threads
+        if cfg.num_threads:
+            torch.set_num_threads(cfg.num_threads)
         self.out = Path(cfg.output_dir)
 
     # ---- data ---------------------------------------------------------------------------
@@ -142,10 +185,14 @@ class CollectiveTrainer:
         self.model.eval()
         if self.frozen and getattr(self, "_index", None) is not None:
             return self._index
-        if self.frozen:
-            index = EntityIndex.build(self.train_kb, self.model.entity_encoder,
-                                      cache_dir=self.cfg.cache_dir, progress=True)
+        if self.frozen:  # encoded and cached once by the main process, memory-mapped by all
+            with self.world.main_process_first():
+                index = EntityIndex.build(self.train_kb, self.model.entity_encoder,
+                                          cache_dir=self.cfg.cache_dir,
+                                          progress=self.world.is_main)
             self._index = index
+        elif not self.world.is_main:  # only the main process searches a re-encoded index
+            index = NameTable(self.train_kb, self.cfg.max_names_per_concept)
         else:
             index = EntityIndex.build(self.train_kb, self.model.entity_encoder, cache_dir=False,
                                       batch_size=512, progress=True,
@@ -188,8 +235,40 @@ class CollectiveTrainer:
         return hard
 
     # ---- one batch ------------------------------------------------------------------------
-    def batch_loss(self, batch_ids: list[int], index: EntityIndex, hard) -> dict[str, torch.Tensor]:
+    def candidate_rows(self, batch_ids: list[int], index, hard) -> list[int]:
+        """Index rows of the batch's candidate names: each linkable mention's own names (all
+        of them with a frozen tower, else a sample), its hard negatives, and random names.
+
+        Drawn for the whole batch, so that with several processes every process scores its
+        share of the mentions against the same candidates a single process would (all of
+        them make the same draws from the same seed).
+        """
         cfg = self.cfg
+        rows: list[int] = []
+        linkable = False
+        for k in batch_ids:
+            for n, s in enumerate(self.examples[k].spans):
+                if s.concept_id is None or s.concept_id not in self.name_rows:
+                    continue
+                linkable = True
+                own = self.name_rows[s.concept_id]
+                n_pos = len(own) if self.frozen else cfg.names_per_concept
+                rows.extend(random.sample(own, min(n_pos, len(own))))
+                rows.extend(hard.get((k, n), []))
+        if not linkable:
+            return []
+        n_rand = min(len(index), cfg.n_random * max(1, len(batch_ids)))
+        rows.extend(random.sample(range(len(index)), n_rand))
+        return sorted(set(rows))
+
+    def batch_loss(self, batch_ids: list[int], index, hard, rows: list[int] | None = None
+                   ) -> tuple[dict[str, torch.Tensor], dict[str, int]]:
+        """The loss terms of ``batch_ids`` and what each one is averaged over (gold spans or
+        tagged tokens, mentions, linkable mentions); ``rows`` are the candidate names (by
+        default :meth:`candidate_rows` of these chunks)."""
+        cfg = self.cfg
+        if rows is None:
+            rows = self.candidate_rows(batch_ids, index, hard)
         model = self.model
         device = self.accelerator.device
         examples = [self.examples[k] for k in batch_ids]
@@ -197,44 +276,38 @@ class CollectiveTrainer:
         length = batch["input_ids"].shape[1]
         states = model.token_states(batch)
         losses: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
         bio = cfg.model.mention_head == "bio"
         gold = gold_tensors(examples, length, cfg.model.max_span_len, bio).to(device)
         if bio:
             logits = model.span_scorer(states)
             mask = batch["attention_mask"].bool() & (batch["segment"] >= 0)
             losses["mention"] = torch.nn.functional.cross_entropy(logits[mask], gold[mask])
+            counts["mention"] = int(mask.sum())
         else:
             valid = span_validity(batch["attention_mask"], batch["word_start"], batch["word_end"],
                                   batch["segment"], batch["owned"], cfg.model.max_span_len)
             valid |= gold
             logits = model.span_scorer(states, valid)
             losses["mention"] = mention_bce(logits, valid, gold)
-        b, i, j, t, cids, keys = [], [], [], [], [], []
+            counts["mention"] = int(gold.sum())
+        b, i, j, t, cids = [], [], [], [], []
         for k, ex in enumerate(examples):
-            for n, s in enumerate(ex.spans):
+            for s in ex.spans:
                 b.append(k)
                 i.append(s.i)
                 j.append(s.j)
                 t.append(s.type_index)
                 cids.append(s.concept_id)
-                keys.append((batch_ids[k], n))
         if not b:
-            return losses
+            return losses, counts
         vecs = model.span_vectors(states, torch.tensor(b, device=device),
                                   torch.tensor(i, device=device), torch.tensor(j, device=device))
         losses["type"] = torch.nn.functional.cross_entropy(
             model.type_logits(vecs), torch.tensor(t, device=device))
+        counts["type"] = len(b)
         link = [m for m, c in enumerate(cids) if c is not None and c in self.name_rows]
         if link:
-            rows: list[int] = []
-            for m in link:
-                own = self.name_rows[cids[m]]
-                n_pos = len(own) if self.frozen else cfg.names_per_concept
-                rows.extend(random.sample(own, min(n_pos, len(own))))
-                rows.extend(hard.get(keys[m], []))
-            n_rand = min(len(index), cfg.n_random * max(1, len(batch_ids)))
-            rows.extend(random.sample(range(len(index)), n_rand))
-            rows = sorted(set(rows))
             if self.frozen:  # cached vectors, no gradient into the entity tower
                 cand = torch.from_numpy(np.asarray(index.vectors[rows], dtype=np.float32)).to(device)
             else:
@@ -243,7 +316,35 @@ class CollectiveTrainer:
             positive = torch.tensor([[c == cids[m] for c in cand_cids] for m in link],
                                     device=device)
             losses["linking"] = linking_ce(vecs[link], cand, positive)
-        return losses
+            counts["linking"] = len(link)
+        return losses, counts
+
+    def _share_of_batch(self, losses: dict[str, torch.Tensor],
+                        counts: dict[str, int]) -> tuple[dict[str, torch.Tensor], list[float]]:
+        """Each local loss term rescaled from "mean over my part" to "my part of the mean over
+        the whole batch", so the terms summed over processes are the one-process terms.
+        Also returns the batch's total counts per term (a term is absent where it is 0)."""
+        device = self.accelerator.device
+        local = torch.tensor([float(counts.get(k, 0)) for k in LOSS_TERMS], device=device)
+        total = sum_across(self.world, local.clone()).tolist()
+        scaled = {k: v * (max(local[LOSS_TERMS.index(k)].item(), 1.0)
+                          / max(total[LOSS_TERMS.index(k)], 1.0)) for k, v in losses.items()}
+        return scaled, total
+
+    def _sum_gradients(self, stats: list[float]) -> list[float]:
+        """Sum every gradient (and ``stats``) over the processes in one collective."""
+        device = self.accelerator.device
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1)
+                          for p in params] + [torch.tensor(stats, device=device,
+                                                           dtype=params[0].dtype)])
+        sum_across(self.world, flat)
+        offset = 0
+        for p in params:
+            size = p.numel()
+            p.grad = flat[offset:offset + size].view_as(p).clone()
+            offset += size
+        return flat[offset:].tolist()
 
     # ---- the loop ---------------------------------------------------------------------------
     def train(self) -> dict:
@@ -267,15 +368,25 @@ class CollectiveTrainer:
             return max(0.0, (total - step) / max(1, total - warmup))
 
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
-        self.model, optimizer, scheduler = self.accelerator.prepare(model, optimizer, scheduler)
-        self.model = self.accelerator.unwrap_model(self.model)
+        world = self.world
+        if world.distributed:  # not wrapped in DDP: gradients are summed by _sum_gradients
+            import torch.distributed as dist
+
+            model.to(self.accelerator.device)
+            for tensor in [*model.parameters(), *model.buffers()]:
+                dist.broadcast(tensor.data, src=0)  # one starting point for every process
+            optimizer, scheduler = self.accelerator.prepare(optimizer, scheduler)
+        else:
+            self.model, optimizer, scheduler = self.accelerator.prepare(model, optimizer,
+                                                                        scheduler)
+            self.model = self.accelerator.unwrap_model(self.model)
         history: list[dict] = []
         self.step_losses: list[float] = []
         self.step_components: list[dict[str, float]] = []
         best = {"strict_f1": -1.0}
         for epoch in range(cfg.epochs + 1):
             index = self.refresh_index()
-            if epoch > 0 and self.dev_docs:
+            if epoch > 0 and self.dev_docs and world.is_main:
                 results = evaluate_dev(self.model, index, self.names_dict, self.dev_docs,
                                        cfg.thresholds)
                 gamma, res = max(results.items(), key=lambda kv: kv[1]["strict_f1"])
@@ -285,39 +396,60 @@ class CollectiveTrainer:
                 if res["strict_f1"] > best["strict_f1"]:
                     best = {"epoch": epoch, "threshold": gamma, **res}
                     self.save(gamma)
-            elif epoch > 0:
+            elif epoch > 0 and world.is_main:
                 self.save(self.cfg.model.threshold)
             if epoch == cfg.epochs:
                 break
-            hard = self.mine_hard_negatives(index) if cfg.n_hard > 0 else {}
+            # mined once, on the main process, and broadcast
+            hard = world.on_main(lambda idx=index: self.mine_hard_negatives(idx)) \
+                if cfg.n_hard > 0 else {}
             self.model.train()
             order = list(range(len(self.examples)))
             random.shuffle(order)
             bar = tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch + 1}",
-                       unit="batch")
+                       unit="batch", disable=not world.is_main)
             seen_tokens = 0
             started = time.time()
             for start in bar:
                 ids = order[start:start + cfg.batch_size]
-                with self.accelerator.autocast():
-                    losses = self.batch_loss(ids, index, hard)
-                loss = (cfg.mention_weight * losses["mention"]
+                local = ids[world.rank::world.size]
+                rows = self.candidate_rows(ids, index, hard)  # the whole batch's candidates
+                losses: dict[str, torch.Tensor] = {}
+                counts: dict[str, int] = {}
+                if local:
+                    with self.accelerator.autocast():
+                        losses, counts = self.batch_loss(local, index, hard, rows)
+                if world.distributed:
+                    losses, totals = self._share_of_batch(losses, counts)
+                loss = (cfg.mention_weight * losses.get("mention", 0.0)
                         + cfg.type_weight * losses.get("type", 0.0)
                         + cfg.linking_weight * losses.get("linking", 0.0))
-                self.accelerator.backward(loss)
+                if torch.is_tensor(loss):
+                    self.accelerator.backward(loss)
+                if world.distributed:
+                    values = [float(loss)] + [float(losses[k]) if k in losses else 0.0
+                                              for k in LOSS_TERMS]
+                    values = self._sum_gradients(values)
+                    self.step_losses.append(values[0])
+                    self.step_components.append({k: v for k, v, n in zip(
+                        LOSS_TERMS, values[1:], totals, strict=True) if n > 0 or k == "mention"})
+                else:
+                    self.step_losses.append(float(loss.detach()))
+                    self.step_components.append({k: float(v.detach())
+                                                 for k, v in losses.items()})
                 self.accelerator.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad()
-                self.step_losses.append(float(loss.detach()))
-                self.step_components.append({k: float(v.detach()) for k, v in losses.items()})
                 seen_tokens += sum(len(self.examples[k].chunk) for k in ids)
                 bar.set_postfix({k: f"{v:.3f}" for k, v in self.step_components[-1].items()}
                                 | {"tok/s": f"{seen_tokens / (time.time() - started):.0f}"})
         summary = {"best": best, "history": history, "config": self.cfg.to_dict()}
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        return summary
+        if world.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "training_summary.json").write_text(json.dumps(summary, indent=2)
+                                                            + "\n")
+        return world.broadcast(summary)
 
     def save(self, threshold: float) -> None:
         self.model.config.threshold = float(threshold)
