@@ -37,10 +37,9 @@ with ``k % N == i``, each reading the same numbered sequence and skipping other 
 then writes the shards' documents in shard order through one writer with the manifest's
 collection info: the same bytes as a single-process run to one file, because writers are
 deterministic functions of the document sequence and the batches were cut the same way.
-What that mode still has to add: a coordinator that writes the manifest once before the
-workers start and ``report.json`` after they all finish (here the single process does both),
-and stale-file cleanup limited to a worker's own shards (:meth:`ShardDirectory.remove_stale`
-removes every temporary file, which is right only while one process owns the directory).
+That mode is :mod:`e2e_linker.distributed_run`: the main process writes the manifest (and
+removes stale temporary files) before any process writes a shard, and ``report.json`` after
+all of them finished.
 """
 
 from __future__ import annotations

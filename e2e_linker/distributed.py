@@ -201,6 +201,12 @@ def init_world(device: str | None = None) -> World:
     local_size = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) or state.num_processes
     torch.set_num_threads(max(1, available_cores() // local_size))
     if not cpu:
+        if state.local_process_index >= torch.cuda.device_count():
+            from e2e_linker.errors import UserError
+
+            raise UserError(f"process {state.local_process_index} of {local_size} on this "
+                            f"machine has no GPU of its own ({torch.cuda.device_count()} "
+                            "visible); start at most one process per GPU, or use --device cpu")
         torch.cuda.set_device(state.local_process_index)
     return World(rank=state.process_index, size=state.num_processes,
                  local_rank=state.local_process_index, local_size=local_size,
