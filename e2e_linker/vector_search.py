@@ -93,19 +93,66 @@ class VectorSearch:
         return self.kind
 
 
+def ties_to_higher_rows(scores: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Order each query's results by score, equal scores by descending row.
+
+    Why: names shared by several concepts have identical vectors, so exact ties decide which
+    concept a mention gets; faiss's flat index (which the shipped model was tuned and scored
+    with) returns the higher row first, and results must not change with the backend.
+    """
+    order = np.lexsort((-rows, -scores), axis=1)
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
+
+
 def _topk_merge(scores: torch.Tensor, rows: torch.Tensor, k: int) -> tuple[torch.Tensor,
                                                                            torch.Tensor]:
     best, where = scores.topk(min(k, scores.shape[1]), dim=1)
     return best, rows.gather(1, where)
 
 
+def _sharing_machine() -> bool:
+    """Whether other processes of a multi-process run work on this machine (launchers set
+    LOCAL_WORLD_SIZE; see e2e_linker.distributed)."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1) > 1
+
+
+def fp32_twin(vectors: np.memmap, block_rows: int = 262_144) -> np.ndarray:
+    """The fp32 copy of a memory-mapped fp16 matrix, written once beside its file and mapped.
+
+    Why: processes sharing a machine would each hold their own fp32 copy of the KB matrix
+    (4·d bytes a name, 1.1 GB for the BC5CDR KB); mapping one file shares it through the page
+    cache. Copy-on-write mapping, so torch accepts it as a writable array (it is never written).
+    """
+    source = Path(vectors.filename)
+    twin = source.with_name(f"{source.stem}.f32.npy")
+    if not twin.is_file():
+        tmp = twin.with_name(f".{twin.stem}.{os.getpid()}.tmp.npy")
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=vectors.shape)
+        for start in range(0, len(vectors), block_rows):
+            out[start:start + block_rows] = vectors[start:start + block_rows]
+        out.flush()
+        del out
+        os.replace(tmp, twin)
+    return np.load(twin, mmap_mode="c")
+
+
 class ExactSearch(VectorSearch):
-    """Blocked fp32 matrix products in torch; the vectors are held once, as fp32."""
+    """Blocked fp32 matrix products in torch; the vectors are held once, as fp32.
+
+    With several processes on the machine and memory-mapped vectors, that fp32 matrix is a
+    file mapped by all of them (:func:`fp32_twin`; the process that builds the index first
+    writes it), not a copy per process; the products, hence the results, are the same.
+    """
 
     kind = "exact"
 
-    def __init__(self, vectors: np.ndarray, block_rows: int = 262_144):
-        self.matrix = torch.from_numpy(np.ascontiguousarray(vectors, dtype=np.float32))
+    def __init__(self, vectors: np.ndarray, block_rows: int = 262_144,
+                 shared: bool | None = None):
+        if shared is None:
+            shared = (isinstance(vectors, np.memmap) and vectors.filename is not None
+                      and _sharing_machine())
+        self.matrix = torch.from_numpy(fp32_twin(vectors) if shared else np.ascontiguousarray(
+            vectors, dtype=np.float32))
         self.block_rows = block_rows
 
     @torch.inference_mode()
@@ -130,7 +177,7 @@ class ExactSearch(VectorSearch):
                 best_s, best_r = s, r
             scores[qs:qs + len(qb)] = best_s
             rows[qs:qs + len(qb)] = best_r
-        return scores.numpy(), rows.numpy()
+        return ties_to_higher_rows(scores.numpy(), rows.numpy())
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return self.matrix.numpy()[rows] @ query.astype(np.float32)
@@ -177,7 +224,7 @@ class FaissShortlistSearch(VectorSearch):
         scores = np.full((len(q), k), -np.inf, dtype=np.float32)
         rows = np.full((len(q), k), -1, dtype=np.int64)
         for n, cand in enumerate(short):
-            cand = np.unique(cand[cand >= 0])  # sorted rows read the memmap in file order
+            cand = np.unique(cand[cand >= 0])[::-1]  # file order (reversed: ties → higher row)
             exact = self.rows_dot(q[n], cand)
             order = np.argsort(-exact, kind="stable")[:k]
             scores[n, :len(order)] = exact[order]

@@ -120,3 +120,28 @@ def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path):
     finally:
         os.chdir(cwd)
     assert ctx.params == {**params, "num_processes": 1}
+
+
+
+def test_exact_search_on_a_shared_machine_maps_one_fp32_file(tmp_path):
+    """Processes sharing a machine map one fp32 twin of the cached fp16 matrix instead of each
+    holding an fp32 copy: same scores, same rows, and the twin is written once."""
+    import numpy as np
+
+    from e2e_linker.vector_search import ExactSearch
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "v.npy", rng.standard_normal((1000, 16)).astype(np.float16))
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    queries = rng.standard_normal((7, 16)).astype(np.float32)
+    copy = ExactSearch(mapped, block_rows=300, shared=False)
+    shared = ExactSearch(mapped, block_rows=300, shared=True)
+    twin = tmp_path / "v.f32.npy"
+    assert np.array_equal(np.load(twin), np.asarray(mapped, dtype=np.float32))
+    for a, b in zip(copy.search(queries, 5), shared.search(queries, 5), strict=True):
+        assert np.array_equal(a, b)
+    rows = np.array([3, 999, 42])
+    assert np.array_equal(copy.rows_dot(queries[0], rows), shared.rows_dot(queries[0], rows))
+    stamp = twin.stat().st_mtime_ns
+    ExactSearch(mapped, shared=True)
+    assert twin.stat().st_mtime_ns == stamp  # mapped again, not rewritten
