@@ -21,7 +21,7 @@ from data_tools.documents import Annotation, Document
 from e2e_linker.batches import collate_chunks, length_batches
 from e2e_linker.chunking import Chunk, chunk_documents
 from e2e_linker.index import EntityIndex
-from e2e_linker.linking import NameDictionary, choose_concept, pick_exact
+from e2e_linker.linking import NameDictionary, choose_concept
 from e2e_linker.mentions import decode_bio
 from e2e_linker.model import CollectiveLinker
 
@@ -190,32 +190,21 @@ class Annotator:
 
     # ---- linking and output ----------------------------------------------------------------
     def link(self, spans: list[SpanPrediction], docs: Sequence[Document]) -> list[Annotation | None]:
-        """The name sieve first, then one batched index search for the spans it left.
+        """One batched index search for all spans, then the name sieve.
 
-        Why in this order: a span whose text is a KB name only needs the dense scores of the
-        sieve's few concepts (:meth:`EntityIndex.concept_scores`), not a search of the whole
-        KB, and on BC5CDR most spans are such names. The result is the choice
-        :func:`choose_concept` makes from a full ranking.
+        Every span is searched, sieved or not: the sieve breaks ties between concepts that
+        share a name by the dense ranking, and falls back to its own order when none of its
+        concepts is in the top 64 — scoring only the sieve's concepts changed 0.5 points of
+        strict F1 on BC5CDR, so that shortcut is not taken.
         """
         if not spans:
             return []
-        texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
-        exact = [self.names.lookup(t, s.type) if self.names is not None else []
-                 for t, s in zip(texts, spans, strict=True)]
-        dense_rows = [k for k, e in enumerate(exact) if not e]
-        ranked: dict[int, list[tuple[str, float]]] = {}
-        if dense_rows:
-            queries = np.stack([spans[k].vector for k in dense_rows]).astype(np.float32)
-            found = self.index.link(queries, [spans[k].type for k in dense_rows])
-            ranked = dict(zip(dense_rows, found, strict=True))
+        queries = np.stack([s.vector for s in spans]).astype(np.float32)
+        ranked = self.index.link(queries, [s.type for s in spans])
         out: list[Annotation | None] = []
-        for k, (span, text) in enumerate(zip(spans, texts, strict=True)):
-            if exact[k]:
-                scores = self.index.concept_scores(span.vector.astype(np.float32), exact[k])
-                cid, score = pick_exact(exact[k], scores)
-                method = "exact"
-            else:
-                cid, score, method = choose_concept(text, span.type, ranked[k], None)
+        for span, dense in zip(spans, ranked, strict=True):
+            text = docs[span.doc_index].text_at(span.start, span.end)
+            cid, score, method = choose_concept(text, span.type, dense, self.names)
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
                 concept_ids=[cid] if cid else [],

@@ -193,18 +193,24 @@ class EntityIndex:
             self._rows_of = table
         return self._rows_of.get(concept_id, [])
 
-    def concept_scores(self, query: np.ndarray, concept_ids: Sequence[str]) -> list[float | None]:
-        """Best inner product of ``query`` with any name of each concept (None: no names).
+    def concept_scores(self, query: np.ndarray,
+                       concept_ids: Sequence[str]) -> list[tuple[float, int] | None]:
+        """Best inner product of ``query`` with any name of each concept, and that name's row
+        (the highest row among equal scores); None for a concept without names.
 
         Why: when the name sieve has already narrowed a mention to a few concepts, these
         scores are all the dense side must supply, at the cost of a handful of dot products
         instead of a search of the whole KB.
         """
-        out: list[float | None] = []
+        out: list[tuple[float, int] | None] = []
         for cid in concept_ids:
-            rows = self.rows_of(cid)
-            out.append(float(self.searcher.rows_dot(query, np.asarray(rows, dtype=np.int64)).max())
-                       if rows else None)
+            rows = np.asarray(self.rows_of(cid), dtype=np.int64)
+            if not len(rows):
+                out.append(None)
+                continue
+            scores = self.searcher.rows_dot(query, rows)
+            best = scores.max()
+            out.append((float(best), int(rows[scores == best].max())))
         return out
 
     @classmethod

@@ -70,16 +70,3 @@ def choose_concept(
         return dense[0][0], dense[0][1], "dense"
     return None, None, "none"
 
-
-def pick_exact(exact: Sequence[str], scores: Sequence[float | None]) -> tuple[str, float | None]:
-    """Of the sieve's concepts, the one whose best name is nearest the mention vector.
-
-    The same choice :func:`choose_concept` makes from a full dense ranking, computed from
-    ``scores`` (each concept's best name score) alone; ties keep the sieve's order, and with
-    no scores at all the sieve's first concept is taken.
-    """
-    best, best_score = exact[0], None
-    for cid, score in zip(exact, scores, strict=True):
-        if score is not None and (best_score is None or score > best_score):
-            best, best_score = cid, score
-    return best, best_score

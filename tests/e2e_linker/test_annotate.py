@@ -78,17 +78,8 @@ def test_name_sieve_prefers_exact_names_and_dense_order():
     assert choose_concept("fever", "Disease", [("D9", 0.9)], names) == ("D9", 0.9, "dense")
 
 
-def test_pick_exact_takes_the_best_scored_sieve_concept():
-    from e2e_linker.linking import pick_exact
-
-    assert pick_exact(["A", "B"], [0.2, 0.7]) == ("B", 0.7)
-    assert pick_exact(["A", "B"], [0.5, 0.5]) == ("A", 0.5)  # ties keep the sieve's order
-    assert pick_exact(["A", "B"], [None, None]) == ("A", None)
-
-
-def test_sieve_first_linking_matches_full_ranking(annotator):
-    """link() scores only the sieve's concepts; the choice equals choose_concept on a full
-    dense ranking."""
+def test_linking_matches_choose_concept_on_the_ranking(annotator):
+    """link() makes choose_concept's choice on the index ranking (the tiny KB fits in k)."""
     docs = synthetic_docs(3)
     spans, _ = annotator.detect(docs)
     annotations = annotator.link(spans, docs)
