@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 from data_tools.kb import KB, Concept
@@ -40,7 +41,7 @@ class Vocabulary:
     """Real names by type, the words that fill each role, and names-per-record counts."""
 
     names: dict[str, list[str]]  # type → real names (templates)
-    heads: dict[str, tuple[list[str], list[int]]]  # type → (words, counts)
+    heads: dict[str, tuple[list[str], list[int]]]  # type → (words, cumulative counts)
     modifiers: dict[str, tuple[list[str], list[int]]]
     names_per_record: tuple[list[int], list[int]]  # (count, how many records)
 
@@ -102,7 +103,7 @@ def build_vocabulary(records: Iterator[tuple[str, list[str]]], max_names: int = 
 
     def table(counter: Counter) -> tuple[list[str], list[int]]:
         words = sorted(counter)
-        return words, [counter[w] for w in words]
+        return words, list(accumulate(counter[w] for w in words))
 
     counts = sorted(per_record)
     return Vocabulary(names, {t: table(c) for t, c in heads.items()},
@@ -146,11 +147,13 @@ class SyntheticKB:
         self.max_names = max_names
         total = {t: len(n) for t, n in vocabulary.names.items()}
         self.types = sorted(total)
-        self.type_weights = [total[t] for t in self.types]
+        self.type_weights = list(accumulate(total[t] for t in self.types))
+        counts, weights = vocabulary.names_per_record
+        self.name_counts = (counts, list(accumulate(weights)))
 
     def _draw(self, table: tuple[list[str], list[int]], k: int) -> list[str]:
-        words, counts = table
-        return self.rng.choices(words, counts, k=k)
+        words, cumulative = table  # cumulative weights: a draw is a bisection, not O(words)
+        return self.rng.choices(words, cum_weights=cumulative, k=k)
 
     def preferred_name(self, type_: str) -> tuple[str, str]:
         """A new name from a real template of ``type_``: (name, template)."""
@@ -168,10 +171,10 @@ class SyntheticKB:
         return " ".join(words), template
 
     def concept(self, number: int) -> Concept:
-        type_ = self.rng.choices(self.types, self.type_weights)[0]
+        type_ = self.rng.choices(self.types, cum_weights=self.type_weights)[0]
         name, template = self.preferred_name(type_)
-        counts, weights = self.vocab.names_per_record
-        wanted = min(self.max_names, self.rng.choices(counts, weights)[0])
+        counts, cumulative = self.name_counts
+        wanted = min(self.max_names, self.rng.choices(counts, cum_weights=cumulative)[0])
         pool = variants(name, type_, self.rng)
         self.rng.shuffle(pool)
         synonyms = list(dict.fromkeys(pool))[: wanted - 1]
