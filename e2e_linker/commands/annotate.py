@@ -49,6 +49,14 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="collective: one pass per chunk; per-mention: the paper's baseline.")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
+@click.option("--index", "index_kind", type=click.Choice(["auto", "exact", "hnsw", "ivfpq"]),
+              default="auto", show_default=True,
+              help="KB search: exact, or approximate with exact re-rank (auto: by KB size and "
+                   "--kb-memory-budget).")
+@click.option("--kb-memory-budget", type=float, default=None,
+              help="MB the KB index may hold in memory; drives --index auto.")
+@click.option("--quantize", is_flag=True,
+              help="int8 dynamic quantization of the mention encoder (CPU; costs accuracy).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
               show_default=True,
               help="raise: stop at the first bad document (one-line error, exit 2, no output); "
@@ -63,7 +71,8 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
             fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
-            shard_size: int | None, resume: bool, num_processes: int) -> None:
+            shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
+            kb_memory_budget: float | None = None, quantize: bool = False) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
     from data_tools.formats.detect import detect_format
     from e2e_linker import corpus_run, distributed
@@ -93,7 +102,9 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     # the main process encodes and caches the KB vectors; the others then memory-map them
     with world.main_process_first(), loading_model(model_dir):
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
-                                   batch_size=batch_size, mode=mode, cache_dir=cache_dir)
+                                   batch_size=batch_size, mode=mode, cache_dir=cache_dir,
+                                   index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
+                                   quantize=quantize)
 
     def transform(docs):
         return annotator.annotate(docs, replace=replace)
