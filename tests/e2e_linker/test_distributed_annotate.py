@@ -104,23 +104,22 @@ def test_several_processes_need_a_shard_directory(setup, tmp_path):
     assert not (tmp_path / "o.xml").exists()
 
 
-def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path):
-    params = {"inputs": ("-odd name.txt", "b.xml"), "output": "out dir", "model_dir": "m",
-              "kb": None, "fmt": "biocjson", "threshold": 0.25, "batch_size": 8,
-              "device": None, "mode": "per-mention", "replace": True, "cache_dir": None,
-              "on_error": "skip", "shard_size": 3, "resume": False, "num_processes": 4}
-    for name in ("-odd name.txt", "b.xml", "m"):
-        (tmp_path / name).mkdir() if name == "m" else (tmp_path / name).write_text("")
+def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path, monkeypatch):
+    """Every option of the command (its defaults included, so options added later are
+    covered) survives the trip through the worker command line."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("-odd name.txt", "b.xml"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "m").mkdir()
+    defaults = annotate_command.make_context("annotate", ["b.xml", "-o", "x"]).params
+    params = {**defaults, "inputs": ("-odd name.txt", "b.xml"), "output": "out dir",
+              "model_dir": "m", "fmt": "biocjson", "threshold": 0.25, "batch_size": 8,
+              "mode": "per-mention", "replace": True, "on_error": "skip", "shard_size": 3,
+              "num_processes": 4}
     argv = render_argv(annotate_command, params, drop=("num_processes",))
     assert "--num-processes" not in argv
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        ctx = annotate_command.make_context("annotate", argv)
-    finally:
-        os.chdir(cwd)
+    ctx = annotate_command.make_context("annotate", argv)
     assert ctx.params == {**params, "num_processes": 1}
-
 
 
 def test_exact_search_on_a_shared_machine_maps_one_fp32_file(tmp_path):
