@@ -13,6 +13,7 @@ import sys
 
 import click
 
+from e2e_linker.allocator import bound_heap
 from e2e_linker.errors import EXPECTED_ERRORS
 
 #: (command name, module under e2e_linker.commands); imported lazily so `linker --help` is fast.
@@ -59,3 +60,6 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="e2e-linker")
 def main() -> None:
     """End-to-end biomedical entity linking: annotate, normalize, convert and score corpora."""
+    # before torch starts its threads: large buffers go back to the OS when freed, so a corpus
+    # run's memory follows the batch, not the number of documents (e2e_linker/allocator.py)
+    bound_heap()
