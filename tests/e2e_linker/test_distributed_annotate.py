@@ -83,6 +83,25 @@ def test_two_processes_merge_to_the_one_process_bytes(setup, tmp_path):
     assert [d.id for d in read_documents(tmp_path / "merged2.xml")] == ids
 
 
+def test_accelerate_launch_gives_the_same_bytes(setup, tmp_path):
+    """The launcher path users take on GPUs and clusters, here with 2 CPU processes."""
+    model, corpus, single, ids = setup
+    launcher = Path(sys.executable).with_name("accelerate")
+    if not launcher.is_file():
+        pytest.skip("accelerate's launcher is not installed beside this interpreter")
+    out = tmp_path / "run"
+    env = {**os.environ, "E2E_LINKER_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [str(launcher), "launch", "--cpu", "--num_processes", "2", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "e2e_linker", "annotate",
+         str(corpus), "-o", str(out), "--model", str(model), "--shard-size", str(SHARD)],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / REPORT).read_text())
+    assert report["documents"] == len(ids)
+    assert _merged(out, tmp_path / "merged.xml") == single.read_bytes()
+
+
 def test_a_refused_run_is_one_error_line_with_exit_code_2(setup, tmp_path):
     model, corpus, _, _ = setup
     out = tmp_path / "busy"
