@@ -17,6 +17,7 @@ from e2e_linker.normalize.normalizer import (
     align_parts,
     default_model_dir,
     load_model,
+    model_mentions_of,
     normalize_documents,
     save_model,
     training_triples,
@@ -177,3 +178,20 @@ def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
     normalize_documents([off], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path,
                         progress=False, type_aware=False)
     assert off.annotations[0].concept_ids == ["X1"]  # unfiltered: the tie breaks by ID
+
+
+def test_the_embedded_default_normalizer_loads_and_separates_concepts():
+    """The shipped adapter applies to the packaged base (hash-checked), records its KB, mode and
+    D pool, and puts a synonym nearer than an unrelated name."""
+    import torch
+
+    encoder, settings = load_model(None)
+    assert settings.kb == "medic+mesh_chemical" and settings.search == "OD-T"
+    assert settings.lowercase and settings.punctuation
+    mentions = model_mentions_of(None)
+    assert mentions and len(mentions) > 5000
+    assert {t for _, _, t in mentions} >= {"Disease", "Chemical"}
+    with torch.inference_mode():
+        v = encoder.encode(["breast cancer", "breast neoplasms", "acetylsalicylic acid"])
+    v = torch.nn.functional.normalize(torch.as_tensor(v, dtype=torch.float32), dim=-1)
+    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2
