@@ -186,7 +186,7 @@ def test_the_embedded_default_normalizer_loads_and_separates_concepts():
     import torch
 
     encoder, settings = load_model(None)
-    assert settings.kb == "medic+mesh_chemical" and settings.search == "OD-T"
+    assert settings.kb == "bc5cdr" and settings.search == "OD-T"
     assert settings.lowercase and settings.punctuation
     mentions = model_mentions_of(None)
     assert mentions and len(mentions) > 5000
