@@ -59,6 +59,7 @@ from data_tools.formats.atomic import atomic_output
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource, Record
+from e2e_linker.allocator import release_freed_memory
 from e2e_linker.errors import DocumentFailed, UserError
 
 LAYOUT = "e2e_linker-shards/1"
@@ -123,29 +124,6 @@ def _collection_info(files: Sequence[Path], fmt: str | None) -> dict:
         return empty_info()
 
 
-def _release_memory() -> None:
-    """Give freed heap back to the OS after a group (glibc ``malloc_trim``; no-op elsewhere).
-
-    Why: with the real model, glibc keeps freed blocks of each group's differently sized
-    buffers in its arenas, so resident memory crept up with the number of groups (anonymous
-    peak 2343 → 2856 MiB from 1k to 10k documents) although nothing is kept; at 3k documents
-    glibc's own trimming settings cut the peak by 460 MiB (eval/results/memory/NOTES.md).
-    """
-    global _TRIM
-    if _TRIM is None:
-        try:
-            import ctypes
-
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
-
-
-_TRIM = None
-
-
 class _Batches:
     """Runs the transform over one group, isolating the document that makes it fail."""
 
@@ -172,7 +150,7 @@ class _Batches:
                                f"{[d.id for d in docs[:5]]}...: a document would be lost")
         results = iter(out)
         if self.transform is not None:
-            _release_memory()
+            release_freed_memory()
         return [r.item if isinstance(r.item, Skipped) else next(results) for r in records]
 
     def _one(self, record: Record) -> Document | Skipped:

@@ -40,10 +40,9 @@ print(before, rss_mib())
 """
 
 
-def _probe(mode: str, env: dict[str, str] | None = None) -> tuple[int, int]:
+def _probe(mode: str) -> tuple[int, int]:
     run_env = {k: v for k, v in os.environ.items()
                if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
-    run_env.update(env or {})
     out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
                          check=True, env=run_env).stdout.split()
     return int(out[0]), int(out[1])
