@@ -36,6 +36,29 @@ def test_score_table_by_type(runner, shared_data):
     assert "Disease" in result.output and "Chemical" in result.output
 
 
+def test_score_kb_maps_alternative_ids(runner, tmp_path):
+    """Gold citing an OMIM alternative ID and a prediction with the MeSH primary ID: wrong
+    when compared as written (neleval's default), right with --kb resolving both sides."""
+    kb = tmp_path / "kb.tsv"
+    kb.write_text("MESH:D003922|OMIM:222100||Diabetes Mellitus, Type 1|IDDM\n"
+                  "MESH:D006973||Hypertension\n", encoding="utf-8")
+    text = "IDDM and hypertension."
+    gold = tmp_path / "gold.txt"
+    pred = tmp_path / "pred.txt"
+    gold.write_text(f"1|t|{text}\n1\t0\t4\tIDDM\tDisease\tOMIM:222100\n"
+                    "1\t9\t21\thypertension\tDisease\tD006973\n\n", encoding="utf-8")
+    pred.write_text(f"1|t|{text}\n1\t0\t4\tIDDM\tDisease\tD003922\n"
+                    "1\t9\t21\thypertension\tDisease\tD006973\n\n", encoding="utf-8")
+    plain = runner.invoke(main, ["score", str(gold), str(pred), "--accuracy", "--json"])
+    mapped = runner.invoke(main, ["score", str(gold), str(pred), "--accuracy", "--json",
+                                  "--kb", f"medic:{kb}"])
+    assert plain.exit_code == 0 and mapped.exit_code == 0, plain.output + mapped.output
+    assert json.loads(plain.output)["accuracy"] == 0.5
+    assert json.loads(mapped.output)["accuracy"] == 1.0
+    bad = runner.invoke(main, ["score", str(gold), str(pred), "--kb", "nosuchkb"])
+    assert bad.exit_code == 2 and "nosuchkb" in bad.output
+
+
 def test_convert_round_trip(runner, shared_data, tmp_path):
     src = shared_data / "bc5cdr" / "CDR_DevelopmentSet.PubTator.txt"
     assert runner.invoke(main, ["convert", str(src), str(tmp_path / "d.xml")]).exit_code == 0
