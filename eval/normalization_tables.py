@@ -181,6 +181,8 @@ ABLATIONS = {
     "no composite splitting": {"composite": "never"},
     "always split composites": {"composite": "always"},
     "no abbreviation resolution": {"abbreviations": False},
+    "no inferred abbreviations": {"inferred_abbreviations": False},
+    "no lexical sieve": {"lexical": False},
     "no case/punctuation folding": {"lowercase": False, "punctuation": False},
 }
 

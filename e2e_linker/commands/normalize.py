@@ -38,6 +38,13 @@ from e2e_linker.normalize.search import MODES
               show_default=True, help="Splitting of composite mentions.")
 @click.option("--abbreviations/--no-abbreviations", default=True, show_default=True,
               help="Expand short forms defined in the same document.")
+@click.option("--inferred-abbreviations/--no-inferred-abbreviations", default=True,
+              show_default=True,
+              help="Also expand one-letter definitions ('testosterone (T)') and undefined short "
+                   "forms that match another mention of the document.")
+@click.option("--lexical/--no-lexical", default=True, show_default=True,
+              help="Take a KB concept whose names equal the mention up to case, spaces and "
+                   "punctuation ('SR 48,968' = 'SR 48968'), unless training mentions have it.")
 @click.option("--type-aware/--no-type-aware", default=True, show_default=True,
               help="Search only concepts of the annotation's type when the KB has it.")
 @click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]),
@@ -48,7 +55,8 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
             mode: str | None, train_mentions: tuple[str, ...], model_mentions: bool,
             extra_synonyms: str | None,
             top_k: int, nil_threshold: float | None, batch_size: int, composite: str,
-            abbreviations: bool, type_aware: bool, fmt: str | None, device: str | None,
+            abbreviations: bool, inferred_abbreviations: bool, lexical: bool,
+            type_aware: bool, fmt: str | None, device: str | None,
             cache_dir: str | None) -> None:
     """Normalize the annotations of INPUT files (PubTator, BioC XML, BioC JSON)."""
     import itertools
@@ -93,7 +101,9 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
                    "was given; D searches find nothing and sieves fall through", err=True)
     options = NormalizeOptions(mode=mode, top_k=top_k, nil_threshold=nil_threshold,
                                type_aware=type_aware, composite=composite,
-                               abbreviations=abbreviations, lowercase=settings.lowercase,
+                               abbreviations=abbreviations,
+                               inferred_abbreviations=inferred_abbreviations, lexical=lexical,
+                               lowercase=settings.lowercase,
                                punctuation=settings.punctuation, batch_size=batch_size)
     synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()
     normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved)

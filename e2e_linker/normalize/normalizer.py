@@ -34,7 +34,12 @@ import numpy as np
 from data_tools.documents import Annotation, Document, strip_prefix
 from e2e_linker.encoder import TextEncoder
 from e2e_linker.errors import UserError
-from e2e_linker.normalize.abbreviation import document_expansions, expand_mention
+from e2e_linker.normalize.abbreviation import (
+    abbreviation_expansions,
+    document_expansions,
+    expand_mention,
+)
+from e2e_linker.normalize.lexical import CompactKeyIndex
 from e2e_linker.normalize.preprocess import TextNormalizer, split_composite
 from e2e_linker.normalize.search import (
     MODES,
@@ -368,11 +373,17 @@ class NormalizeOptions:
     #: "auto": split a composite when every part matches better than the whole mention
     composite: str = "auto"
     abbreviations: bool = True
+    #: with abbreviations: also one-letter definitions ("testosterone (T)") and short forms
+    #: never defined but matching another mention of the document ("PB" … "phenobarbital")
+    inferred_abbreviations: bool = True
     #: with abbreviations: a mention that *contains* a short form and is, as written, a
     #: near-exact name (cosine ≥ the sieve threshold) keeps that match over its expansion
     written_first: bool = True
     lowercase: bool = True
     punctuation: bool = True
+    #: exact compact-key match to one KB concept first, in modes that search O (see
+    #: :mod:`e2e_linker.normalize.lexical`)
+    lexical: bool = True
     sieve_threshold: float = SIEVE_THRESHOLD
     batch_size: int = 256
     progress: bool = True
@@ -448,6 +459,9 @@ class Normalizer:
             triples += [(self.text(t), "|".join(kb.resolve(i) for i in label.split("|")), ty)
                         for t, label, ty in mentions]
         pool = LabeledTexts.from_pairs(triples) if triples else None
+        self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
+                               [pool] if pool is not None else [])
+        self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
         cache = VectorCache(encoder, cache_dir, batch_size=self.options.batch_size,
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
@@ -459,7 +473,13 @@ class Normalizer:
         """The mention texts to search, after abbreviation expansion, folding and splitting."""
         out: list[MentionQuery] = []
         for d, doc in enumerate(docs):
-            expansions = document_expansions(doc) if self.options.abbreviations else {}
+            defined: dict[str, str] = {}
+            expansions: dict[str, str] = {}
+            if self.options.abbreviations:
+                defined = abbreviation_expansions(doc.text)
+                inferred = self.options.inferred_abbreviations
+                expansions = document_expansions(doc, letters=inferred, mentions=inferred,
+                                                 defined=defined)
             for ann in doc.annotations:
                 surface = expand_mention(ann.text, expansions) if expansions else ann.text
                 parts: list[str] = []
@@ -474,9 +494,11 @@ class Normalizer:
                         type_ = None
                 raw = self.text(ann.text)
                 whole = self.text(surface)
-                # a bare short form ("NS") always takes its in-document long form; a longer
-                # mention holding one ("diminished GALC activity") may also match as written
-                bare = ann.text.strip() in expansions
+                # a bare short form defined in the text ("NS") always takes its long form; a
+                # longer mention holding one ("diminished GALC activity"), or a short form
+                # resolved from a one-letter definition or another mention ("NAD" from
+                # "nicotinic acid amide"), may also match as written
+                bare = ann.text.strip() in defined
                 out.append(MentionQuery(d, ann, type_, whole, [self.text(p) for p in parts],
                                         parts, raw if raw != whole and not bare else None))
         return out
@@ -502,11 +524,25 @@ class Normalizer:
         out: dict[str, list[Prediction]] = {}
         for mode in modes:
             ranked = self.searcher.combine(mode, base)
-            out[mode] = [self._decide(q, ranked, keys, k) for q in queries]
+            lexical = self.options.lexical and any(source in ("O", "OD")
+                                                   for source, _ in parse_mode(mode))
+            out[mode] = [self._decide(q, ranked, keys, k, lexical) for q in queries]
         return out
 
+    def lexical_match(self, q: MentionQuery) -> str | None:
+        """The KB concept whose names share the whole mention's compact key, if exactly one
+        does and no training mention has that key (see :mod:`e2e_linker.normalize.lexical`)."""
+        if self._lexical is None:
+            ontology, training = self._lexical_pools
+            self._lexical = CompactKeyIndex(ontology), CompactKeyIndex(training)
+        ontology_keys, training_keys = self._lexical
+        if q.parts or q.whole in training_keys:
+            return None
+        return ontology_keys.unique(q.whole, q.type)
+
     def _decide(self, q: MentionQuery, ranked: list[Ranked],
-                keys: dict[tuple[str, str | None], int], k: int) -> Prediction:
+                keys: dict[tuple[str, str | None], int], k: int,
+                lexical: bool = False) -> Prediction:
         whole = ranked[keys[(q.whole, q.type)]]
         if q.raw is not None and self.options.written_first:
             # the mention as written wins when it is itself a (near-)exact name or training
@@ -516,6 +552,8 @@ class Normalizer:
             if raw and raw[0][1] >= self.options.sieve_threshold and (
                     not whole or raw[0][1] >= whole[0][1] - 1e-5):
                 whole = raw
+        if lexical and (label := self.lexical_match(q)) is not None:
+            whole = [(label, 1.0), *[(la, sc) for la, sc in whole if la != label]][:k]
         whole_score = whole[0][1] if whole else -np.inf
         use_parts = False
         if q.parts and self.options.composite != "never":

@@ -1,12 +1,14 @@
-"""Schwartz–Hearst detection on real sentences and mention expansion."""
+"""Schwartz–Hearst detection on real sentences, inferred short forms and mention expansion."""
 
 from __future__ import annotations
 
-from data_tools.documents import Document, Passage
+from data_tools.documents import Annotation, Document, Passage
 from e2e_linker.normalize.abbreviation import (
     abbreviation_expansions,
     document_expansions,
     expand_mention,
+    letter_expansions,
+    mention_expansions,
 )
 
 
@@ -44,3 +46,50 @@ def test_document_expansions_span_passages():
 def test_long_forms_reaching_over_another_definition_are_dropped():
     text = "carboplatin's advantages (CBDCA) over cisplatin (CDDP) were small."
     assert "CDDP" not in abbreviation_expansions(text)
+
+
+def test_brackets_inside_a_chemical_name_are_kept():
+    text = "dogs receiving 1-(2-chloroethyl)-3-cyclohexyl-1-nitrosourea (CCNU) were studied"
+    assert abbreviation_expansions(text) == {
+        "CCNU": "1-(2-chloroethyl)-3-cyclohexyl-1-nitrosourea"}
+
+
+def test_one_letter_definitions_expand_bare_mentions_only():
+    text = ("Serum prolactin (PRL) and testosterone (T) fell; saline (C), methylprednisolone (M) "
+            "or triamcinolone (X) were given.")
+    letters = letter_expansions(text)
+    # "saline (C)" and "triamcinolone (X)": the word does not start with the letter
+    assert letters == {"T": "testosterone", "M": "methylprednisolone"}
+    assert expand_mention("T", letters) == "testosterone"
+    assert expand_mention("T cells", letters) == "T cells"
+    assert expand_mention("vitamin C", {"C": "carbon"}) == "vitamin C"
+
+
+def _annotated(text: str, spans: list[tuple[str, str]]) -> Document:
+    doc = Document("9", [Passage(0, text, {})])
+    for surface, type_ in spans:
+        start = text.index(surface)
+        doc.add_annotation(Annotation(start, start + len(surface), surface, type_, ["X"]))
+    return doc
+
+
+def test_undefined_short_forms_resolved_from_the_documents_mentions():
+    text = ("Phenobarbital and diethylnitrosamine were given. PB enhanced DEN toxicity. "
+            "NAD and nicotinic acid amide. Hepatitis B surface antigen and HBsAg.")
+    doc = _annotated(text, [("Phenobarbital", "Chemical"), ("diethylnitrosamine", "Chemical"),
+                            ("PB", "Chemical"), ("DEN", "Chemical"), ("toxicity", "Disease"),
+                            ("NAD", "Disease"), ("nicotinic acid amide", "Chemical"),
+                            ("Hepatitis B surface antigen", "Chemical"),
+                            ("HBsAg", "Chemical")])
+    found = mention_expansions(doc, {})
+    assert found["PB"] == "Phenobarbital" and found["DEN"] == "diethylnitrosamine"
+    assert found["HBsAg"] == "Hepatitis B surface antigen"
+    assert "NAD" not in found  # a Disease mention does not take a Chemical long form
+    # a definition in the text wins; two matching long forms are ambiguous
+    assert "PB" not in mention_expansions(doc, {"PB": "polybrene"})
+    doc2 = _annotated("Propylene butanol and polybutylene; PB.",
+                      [("Propylene butanol", "Chemical"), ("polybutylene", "Chemical"),
+                       ("PB", "Chemical")])
+    assert "PB" not in mention_expansions(doc2, {})
+    assert document_expansions(doc)["DEN"] == "diethylnitrosamine"
+    assert "DEN" not in document_expansions(doc, mentions=False)

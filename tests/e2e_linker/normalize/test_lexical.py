@@ -1,0 +1,58 @@
+"""The lexical sieve: compact keys, type filtering, and its place in front of the vector search."""
+
+from __future__ import annotations
+
+from data_tools.documents import Annotation, Document, Passage
+from data_tools.kb import KB, Concept
+from e2e_linker.normalize.lexical import CompactKeyIndex, compact_key
+from e2e_linker.normalize.normalizer import normalize_documents
+from e2e_linker.normalize.search import LabeledTexts
+
+
+def test_compact_key_keeps_letters_and_digits_only():
+    assert compact_key("SR 48,968") == compact_key("sr48968") == "sr48968"
+    assert compact_key("Ro15-1788") == compact_key("Ro 15-1788")
+    assert compact_key("--") == ""
+
+
+def test_unique_label_by_type():
+    pool = LabeledTexts.from_pairs([("sr 48968", "C1", "Chemical"), ("bay k 8644", "C2", "Chemical"),
+                                    ("bayk 8644", "D9", "Disease"), ("cold", "C3", "Chemical"),
+                                    ("cold", "D4", "Disease")])
+    index = CompactKeyIndex([pool])
+    assert index.unique("SR 48,968") == "C1"
+    assert index.unique("BAY k-8644") is None  # two concepts share the key
+    assert index.unique("BAY k-8644", "Chemical") == "C2"
+    assert index.unique("cold", "Disease") == "D4"
+    assert index.unique("nothing") is None
+    assert "s.r. 48968" in index and "sr 4896" not in index
+
+
+def _doc(text: str, surface: str) -> Document:
+    doc = Document("1", [Passage(0, text, {})])
+    start = text.index(surface)
+    doc.add_annotation(Annotation(start, start + len(surface), surface, "Chemical", ["X"]))
+    return doc
+
+
+def test_normalizer_takes_the_lexical_match_unless_training_mentions_have_the_key(
+        tiny_encoder, tmp_path):
+    kb = KB([Concept("C1", "SR 48968", ["saredutant"], "Chemical"),
+             Concept("C2", "SR 4895", [], "Chemical")])
+    doc = _doc("Rats given SR 48,968 recovered.", "SR 48,968")
+    normalize_documents([doc], tiny_encoder, kb, mode="OD-T", cache_dir=tmp_path,
+                        progress=False)
+    ann = doc.annotations[0]
+    assert ann.concept_ids == ["C1"] and ann.link_score == 1.0
+    assert ann.infons["candidates"].startswith("C1|1.0000")
+    # the corpus files the string elsewhere: the vector search (which sees D) decides
+    train = _doc("SR-48968 again.", "SR-48968")
+    train.annotations[0].concept_ids = ["C2"]
+    normalize_documents([doc], tiny_encoder, kb, mode="OD-T", training=[train],
+                        cache_dir=tmp_path, progress=False)
+    assert doc.annotations[0].concept_ids == ["C2"]
+    # switched off, or in a mode that never searches the ontology, there is no lexical answer
+    for options in ({"mode": "OD-T", "lexical": False}, {"mode": "D-T"}):
+        normalize_documents([doc], tiny_encoder, kb, training=[train], cache_dir=tmp_path,
+                            progress=False, **options)
+        assert doc.annotations[0].concept_ids == ["C2"]
