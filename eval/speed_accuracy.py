@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -89,7 +90,8 @@ def main(argv: list[str] | None = None) -> dict:
     for row in rows:
         row["strict_f1_change_points"] = 100 * (row["strict"]["f1"] - base["strict"]["f1"])
     result = {"gold": args.gold, "documents": len(gold),
-              "command": "python -m eval.speed_accuracy " + " ".join(argv or []), "rows": rows}
+              "command": "python -m eval.speed_accuracy " + " ".join(
+                  sys.argv[1:] if argv is None else argv), "rows": rows}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
