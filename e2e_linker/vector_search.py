@@ -27,8 +27,12 @@ import torch
 
 SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq")
 
-#: Above this many names exact search is slower than a graph search by more than 10x.
-EXACT_MAX_NAMES = 2_000_000
+#: Above this many names ``auto`` leaves exact search for HNSW. Measured on the bc5cdr KB
+#: (744k names, BC5CDR test, ``python -m eval.speed_accuracy --kinds hnsw``): exact linking took
+#: 92.5 s for 500 documents, HNSW 6.3 s (after a one-time 100 s build, cached on disk), with
+#: strict F1 0.7557 vs 0.7550 and 99.3 % of spans given the same concept. Below a few hundred
+#: thousand names exact search is cheap enough and loses nothing.
+EXACT_MAX_NAMES = 200_000
 
 
 @dataclass
@@ -64,7 +68,7 @@ def choose_kind(n: int, dim: int, memory_budget_mb: float | None = None,
     """The fastest kind whose memory fits ``memory_budget_mb`` (None: no limit).
 
     Exact search for KBs up to :data:`EXACT_MAX_NAMES` names (no recall loss at all), then
-    HNSW, then IVF-PQ, the smallest; IVF-PQ is returned even if it does not fit, as nothing
+    HNSW (about 15x faster linking at 744k names for -0.06 points strict F1), then IVF-PQ, the smallest; IVF-PQ is returned even if it does not fit, as nothing
     smaller exists.
     """
     candidates = ["hnsw", "ivfpq"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -60,8 +61,9 @@ def gold_span_disambiguation(annotator: Annotator, gold_docs) -> dict:
     return {"mentions": n, "p_at_1": p1 / n if n else 0.0, "recall_at_10": r10 / n if n else 0.0}
 
 
-def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention: bool) -> dict:
-    annotator = load_annotator(model_dir, device=device)
+def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention: bool,
+              index_kind: str = "auto") -> dict:
+    annotator = load_annotator(model_dir, device=device, index_kind=index_kind)
     stripped = strip(gold_docs)
     annotator.annotate(stripped[:8])  # warm-up (first-call allocations), not timed
     annotator.stats = dict.fromkeys(annotator.stats, 0)
@@ -71,7 +73,7 @@ def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention:
     n_mentions = annotator.stats["mentions"]
     row: dict = {"model": model_dir or "embedded default",
                  "mention_head": annotator.model.config.mention_head,
-                 "threshold": annotator.threshold}
+                 "threshold": annotator.threshold, "index": annotator.index.describe()}
     for mode in ("strict", "partial", "mentions"):
         rep = score(gold_docs, pred, mode=mode, by_type=True)
         row[mode] = rep.to_dict()
@@ -131,22 +133,25 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default=None)
     parser.add_argument("--no-per-mention", action="store_true")
     parser.add_argument("--max-docs", type=int, default=None)
+    parser.add_argument("--index", default="auto",
+                        help="KB search: auto, exact, hnsw, ivfpq (see e2e_linker.vector_search)")
     args = parser.parse_args(argv)
 
     from e2e_linker.corpora import load_corpus
 
     gold_spec = args.gold or "bc5cdr-bioc:test"
     gold_docs = load_corpus(gold_spec, args.max_docs)
-    rows = [run_model(args.model, gold_docs, args.device, not args.no_per_mention)]
+    rows = [run_model(args.model, gold_docs, args.device, not args.no_per_mention, args.index)]
     if args.bio_model:
-        rows.append(run_model(args.bio_model, gold_docs, args.device, False))
+        rows.append(run_model(args.bio_model, gold_docs, args.device, False, args.index))
     results = {
         "gold": gold_spec,
         "documents": len(gold_docs),
         "machine": f"{platform.machine()} {platform.processor() or ''} "
                    f"{torch.get_num_threads()} torch threads, "
                    f"{'cuda ' + torch.cuda.get_device_name() if torch.cuda.is_available() else 'cpu'}",
-        "command": "python -m eval.collective_tables " + " ".join(argv or []),
+        "command": "python -m eval.collective_tables " + " ".join(
+            sys.argv[1:] if argv is None else argv),
         "rows": rows,
     }
     out = Path(args.out)

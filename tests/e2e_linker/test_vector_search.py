@@ -70,13 +70,15 @@ def test_approximate_kinds_rerank_exactly_and_are_cached(kind, tmp_path):
 
 
 def test_choose_kind_follows_size_and_budget():
-    assert choose_kind(700_000, 384) == "exact"
+    assert choose_kind(EXACT_MAX_NAMES, 384) == "exact"
     assert choose_kind(EXACT_MAX_NAMES + 1, 384) == "hnsw"
-    exact_mb = estimated_mb("exact", 700_000, 384)
-    hnsw_mb = estimated_mb("hnsw", 700_000, 384)
-    assert choose_kind(700_000, 384, memory_budget_mb=exact_mb + 1) == "exact"
-    assert choose_kind(700_000, 384, memory_budget_mb=(exact_mb + hnsw_mb) / 2) == "hnsw"
-    assert choose_kind(700_000, 384, memory_budget_mb=1) == "ivfpq"
+    assert choose_kind(700_000, 384) == "hnsw"  # the bc5cdr KB (744k names)
+    exact_mb = estimated_mb("exact", 150_000, 384)
+    hnsw_mb = estimated_mb("hnsw", 150_000, 384)
+    assert choose_kind(150_000, 384, memory_budget_mb=exact_mb + 1) == "exact"
+    assert choose_kind(150_000, 384, memory_budget_mb=(exact_mb + hnsw_mb) / 2) == "hnsw"
+    assert choose_kind(150_000, 384, memory_budget_mb=1) == "ivfpq"
+    assert choose_kind(700_000, 384, memory_budget_mb=1e9) == "hnsw"  # size alone decides
 
 
 def test_make_search_uses_exact_search_for_tiny_kbs():
