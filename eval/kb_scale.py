@@ -22,6 +22,7 @@ import argparse
 import json
 import multiprocessing as mp
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -189,7 +190,8 @@ def main(argv: list[str] | None = None) -> dict:
                    "recall_at_1": float((top1 == truth).mean())}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    result = {"command": "python -m eval.kb_scale " + " ".join(argv or []), "rows": rows,
+    result = {"command": "python -m eval.kb_scale " + " ".join(
+        sys.argv[1:] if argv is None else argv), "rows": rows,
               "vectors": "synthetic (real template vectors + noise); queries real"}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
