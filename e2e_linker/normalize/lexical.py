@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from e2e_linker.normalize.search import LabeledTexts
+from e2e_linker.normalize.search import LabeledTexts, merged_label_types, type_allowed
 
 
 def compact_key(text: str) -> str:
@@ -29,15 +29,14 @@ class CompactKeyIndex:
     """Compact key → labels over one or more pools of texts (with the pools' label types)."""
 
     def __init__(self, pools: Iterable[LabeledTexts]):
+        pools = list(pools)
         self._labels: dict[str, set[str]] = {}
-        self.label_types: dict[str, frozenset[str]] = {}
         for pool in pools:
             for text, labels in zip(pool.texts, pool.labels, strict=True):
                 key = compact_key(text)
                 if key:
                     self._labels.setdefault(key, set()).update(labels)
-            for label, types in pool.label_types.items():
-                self.label_types[label] = self.label_types.get(label, frozenset()) | types
+        self.label_types = merged_label_types(pools)
 
     def __contains__(self, text: str) -> bool:
         return compact_key(text) in self._labels
@@ -45,8 +44,6 @@ class CompactKeyIndex:
     def unique(self, text: str, type_: str | None = None) -> str | None:
         """The one label whose texts share ``text``'s key (among labels of ``type_``, or
         untyped ones, when a type is given); None when there are none or several."""
-        labels = self._labels.get(compact_key(text), ())
-        if type_:
-            labels = [la for la in labels
-                      if not self.label_types.get(la) or type_ in self.label_types[la]]
-        return next(iter(labels)) if len(labels) == 1 else None
+        labels = [la for la in self._labels.get(compact_key(text), ())
+                  if type_allowed(self.label_types, la, type_)]
+        return labels[0] if len(labels) == 1 else None

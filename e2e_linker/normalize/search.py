@@ -279,6 +279,24 @@ class LabeledTexts:
         return frozenset(t for ts in self.label_types.values() for t in ts)
 
 
+def type_allowed(label_types: dict[str, frozenset[str]], label: str, type_: str | None) -> bool:
+    """Whether a query of ``type_`` may see ``label``: untyped queries see everything, typed
+    ones see labels of that type and untyped labels."""
+    if not type_:
+        return True
+    types = label_types.get(label)
+    return not types or type_ in types
+
+
+def merged_label_types(pools: Iterable[LabeledTexts]) -> dict[str, frozenset[str]]:
+    """Each label's types, united over ``pools``."""
+    types: dict[str, frozenset[str]] = {}
+    for pool in pools:
+        for label, ts in pool.label_types.items():
+            types[label] = types.get(label, frozenset()) | ts
+    return types
+
+
 # ---- the exact index -----------------------------------------------------------------------
 
 class ExactIndex:
@@ -306,10 +324,7 @@ class ExactIndex:
         return len(self.row_labels)
 
     def _allowed(self, label: str, type_: str | None) -> bool:
-        if not type_:
-            return True
-        types = self.label_types.get(label)
-        return not types or type_ in types
+        return type_allowed(self.label_types, label, type_)
 
     def _mask(self, type_: str) -> np.ndarray:
         if type_ not in self._masks:
@@ -475,12 +490,8 @@ class ConceptSearcher:
         if source not in self._centroid_indices:
             pools = [p for s in ("O", "D") if s in source for p in self.pools[s]]
             vecs, labels = centroids([(self.pool_vectors(p), p.labels) for p in pools])
-            types: dict[str, frozenset[str]] = {}
-            for pool in pools:
-                for label, ts in pool.label_types.items():
-                    types[label] = types.get(label, frozenset()) | ts
             self._centroid_indices[source] = ExactIndex(vecs, [(label,) for label in labels],
-                                                        types)
+                                                        merged_label_types(pools))
         return self._centroid_indices[source]
 
     def _search_texts(self, source: str, queries: np.ndarray, k: int,
