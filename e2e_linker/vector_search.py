@@ -68,8 +68,8 @@ def choose_kind(n: int, dim: int, memory_budget_mb: float | None = None,
     """The fastest kind whose memory fits ``memory_budget_mb`` (None: no limit).
 
     Exact search for KBs up to :data:`EXACT_MAX_NAMES` names (no recall loss at all), then
-    HNSW (about 15x faster linking at 744k names for -0.06 points strict F1), then IVF-PQ, the smallest; IVF-PQ is returned even if it does not fit, as nothing
-    smaller exists.
+    HNSW (about 15x faster linking at 744k names for -0.06 points strict F1), then IVF-PQ, the
+    smallest; IVF-PQ is returned even if it does not fit, as nothing smaller exists.
     """
     candidates = ["hnsw", "ivfpq"]
     if n <= EXACT_MAX_NAMES:

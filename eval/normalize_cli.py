@@ -7,7 +7,7 @@ Runs ``linker normalize`` on gold mention spans and scores the output with
 as the table harness does; the verbatim comparison is reported beside it):
 
 * BC5CDR test (PubTator gold), the model's default KB, search mode and D pool (for the shipped
-  model: BC5CDR train + dev and NCBI train + dev mentions) — Chemical and Disease Acc@1;
+  model: BC5CDR train + dev mentions) — Chemical and Disease Acc@1;
 * NCBI dev with ``--train-mentions ncbi_disease:train`` (the dev split must not be its own D
   pool) — all-mention Acc@1.
 
