@@ -13,7 +13,10 @@ BC5CDR KB is about as much as encoding the mention's share of its chunk, and for
 
 The approximate kinds return a shortlist that is re-ranked exactly against the fp16 vectors
 (memory-mapped from disk), so scores are always true inner products and only the shortlist's
-recall is approximate (``eval.kb_scale`` measures recall@1 against exact search).
+recall is approximate (``eval.kb_scale`` measures recall@1 against exact search). The fp16
+file is used as a disk-resident store, as in DiskANN: it is read at random rows and the pages a
+search touched are unmapped after it (:func:`release_pages`), so what this process holds in
+memory is the index alone, whatever the size of the KB.
 """
 
 from __future__ import annotations
@@ -190,6 +193,9 @@ class ExactSearch(VectorSearch):
 class FaissShortlistSearch(VectorSearch):
     """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it."""
 
+    #: queries shortlisted and re-ranked together before the mapped pages are released
+    query_block = 32
+
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
                  index_path: str | os.PathLike | None = None):
         import faiss
@@ -211,6 +217,7 @@ class FaissShortlistSearch(VectorSearch):
                 os.replace(tmp, path)
         if self.index.ntotal != len(vectors):
             raise ValueError(f"{path}: index holds {self.index.ntotal} vectors, not {len(vectors)}")
+        advise_random(vectors)
         self._configure()
 
     def _configure(self) -> None:
@@ -222,17 +229,23 @@ class FaissShortlistSearch(VectorSearch):
             faiss.extract_index_ivf(self.index).nprobe = self.params.ivf_nprobe
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Shortlist and exact re-rank, ``query_block`` queries at a time: the pages of the
+        memory-mapped vectors that a block read are released before the next block, so at
+        most ``query_block × shortlist`` rows are ever mapped in this process at once."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         k = min(k, len(self.vectors))
-        _, short = self.index.search(q, max(k, self.params.shortlist))
         scores = np.full((len(q), k), -np.inf, dtype=np.float32)
         rows = np.full((len(q), k), -1, dtype=np.int64)
-        for n, cand in enumerate(short):
-            cand = np.unique(cand[cand >= 0])[::-1]  # file order (reversed: ties → higher row)
-            exact = self.rows_dot(q[n], cand)
-            order = np.argsort(-exact, kind="stable")[:k]
-            scores[n, :len(order)] = exact[order]
-            rows[n, :len(order)] = cand[order]
+        for start in range(0, len(q), self.query_block):
+            block = q[start:start + self.query_block]
+            _, short = self.index.search(block, max(k, self.params.shortlist))
+            for n, cand in enumerate(short, start):
+                cand = np.unique(cand[cand >= 0])[::-1]  # file order (reversed: ties → higher row)
+                exact = self.rows_dot(q[n], cand)
+                order = np.argsort(-exact, kind="stable")[:k]
+                scores[n, :len(order)] = exact[order]
+                rows[n, :len(order)] = cand[order]
+            release_pages(self.vectors)
         return scores, rows
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -248,6 +261,43 @@ class FaissShortlistSearch(VectorSearch):
         ivf = faiss.extract_index_ivf(self.index)
         return f"ivfpq (nlist={ivf.nlist}, nprobe={ivf.nprobe}, {p.pq_bytes} B/vector, " \
                f"re-rank {p.shortlist})"
+
+
+def _madvise(vectors: np.ndarray, advice_name: str) -> bool:
+    import mmap
+
+    handle = getattr(vectors, "_mmap", None)
+    advice = getattr(mmap, advice_name, None)
+    if handle is None or advice is None:
+        return False
+    try:
+        handle.madvise(advice)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def advise_random(vectors: np.ndarray) -> bool:
+    """Tell the kernel a memory-mapped matrix is read at random rows (``MADV_RANDOM``).
+
+    Why: the re-rank reads ``shortlist`` scattered rows per query; with the default
+    read-around every fault pulls in ~128 KB around the row, so a few thousand queries make
+    much of the file resident although a few percent of it is ever read.
+    Returns whether the advice was given (False for in-memory arrays or where unsupported).
+    """
+    return _madvise(vectors, "MADV_RANDOM")
+
+
+def release_pages(vectors: np.ndarray) -> bool:
+    """Unmap the pages a search touched in a memory-mapped matrix (``MADV_DONTNEED``).
+
+    Why: the fp16 vectors are a disk-resident store for the exact re-rank, as in DiskANN; the
+    index in memory is the codes (or graph). Left mapped, the rows read by many queries
+    accumulate in this process's RSS. Released, they stay in the kernel's page cache (shared
+    and reclaimable), so reading them again is a minor fault, not disk I/O; the file is
+    read-only, so nothing is lost.
+    """
+    return _madvise(vectors, "MADV_DONTNEED")
 
 
 def _sample(vectors: np.ndarray, size: int) -> np.ndarray:

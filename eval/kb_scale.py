@@ -2,6 +2,7 @@
 with recall@1 against exact search, on synthetic KBs of 1M and 3.5M concepts.
 
     python -m eval.kb_scale [--concepts 1000000,3500000] [--kinds exact,hnsw,ivfpq]
+                            [--pq-bytes 96] [--nprobe 64,256] [--shortlist 128,1024]
                             [--query-docs 40] [--out eval/results/kb_scale]
 
 Names come from :mod:`data_tools.synthetic_kb`. Their vectors are *synthetic*: encoding
@@ -114,7 +115,8 @@ def synthetic_vectors(kb, path: Path, concept_noise: float, name_noise: float,
     spread = np.asarray(real[:: max(1, len(real) // 20000)], dtype=np.float32).std(0)
     rng = np.random.default_rng(seed)
     n_names = sum(len(c.all_names()) for c in kb)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float16, shape=(n_names, real.shape[1]))
+    tmp = path.with_name(f".{path.stem}.tmp.npy")  # renamed when complete: reused by later runs
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(n_names, real.shape[1]))
     at = 0
     for concept in kb:
         template = template_of(concept) or concept.name
@@ -128,6 +130,8 @@ def synthetic_vectors(kb, path: Path, concept_noise: float, name_noise: float,
             (k, real.shape[1]), dtype=np.float32)
         at += k
     out.flush()
+    del out
+    tmp.replace(path)
     return n_names
 
 
@@ -149,6 +153,10 @@ def mention_queries(n_docs: int) -> np.ndarray:
     return np.stack([s.vector for s in spans]).astype(np.float32)
 
 
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in str(text).split(",") if x]
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concepts", default="1000000,3500000")
@@ -157,6 +165,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--concept-noise", type=float, default=0.5)
     parser.add_argument("--name-noise", type=float, default=0.25)
     parser.add_argument("--workdir", default="/tmp/e2e_kb_scale")
+    defaults = SearchParams()
+    parser.add_argument("--pq-bytes", type=int, default=defaults.pq_bytes)
+    parser.add_argument("--nprobe", default=str(defaults.ivf_nprobe),
+                        help="IVF lists searched; a comma list searches each (one build)")
+    parser.add_argument("--ef-search", default=str(defaults.hnsw_ef_search),
+                        help="HNSW efSearch; a comma list searches each (one build)")
+    parser.add_argument("--shortlist", default=str(defaults.shortlist),
+                        help="candidates re-ranked exactly; a comma list searches each")
     parser.add_argument("--out", default="eval/results/kb_scale")
     args = parser.parse_args(argv)
 
@@ -166,30 +182,42 @@ def main(argv: list[str] | None = None) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     queries = mention_queries(args.query_docs)
     np.save(work / "queries.npy", queries)
-    params = SearchParams()
+    shortlists = _ints(args.shortlist)
+    grids = {"ivfpq": [{"ivf_nprobe": v, "shortlist": w} for v in _ints(args.nprobe)
+                       for w in shortlists],
+             "hnsw": [{"hnsw_ef_search": v, "shortlist": w} for v in _ints(args.ef_search)
+                      for w in shortlists],
+             "exact": [{}]}
     rows = []
-    for n in [int(x) for x in args.concepts.split(",") if x]:
+    for n in _ints(args.concepts):
         start = time.perf_counter()
-        kb = synthetic_kb(n)
-        vectors_path = work / f"vectors_{n}.npy"
-        n_names = synthetic_vectors(kb, vectors_path, args.concept_noise, args.name_noise)
-        del kb
+        vectors_path = work / f"vectors_{n}_{args.concept_noise}_{args.name_noise}.npy"
+        if not vectors_path.is_file():  # the same arguments give the same vectors (seeded)
+            kb = synthetic_kb(n)
+            synthetic_vectors(kb, vectors_path, args.concept_noise, args.name_noise)
+            del kb
         made = time.perf_counter() - start
         vectors = np.load(vectors_path, mmap_mode="r")
+        n_names = len(vectors)
         truth = exact_top1(vectors, queries)
         for kind in [k for k in args.kinds.split(",") if k]:
-            index_path = str(work / f"{kind}_{n}.faiss")
-            built = in_child("build", kind, str(vectors_path), index_path,
-                             str(work / "queries.npy"), params)
-            searched = in_child("search", kind, str(vectors_path), index_path,
-                                str(work / "queries.npy"), params)
-            top1 = np.asarray(searched.pop("top1"))
-            row = {"concepts": n, "names": n_names, "kind": kind,
-                   "describe": searched.pop("describe"), "kb_generation_seconds": made,
-                   "build": built, "search": searched, "queries": len(queries),
-                   "recall_at_1": float((top1 == truth).mean())}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            built_with = f"_pq{args.pq_bytes}" if kind == "ivfpq" else ""
+            index_path = str(work / f"{kind}_{n}{built_with}.faiss")
+            built = None
+            for setting in grids[kind]:
+                params = SearchParams(pq_bytes=args.pq_bytes, **setting)
+                if built is None:
+                    built = in_child("build", kind, str(vectors_path), index_path,
+                                     str(work / "queries.npy"), params)
+                searched = in_child("search", kind, str(vectors_path), index_path,
+                                    str(work / "queries.npy"), params)
+                top1 = np.asarray(searched.pop("top1"))
+                row = {"concepts": n, "names": n_names, "kind": kind,
+                       "describe": searched.pop("describe"), "kb_generation_seconds": made,
+                       "build": built, "search": searched, "queries": len(queries),
+                       "recall_at_1": float((top1 == truth).mean())}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     result = {"command": "python -m eval.kb_scale " + " ".join(
         sys.argv[1:] if argv is None else argv), "rows": rows,
               "vectors": "synthetic (real template vectors + noise); queries real"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from e2e_linker import vector_search
 from e2e_linker.vector_search import (
     EXACT_MAX_NAMES,
     ExactSearch,
@@ -85,3 +86,42 @@ def test_make_search_uses_exact_search_for_tiny_kbs():
     assert isinstance(make_search("hnsw", clustered(100)), ExactSearch)
     with pytest.raises(ValueError):
         make_search("lsh", clustered(100))
+
+
+def _rss_file_kb() -> int:
+    for line in open("/proc/self/status"):
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    return -1
+
+
+def test_memory_mapped_rerank_rows_are_released_after_each_search(tmp_path):
+    """The fp16 file is a disk-resident store: rows read for the re-rank do not stay mapped
+    (resident) in this process after a search, and results do not depend on it."""
+    from e2e_linker.vector_search import advise_random, release_pages
+
+    vectors = clustered(40_000, dim=64)  # 5 MB of fp16 rows
+    np.save(tmp_path / "v.npy", vectors)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    assert advise_random(mapped) and release_pages(mapped)
+    assert not advise_random(vectors) and not release_pages(vectors)
+    params = SearchParams(ivf_nlist=64, ivf_nprobe=64, pq_bytes=8, train_size=10_000,
+                          shortlist=256)
+    in_memory = FaissShortlistSearch("ivfpq", vectors, params, tmp_path / "i.faiss")
+    search = FaissShortlistSearch("ivfpq", mapped, params, tmp_path / "i.faiss")
+    queries = clustered(300, dim=64, seed=3).astype(np.float32)
+    released = []
+    with pytest.MonkeyPatch.context() as patch:  # pages are released after every query block
+        patch.setattr(vector_search, "release_pages", lambda v: released.append(v) or True)
+        search.search(queries, 5)
+    assert len(released) == -(-len(queries) // FaissShortlistSearch.query_block) > 1
+    release_pages(mapped)  # what that search left mapped
+    before = _rss_file_kb()
+    _, rows = search.search(queries, 5)  # reads most of the file's pages ...
+    assert _rss_file_kb() - before < 1_000  # ... and leaves none of them mapped
+    _, want = in_memory.search(queries, 5)
+    assert (rows == want).all()
+    np.asarray(mapped[:], dtype=np.float32).sum()  # touching every row maps all 5 MB ...
+    assert _rss_file_kb() - before > 4_000
+    release_pages(mapped)  # ... and releasing unmaps them again
+    assert _rss_file_kb() - before < 1_000
