@@ -183,7 +183,8 @@ class Annotator:
             window = toks.ids[left: left + room]
             ids = torch.tensor([[tokenizer.cls_token_id, *window, tokenizer.sep_token_id]],
                                device=device)
-            states = self.model.encoder.token_states(ids, torch.ones_like(ids))
+            states = self.model.token_states({"input_ids": ids,
+                                              "attention_mask": torch.ones_like(ids)})
             a = 1 + first - left
             z = 1 + min(last, left + room - 1) - left
             span.vector = states[0, a: z + 1].float().mean(0).cpu().numpy()

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "convert": "convert",
     "train": "train",
     "annotate": "annotate",
+    "calibrate": "calibrate",
     "export": "export",
     "export-normalizer": "export_normalizer",
     "normalize": "normalize",

@@ -28,6 +28,7 @@ from torch import nn
 from e2e_linker.encoder import TextEncoder
 from e2e_linker.errors import UserError
 from e2e_linker.mentions import BioTagger, SpanScorer, span_validity, span_vectors
+from e2e_linker.precision import autocast, resolve_precision
 
 CONFIG_FILE = "linker_config.json"
 HEADS_FILE = "heads.safetensors"
@@ -87,6 +88,11 @@ class CollectiveLinker(nn.Module):
             raise UserError(f"mention_head must be 'exhaustive' or 'bio', not {config.mention_head!r}")
         self.type_head = nn.Linear(hidden, max(1, len(config.types)))
         self.quantized = False
+        #: per-input-channel activation absmax of the mention encoder's linear layers, read
+        #: from the model directory (None if it has none); what --quantize scales by
+        self.activation_stats: dict[str, torch.Tensor] | None = None
+        #: "fp32" or "bf16": the mention encoder's forward in eval mode (see set_precision)
+        self.precision = "fp32"
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -133,7 +139,27 @@ class CollectiveLinker(nn.Module):
 
     # ---- forward pieces -----------------------------------------------------------------
     def token_states(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return self.encoder.token_states(batch["input_ids"], batch["attention_mask"])
+        """Token states (B, T, H), always fp32; in eval mode the forward runs under
+        :attr:`precision` (training keeps its own precision policy)."""
+        if self.training or self.precision == "fp32":
+            return self.encoder.token_states(batch["input_ids"], batch["attention_mask"])
+        with autocast(self.precision, self.device):
+            states = self.encoder.token_states(batch["input_ids"], batch["attention_mask"])
+        return states.float()
+
+    def set_precision(self, precision: str) -> str:
+        """Run the mention encoder's inference forward in ``precision`` (``auto``, ``fp32``,
+        ``bf16``; see :mod:`e2e_linker.precision`) and return the one resolved for this device.
+
+        The entity tower is not affected: KB name vectors are cached under its weights and
+        must not depend on the precision a run happens to use.
+        """
+        if precision == "auto" and self.quantized:
+            precision = "fp32"  # int8 linear layers have no bf16 path
+        self.precision = resolve_precision(precision, self.device)
+        if self.precision == "bf16" and self.quantized:
+            raise UserError("--precision bf16 and --quantize exclude each other")
+        return self.precision
 
     def span_logits(self, states: torch.Tensor, batch: dict[str, torch.Tensor],
                     owned_only: bool = True) -> torch.Tensor:
@@ -151,23 +177,28 @@ class CollectiveLinker(nn.Module):
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
         return self.type_head(span_vecs)
 
-    def quantize_mention_encoder(self) -> None:
-        """int8 dynamic quantization of the mention encoder's linear layers (CPU inference).
+    def quantize_mention_encoder(self, alpha: float | None = None) -> None:
+        """int8 inference of the mention encoder's linear layers (CPU): SmoothQuant scaling
+        from the model directory's activation statistics, then per-channel dynamic int8
+        (see :mod:`e2e_linker.quantization`, which says why plain dynamic int8 is not used).
 
         Why only the mention side: KB name vectors are cached under a hash of the entity
         encoder's weights, so they must come from the unquantized weights; with a shared
-        encoder, build the entity index *before* calling this. Activations stay fp32 and are
-        quantized per batch, so no calibration data is needed.
+        encoder, build the entity index *before* calling this.
         """
-        import warnings
+        from e2e_linker.quantization import DEFAULT_ALPHA, STATS_FILE, quantize_int8, smooth
 
         if self.device.type != "cpu":
-            raise UserError("int8 dynamic quantization runs on the CPU only")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch.ao's deprecation notices
-            quantized = torch.ao.quantization.quantize_dynamic(
-                self.encoder.model, {nn.Linear}, dtype=torch.qint8)
-        self.encoder.model = quantized
+            raise UserError("int8 quantization runs on the CPU only")
+        if self.quantized:
+            return
+        if not self.activation_stats:
+            raise UserError(f"--quantize needs the model's activation statistics ({STATS_FILE} "
+                            "in its directory): write them with `linker calibrate MODEL_DIR "
+                            "CORPUS`")
+        smooth(self.encoder.model, self.activation_stats,
+               DEFAULT_ALPHA if alpha is None else alpha)
+        self.encoder.model = quantize_int8(self.encoder.model)
         self.quantized = True
 
     def embed_names(self, names: list[str]) -> torch.Tensor:
@@ -240,6 +271,9 @@ class CollectiveLinker(nn.Module):
             sub = {k[len(prefix) + 1:]: v for k, v in heads.items() if k.startswith(prefix + ".")}
             module.load_state_dict(sub)
         model.float()
+        from e2e_linker.quantization import load_stats
+
+        model.activation_stats = load_stats(directory)
         return model.to(device).eval()
 
 

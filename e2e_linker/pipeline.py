@@ -31,12 +31,14 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                    batch_size: int = 16, mode: str = "collective",
                    cache_dir: str | None = None, quantize: bool = False,
                    index_kind: str = "auto",
-                   kb_memory_budget_mb: float | None = None) -> Annotator:
+                   kb_memory_budget_mb: float | None = None,
+                   precision: str = "fp32") -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
     :meth:`CollectiveLinker.quantize_mention_encoder`); ``index_kind`` and
-    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.vector_search`).
+    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.vector_search`);
+    ``precision`` the mention encoder's forward (:mod:`e2e_linker.precision`).
     """
     from e2e_linker.index import EntityIndex
     from e2e_linker.linking import NameDictionary
@@ -50,5 +52,6 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                               kind=index_kind, memory_budget_mb=kb_memory_budget_mb)
     if quantize:  # after the index: KB vectors are cached under the unquantized weights' hash
         model.quantize_mention_encoder()
+    model.set_precision(precision)
     names = NameDictionary.from_kb(knowledge)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode)

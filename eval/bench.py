@@ -229,6 +229,7 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
         "machine": f"{platform.machine()} {platform.processor() or platform.system()}",
         "torch": torch.__version__,
         "quantize": annotator.quantized,
+        "precision": annotator.model.precision,
         "index": annotator.index.describe(),
         "batch_size": annotator.batch_size,
         "slice_docs": args.slice_docs,
@@ -272,7 +273,8 @@ def markdown(result: dict) -> str:
     lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
                  f"{result['device']}, {result['cpu_threads']} torch threads "
                  f"({result['cpu_count']} CPUs), torch {result['torch']}, int8 quantized: "
-                 f"{result['quantize']}, index: {result['index']}; load average before/after "
+                 f"{result['quantize']}, precision: {result.get('precision', 'fp32')}, "
+                 f"index: {result['index']}; load average before/after "
                  f"{result['loadavg_before'][0]:.2f} / {result['loadavg_after'][0]:.2f}; "
                  f"peak RSS {result['peak_rss_mb']:.0f} MB.")
     lines.append("")
@@ -329,6 +331,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
+    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
+                        help="mention encoder forward (the encoder stage uses the same)")
     parser.add_argument("--index", default="auto", help="KB index kind (see e2e_linker.index)")
     parser.add_argument("--kb-memory-budget", type=float, default=None,
                         help="MB the KB index may use (drives --index auto)")
@@ -350,6 +354,7 @@ def main(argv: list[str] | None = None) -> dict:
     start = time.perf_counter()
     annotator = load_annotator(args.model, kb=args.kb, device=args.device,
                                batch_size=args.batch_size, quantize=args.quantize,
+                               precision=args.precision,
                                index_kind=args.index, kb_memory_budget_mb=args.kb_memory_budget)
     load_seconds = time.perf_counter() - start
     totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention)

@@ -1,12 +1,13 @@
-"""What each speed option costs in accuracy: strict F1 on BC5CDR test per KB index kind and
-with int8 dynamic quantization, against the exact fp32 pipeline.
+"""What each speed option costs in accuracy: strict F1 on BC5CDR test per KB index kind,
+with a bf16 encoder forward and with the int8 encoder, against the exact fp32 pipeline.
 
-    python -m eval.speed_accuracy [--model DIR] [--kinds hnsw,ivfpq] [--quantize]
+    python -m eval.speed_accuracy [--model DIR] [--kinds hnsw,ivfpq] [--bf16] [--quantize]
                                   [--max-docs N] [--out eval/results/speed_accuracy]
 
 Why a separate command: the index kinds differ only in linking, so the documents are encoded
 once and the same detected spans are linked with each backend (minutes instead of one full
-run per kind); quantization changes the encoder, so it gets its own detection pass. Agreement
+run per kind); bf16 and int8 change the encoder, so each gets its own detection pass
+(its spans are linked with exact search and with each of ``--kinds``). Agreement
 (the share of spans whose chosen concept equals the exact backend's) is reported beside F1, as
 F1 alone can hide changes that cancel out.
 """
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--gold", default="bc5cdr-bioc:test")
     parser.add_argument("--kinds", default="hnsw,ivfpq",
                         help="approximate index kinds to compare with exact search")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also run the encoder forward under bf16 autocast")
     parser.add_argument("--quantize", action="store_true", help="also run int8 quantized")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default="eval/results/speed_accuracy")
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> dict:
     base, base_chosen, secs = link_and_score(annotator, gold, text, deepcopy(spans))
     rows.append({"variant": "exact search, fp32 encoder", **base, "link_seconds": secs,
                  "spans": len(spans), "agreement": 1.0})
-    for kind in [k for k in args.kinds.split(",") if k]:
+    for kind in [k for k in args.kinds.split(",") if k]:  # same spans, other backends
         start = time.perf_counter()
         annotator.index.use_search(kind)
         built = time.perf_counter() - start
@@ -80,13 +83,27 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append({"variant": f"{annotator.index.describe()}, fp32 encoder", **row,
                      "link_seconds": secs, "index_load_or_build_seconds": built,
                      "spans": len(spans), "agreement": agree})
+    kinds = [k for k in args.kinds.split(",") if k]
+
+    def encoder_variant(label: str, variant_spans: list) -> None:
+        """Rows for the spans a changed encoder detected, linked exactly and with each kind."""
+        for kind in ["exact", *kinds]:
+            annotator.index.use_search(kind)
+            row, _, secs = link_and_score(annotator, gold, text, deepcopy(variant_spans))
+            rows.append({"variant": f"{annotator.index.describe()}, {label}", **row,
+                         "link_seconds": secs, "spans": len(variant_spans), "agreement": None})
+
+    if args.bf16:
+        annotator.model.set_precision("bf16")
+        b_spans, _ = annotator.detect(text)
+        annotator.model.set_precision("fp32")
+        encoder_variant("bf16 encoder", b_spans)
     if args.quantize:
-        annotator.index.use_search("exact")
+        from e2e_linker.quantization import DEFAULT_ALPHA
+
         annotator.model.quantize_mention_encoder()
         q_spans, _ = annotator.detect(text)
-        row, _, secs = link_and_score(annotator, gold, text, q_spans)
-        rows.append({"variant": "exact search, int8 dynamic-quantized encoder", **row,
-                     "link_seconds": secs, "spans": len(q_spans), "agreement": None})
+        encoder_variant(f"int8 encoder (SmoothQuant α={DEFAULT_ALPHA}, per-channel)", q_spans)
     for row in rows:
         row["strict_f1_change_points"] = 100 * (row["strict"]["f1"] - base["strict"]["f1"])
     result = {"gold": args.gold, "documents": len(gold),

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from e2e_linker.annotate import MODES
+from e2e_linker.precision import PRECISIONS
 
 
 def model_fingerprint(model_dir: str | os.PathLike) -> str:
@@ -56,7 +57,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--kb-memory-budget", type=float, default=None,
               help="MB the KB index may hold in memory; drives --index auto.")
 @click.option("--quantize", is_flag=True,
-              help="int8 dynamic quantization of the mention encoder (CPU; costs accuracy).")
+              help="int8 mention encoder (CPU; SmoothQuant-scaled with the model's activation "
+                   "statistics, see `linker calibrate`): faster, at a measured accuracy cost.")
+@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True,
+              help="Mention encoder forward: fp32, bf16 autocast, or auto (bf16 where the "
+                   "CPU/GPU computes it natively).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
               show_default=True,
               help="raise: stop at the first bad document (one-line error, exit 2, no output); "
@@ -72,7 +77,8 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
-            kb_memory_budget: float | None = None, quantize: bool = False) -> None:
+            kb_memory_budget: float | None = None, quantize: bool = False,
+            precision: str = "fp32") -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
     from data_tools.formats.detect import detect_format
     from e2e_linker import corpus_run, distributed
@@ -104,7 +110,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                    index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
-                                   quantize=quantize)
+                                   quantize=quantize, precision=precision)
 
     def transform(docs):
         return annotator.annotate(docs, replace=replace)
@@ -114,7 +120,8 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
         model_path = Path(model_dir) if model_dir else default_model_dir()
         settings = {"model": str(model_path.resolve()), "model_sha256": model_fingerprint(
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
-            "device": device, "mode": mode, "replace": replace}
+            "device": device, "mode": mode, "replace": replace,
+            "precision": annotator.model.precision, "quantize": annotator.quantized}
         if world.distributed:
             from e2e_linker.distributed_run import run_to_directory_distributed
 
