@@ -13,10 +13,11 @@ BC5CDR KB is about as much as encoding the mention's share of its chunk, and for
 
 The approximate kinds return a shortlist that is re-ranked exactly against the fp16 vectors
 (memory-mapped from disk), so scores are always true inner products and only the shortlist's
-recall is approximate (``eval.kb_scale`` measures recall@1 against exact search). The fp16
-file is used as a disk-resident store, as in DiskANN: it is read at random rows and the pages a
-search touched are unmapped after it (:func:`release_pages`), so what this process holds in
-memory is the index alone, whatever the size of the KB.
+recall is approximate (``eval.kb_scale`` measures recall@1 against exact search). Under a
+memory budget the fp16 file is a disk-resident store, as in DiskANN: the shortlisted rows are
+read with ``pread`` (:class:`RowReader`), so what this process holds is the index alone,
+whatever the size of the KB. Without a budget the file stays memory-mapped, which is faster
+once its pages are resident.
 """
 
 from __future__ import annotations
@@ -149,12 +150,24 @@ class ExactSearch(VectorSearch):
     With several processes on the machine and memory-mapped vectors, that fp32 matrix is a
     file mapped by all of them (:func:`fp32_twin`; the process that builds the index first
     writes it), not a copy per process; the products, hence the results, are the same.
+
+    ``disk_resident`` (a memory-mapped matrix under a memory budget) holds no matrix at all:
+    every search streams the fp16 file through a ``stream_rows`` buffer with ``pread``
+    (:class:`RowReader`), so memory stays at the buffer whatever the KB's size and recall
+    is exact, at the price of reading the whole file once per batch of queries.
     """
 
     kind = "exact"
+    stream_rows = 32_768  # 24 MB of fp16 rows (d=384) read per block when disk-resident
 
     def __init__(self, vectors: np.ndarray, block_rows: int = 262_144,
-                 shared: bool | None = None):
+                 shared: bool | None = None, disk_resident: bool = False):
+        self.n = len(vectors)
+        self.reader = RowReader(vectors) if disk_resident and _is_file_backed(vectors) else None
+        if self.reader is not None:
+            self.matrix = None
+            self.block_rows = min(block_rows, self.stream_rows)
+            return
         if shared is None:
             shared = (isinstance(vectors, np.memmap) and vectors.filename is not None
                       and _sharing_machine())
@@ -162,9 +175,20 @@ class ExactSearch(VectorSearch):
             vectors, dtype=np.float32))
         self.block_rows = block_rows
 
+    def _rows(self, start: int) -> torch.Tensor:
+        if self.reader is None:
+            return self.matrix[start:start + self.block_rows]
+        stop = min(self.n, start + self.block_rows)
+        return torch.from_numpy(self.reader.read_range(start, stop).astype(np.float32))
+
+    def describe(self) -> str:
+        if self.reader is None:
+            return self.kind
+        return f"exact, streamed from disk ({self.block_rows:,}-row blocks)"
+
     @torch.inference_mode()
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        n = self.matrix.shape[0]
+        n = self.n
         q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
         k = min(k, n)
         if k == 0 or len(q) == 0:
@@ -176,7 +200,7 @@ class ExactSearch(VectorSearch):
             qb = q[qs:qs + q_block]
             best_s = best_r = None
             for start in range(0, n, self.block_rows):
-                block = self.matrix[start:start + self.block_rows]
+                block = self._rows(start)
                 s, r = (qb @ block.T).topk(min(k, len(block)), dim=1)
                 r += start
                 if best_s is not None:
@@ -187,17 +211,19 @@ class ExactSearch(VectorSearch):
         return ties_to_higher_rows(scores.numpy(), rows.numpy())
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        if self.reader is not None:
+            return self.reader.read(rows).astype(np.float32) @ query.astype(np.float32)
         return self.matrix.numpy()[rows] @ query.astype(np.float32)
 
 
 class FaissShortlistSearch(VectorSearch):
     """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it."""
 
-    #: queries shortlisted and re-ranked together before the mapped pages are released
+    #: queries shortlisted by one faiss call
     query_block = 32
 
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
-                 index_path: str | os.PathLike | None = None):
+                 index_path: str | os.PathLike | None = None, disk_resident: bool = False):
         import faiss
 
         if kind not in ("hnsw", "ivfpq"):
@@ -217,7 +243,8 @@ class FaissShortlistSearch(VectorSearch):
                 os.replace(tmp, path)
         if self.index.ntotal != len(vectors):
             raise ValueError(f"{path}: index holds {self.index.ntotal} vectors, not {len(vectors)}")
-        advise_random(vectors)
+        #: under a memory budget the re-rank reads rows with pread (:class:`RowReader`)
+        self.reader = RowReader(vectors) if disk_resident and _is_file_backed(vectors) else None
         self._configure()
 
     def _configure(self) -> None:
@@ -226,12 +253,14 @@ class FaissShortlistSearch(VectorSearch):
         if self.kind == "hnsw":
             self.index.hnsw.efSearch = max(self.params.hnsw_ef_search, self.params.shortlist)
         else:
-            faiss.extract_index_ivf(self.index).nprobe = self.params.ivf_nprobe
+            ivf = faiss.extract_index_ivf(self.index)
+            ivf.nprobe = self.params.ivf_nprobe
+            quantizer = faiss.downcast_index(ivf.quantizer)
+            if hasattr(quantizer, "hnsw"):  # efSearch 16 chose the farther lists poorly
+                quantizer.hnsw.efSearch = max(quantizer.hnsw.efSearch, self.params.ivf_nprobe)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Shortlist and exact re-rank, ``query_block`` queries at a time: the pages of the
-        memory-mapped vectors that a block read are released before the next block, so at
-        most ``query_block × shortlist`` rows are ever mapped in this process at once."""
+        """Shortlist ``query_block`` queries at a time with faiss, then re-rank each exactly."""
         q = np.ascontiguousarray(queries, dtype=np.float32)
         k = min(k, len(self.vectors))
         scores = np.full((len(q), k), -np.inf, dtype=np.float32)
@@ -245,11 +274,15 @@ class FaissShortlistSearch(VectorSearch):
                 order = np.argsort(-exact, kind="stable")[:k]
                 scores[n, :len(order)] = exact[order]
                 rows[n, :len(order)] = cand[order]
-            release_pages(self.vectors)
         return scores, rows
 
+    @property
+    def disk_resident(self) -> bool:
+        return self.reader is not None
+
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(self.vectors[rows], dtype=np.float32) @ query.astype(np.float32)
+        found = self.reader.read(rows) if self.reader is not None else self.vectors[rows]
+        return np.asarray(found, dtype=np.float32) @ query.astype(np.float32)
 
     def describe(self) -> str:
         p = self.params
@@ -263,41 +296,56 @@ class FaissShortlistSearch(VectorSearch):
                f"re-rank {p.shortlist})"
 
 
-def _madvise(vectors: np.ndarray, advice_name: str) -> bool:
-    import mmap
+class RowReader:
+    """Rows of an ``.npy`` matrix read with ``pread``, never memory-mapped.
 
-    handle = getattr(vectors, "_mmap", None)
-    advice = getattr(mmap, advice_name, None)
-    if handle is None or advice is None:
-        return False
-    try:
-        handle.madvise(advice)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def advise_random(vectors: np.ndarray) -> bool:
-    """Tell the kernel a memory-mapped matrix is read at random rows (``MADV_RANDOM``).
-
-    Why: the re-rank reads ``shortlist`` scattered rows per query; with the default
-    read-around every fault pulls in ~128 KB around the row, so a few thousand queries make
-    much of the file resident although a few percent of it is ever read.
-    Returns whether the advice was given (False for in-memory arrays or where unsupported).
+    Why: the disk-resident re-rank store must not count towards this process's memory. Read
+    through a mapping, even with ``MADV_RANDOM`` and the pages released after every query
+    block, each row faulted in the whole page-cache folio around it (~640 KB a row measured on
+    the 1.9M-name synthetic KB: 32 queries × 128 rows mapped 500 MB at once). ``pread`` copies
+    only the rows asked for; the file's pages stay in the kernel's shared, reclaimable page
+    cache, as DiskANN reads its full-precision vectors.
     """
-    return _madvise(vectors, "MADV_RANDOM")
+
+    def __init__(self, vectors: np.memmap):
+        self.path = vectors.filename
+        self.dtype = vectors.dtype
+        self.dim = int(vectors.shape[1])
+        self.offset = int(vectors.offset)
+        self.row_bytes = self.dim * self.dtype.itemsize
+        self.fd = os.open(self.path, os.O_RDONLY)
+
+    def _fill(self, view: memoryview, offset: int) -> None:
+        done = 0
+        while done < len(view):  # a read may return fewer bytes than asked for
+            got = os.preadv(self.fd, [view[done:]], offset + done)
+            if got <= 0:
+                raise OSError(f"{self.path}: file ends {offset + done} bytes in")
+            done += got
+
+    def read_range(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` in one read."""
+        out = np.empty((stop - start, self.dim), dtype=self.dtype)
+        self._fill(memoryview(out).cast("B"), self.offset + start * self.row_bytes)
+        return out
+
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        """The given rows, one read each (the re-rank's scattered shortlist)."""
+        out = np.empty((len(rows), self.dim), dtype=self.dtype)
+        view = memoryview(out).cast("B")
+        for n, row in enumerate(rows.tolist()):
+            self._fill(view[n * self.row_bytes:(n + 1) * self.row_bytes],
+                       self.offset + row * self.row_bytes)
+        return out
+
+    def __del__(self) -> None:
+        fd = getattr(self, "fd", None)
+        if fd is not None:
+            os.close(fd)
 
 
-def release_pages(vectors: np.ndarray) -> bool:
-    """Unmap the pages a search touched in a memory-mapped matrix (``MADV_DONTNEED``).
-
-    Why: the fp16 vectors are a disk-resident store for the exact re-rank, as in DiskANN; the
-    index in memory is the codes (or graph). Left mapped, the rows read by many queries
-    accumulate in this process's RSS. Released, they stay in the kernel's page cache (shared
-    and reclaimable), so reading them again is a minor fault, not disk I/O; the file is
-    read-only, so nothing is lost.
-    """
-    return _madvise(vectors, "MADV_DONTNEED")
+def _is_file_backed(vectors: np.ndarray) -> bool:
+    return isinstance(vectors, np.memmap) and vectors.filename is not None and vectors.ndim == 2
 
 
 def _sample(vectors: np.ndarray, size: int) -> np.ndarray:
@@ -346,5 +394,8 @@ def make_search(kind: str, vectors: np.ndarray, memory_budget_mb: float | None =
         kind = choose_kind(len(vectors), int(vectors.shape[1]) if len(vectors) else 0,
                            memory_budget_mb, params)
     if kind == "exact" or len(vectors) < 10_000:  # tiny KBs: a graph or lists buy nothing
-        return ExactSearch(vectors)
-    return FaissShortlistSearch(kind, vectors, params, index_path)
+        dim = int(vectors.shape[1]) if len(vectors) else 0
+        return ExactSearch(vectors, disk_resident=memory_budget_mb is not None and estimated_mb(
+            "exact", len(vectors), dim, params) > memory_budget_mb)
+    return FaissShortlistSearch(kind, vectors, params, index_path,
+                                disk_resident=memory_budget_mb is not None)

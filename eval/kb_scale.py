@@ -23,13 +23,13 @@ import argparse
 import json
 import multiprocessing as mp
 import resource
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from e2e_linker.vector_search import SearchParams
+from eval.reporting import command_line, write_results
 
 
 def status_mb() -> dict[str, float]:
@@ -56,8 +56,10 @@ def _child(task: str, kind: str, vectors_path: str, index_path: str, queries_pat
     start = time.perf_counter()
     if kind == "exact":
         search = ExactSearch(vectors)
+    elif kind == "exact-disk":  # what --index exact becomes under a small --kb-memory-budget
+        search = ExactSearch(vectors, disk_resident=True)
     else:
-        search = FaissShortlistSearch(kind, vectors, params, index_path)
+        search = FaissShortlistSearch(kind, vectors, params, index_path, disk_resident=True)
     ready = time.perf_counter() - start
     if task == "build":
         queue.put({"build_seconds": ready, **status_mb()})
@@ -187,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
                        for w in shortlists],
              "hnsw": [{"hnsw_ef_search": v, "shortlist": w} for v in _ints(args.ef_search)
                       for w in shortlists],
-             "exact": [{}]}
+             "exact": [{}], "exact-disk": [{}]}
     rows = []
     for n in _ints(args.concepts):
         start = time.perf_counter()
@@ -218,14 +220,9 @@ def main(argv: list[str] | None = None) -> dict:
                        "recall_at_1": float((top1 == truth).mean())}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    result = {"command": "python -m eval.kb_scale " + " ".join(
-        sys.argv[1:] if argv is None else argv), "rows": rows,
+    result = {"command": command_line("kb_scale", argv), "rows": rows,
               "vectors": "synthetic (real template vectors + noise); queries real"}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "results.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, result, markdown(result))
     return result
 
 

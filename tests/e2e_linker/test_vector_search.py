@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker import vector_search
 from e2e_linker.vector_search import (
     EXACT_MAX_NAMES,
     ExactSearch,
@@ -95,33 +94,56 @@ def _rss_file_kb() -> int:
     return -1
 
 
-def test_memory_mapped_rerank_rows_are_released_after_each_search(tmp_path):
-    """The fp16 file is a disk-resident store: rows read for the re-rank do not stay mapped
-    (resident) in this process after a search, and results do not depend on it."""
-    from e2e_linker.vector_search import advise_random, release_pages
+def test_disk_resident_rerank_reads_rows_without_mapping_the_file(tmp_path):
+    """Under a memory budget the re-rank store is read with pread: a search leaves none of the
+    file mapped in this process, and gives the same results as the mapped store."""
+    from e2e_linker.vector_search import RowReader
 
     vectors = clustered(40_000, dim=64)  # 5 MB of fp16 rows
     np.save(tmp_path / "v.npy", vectors)
     mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
-    assert advise_random(mapped) and release_pages(mapped)
-    assert not advise_random(vectors) and not release_pages(vectors)
+    rows = np.array([39_999, 5, 0, 17_000])
+    assert (RowReader(mapped).read(rows) == vectors[rows]).all()
     params = SearchParams(ivf_nlist=64, ivf_nprobe=64, pq_bytes=8, train_size=10_000,
                           shortlist=256)
-    in_memory = FaissShortlistSearch("ivfpq", vectors, params, tmp_path / "i.faiss")
-    search = FaissShortlistSearch("ivfpq", mapped, params, tmp_path / "i.faiss")
+    FaissShortlistSearch("ivfpq", vectors, params, tmp_path / "i.faiss")  # built unmapped
+    disk = FaissShortlistSearch("ivfpq", mapped, params, tmp_path / "i.faiss",
+                                disk_resident=True)
+    assert disk.disk_resident
+    kept = FaissShortlistSearch("ivfpq", mapped, params, tmp_path / "i.faiss")
     queries = clustered(300, dim=64, seed=3).astype(np.float32)
-    released = []
-    with pytest.MonkeyPatch.context() as patch:  # pages are released after every query block
-        patch.setattr(vector_search, "release_pages", lambda v: released.append(v) or True)
-        search.search(queries, 5)
-    assert len(released) == -(-len(queries) // FaissShortlistSearch.query_block) > 1
-    release_pages(mapped)  # what that search left mapped
     before = _rss_file_kb()
-    _, rows = search.search(queries, 5)  # reads most of the file's pages ...
-    assert _rss_file_kb() - before < 1_000  # ... and leaves none of them mapped
-    _, want = in_memory.search(queries, 5)
-    assert (rows == want).all()
-    np.asarray(mapped[:], dtype=np.float32).sum()  # touching every row maps all 5 MB ...
-    assert _rss_file_kb() - before > 4_000
-    release_pages(mapped)  # ... and releasing unmaps them again
-    assert _rss_file_kb() - before < 1_000
+    scores, got = disk.search(queries, 5)  # reads rows from most of the file's pages ...
+    assert _rss_file_kb() - before < 1_000  # ... and maps none of them
+    want_scores, want = kept.search(queries, 5)
+    assert (got == want).all() and np.allclose(scores, want_scores)
+    assert _rss_file_kb() - before > 4_000  # the mapped store did map the file
+
+
+def test_a_memory_budget_makes_the_rerank_store_disk_resident(tmp_path):
+    vectors = clustered(20_000, dim=32)
+    np.save(tmp_path / "v.npy", vectors)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    params = SearchParams(ivf_nlist=32, pq_bytes=8, train_size=10_000)
+    assert not make_search("ivfpq", mapped, None, params, tmp_path / "a.faiss").disk_resident
+    assert make_search("ivfpq", mapped, 500.0, params, tmp_path / "b.faiss").disk_resident
+
+
+def test_exact_search_under_a_budget_streams_the_file_and_finds_the_same_rows(tmp_path):
+    vectors = clustered(50_000, dim=32)
+    np.save(tmp_path / "v.npy", vectors)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    queries = clustered(70, dim=32, seed=5).astype(np.float32)
+    in_memory = ExactSearch(vectors)
+    streamed = make_search("exact", mapped, memory_budget_mb=1.0)  # fp32 would take 6 MB
+    assert isinstance(streamed, ExactSearch) and streamed.matrix is None
+    assert not make_search("exact", mapped, memory_budget_mb=100.0).reader  # it fits
+    streamed.block_rows = 4_096  # several blocks, the last one short
+    before = _rss_file_kb()
+    scores, rows = streamed.search(queries, 5)
+    assert _rss_file_kb() - before < 500  # the file was read, not mapped
+    want_scores, want_rows = in_memory.search(queries, 5)
+    assert (rows == want_rows).all()
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(streamed.rows_dot(queries[0], rows[0]), scores[0], rtol=1e-5,
+                               atol=1e-5)
