@@ -15,14 +15,12 @@ F1 alone can hide changes that cancel out.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
-from pathlib import Path
 
 from data_tools.documents import Document
 from e2e_linker.annotate import Annotator, attach_annotations
 from e2e_linker.scoring import score
+from eval.reporting import command_line, write_results
 
 
 def stripped(docs: list[Document]) -> list[Document]:
@@ -107,13 +105,8 @@ def main(argv: list[str] | None = None) -> dict:
     for row in rows:
         row["strict_f1_change_points"] = 100 * (row["strict"]["f1"] - base["strict"]["f1"])
     result = {"gold": args.gold, "documents": len(gold),
-              "command": "python -m eval.speed_accuracy " + " ".join(
-                  sys.argv[1:] if argv is None else argv), "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "results.md").write_text(markdown(result))
-    print(markdown(result))
+              "command": command_line("speed_accuracy", argv), "rows": rows}
+    write_results(args.out, result, markdown(result))
     return result
 
 
