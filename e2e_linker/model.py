@@ -177,7 +177,7 @@ class CollectiveLinker(nn.Module):
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
         return self.type_head(span_vecs)
 
-    def quantize_mention_encoder(self, alpha: float | None = None) -> None:
+    def quantize_mention_encoder(self) -> None:
         """int8 inference of the mention encoder's linear layers (CPU): SmoothQuant scaling
         from the model directory's activation statistics, then per-channel dynamic int8
         (see :mod:`e2e_linker.quantization`, which says why plain dynamic int8 is not used).
@@ -196,8 +196,7 @@ class CollectiveLinker(nn.Module):
             raise UserError(f"--quantize needs the model's activation statistics ({STATS_FILE} "
                             "in its directory): write them with `linker calibrate MODEL_DIR "
                             "CORPUS`")
-        smooth(self.encoder.model, self.activation_stats,
-               DEFAULT_ALPHA if alpha is None else alpha)
+        smooth(self.encoder.model, self.activation_stats, DEFAULT_ALPHA)
         self.encoder.model = quantize_int8(self.encoder.model)
         self.quantized = True
 

@@ -302,12 +302,14 @@ class RowReader:
     Why: the disk-resident re-rank store must not count towards this process's memory. Read
     through a mapping, even with ``MADV_RANDOM`` and the pages released after every query
     block, each row faulted in the whole page-cache folio around it (~640 KB a row measured on
-    the 1.9M-name synthetic KB: 32 queries × 128 rows mapped 500 MB at once). ``pread`` copies
+    the 1.9M-name synthetic KB: 32 queries × 128 rows mapped ~580 MB at once). ``pread`` copies
     only the rows asked for; the file's pages stay in the kernel's shared, reclaimable page
     cache, as DiskANN reads its full-precision vectors.
     """
 
     def __init__(self, vectors: np.memmap):
+        """``vectors``: a whole-file memmap as ``np.load(..., mmap_mode=...)`` returns it (a
+        slice of one keeps its parent's offset and would be read at the wrong rows)."""
         self.path = vectors.filename
         self.dtype = vectors.dtype
         self.dim = int(vectors.shape[1])

@@ -60,8 +60,8 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="int8 mention encoder (CPU; SmoothQuant-scaled with the model's activation "
                    "statistics, see `linker calibrate`): faster, at a measured accuracy cost.")
 @click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True,
-              help="Mention encoder forward: fp32, bf16 autocast, or auto (bf16 where the "
-                   "CPU/GPU computes it natively).")
+              help="Mention encoder forward: fp32, bf16 autocast, or auto (bf16 on CUDA GPUs, "
+                   "fp32 on CPUs, where bf16 was measured slower).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
               show_default=True,
               help="raise: stop at the first bad document (one-line error, exit 2, no output); "
