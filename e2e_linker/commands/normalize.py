@@ -45,6 +45,9 @@ from e2e_linker.normalize.search import MODES
 @click.option("--lexical/--no-lexical", default=True, show_default=True,
               help="Take a KB concept whose names equal the mention up to case, spaces and "
                    "punctuation ('SR 48,968' = 'SR 48968'), unless training mentions have it.")
+@click.option("--salt-free/--no-salt-free", default=True, show_default=True,
+              help="With --lexical: a chemical name ending in a salt word also matches its base "
+                   "name (\"Tiapride Hydrochloride\" for \"tiapride\").")
 @click.option("--type-aware/--no-type-aware", default=True, show_default=True,
               help="Search only concepts of the annotation's type when the KB has it.")
 @click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]),
@@ -55,7 +58,7 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
             mode: str | None, train_mentions: tuple[str, ...], model_mentions: bool,
             extra_synonyms: str | None,
             top_k: int, nil_threshold: float | None, batch_size: int, composite: str,
-            abbreviations: bool, inferred_abbreviations: bool, lexical: bool,
+            abbreviations: bool, inferred_abbreviations: bool, lexical: bool, salt_free: bool,
             type_aware: bool, fmt: str | None, device: str | None,
             cache_dir: str | None) -> None:
     """Normalize the annotations of INPUT files (PubTator, BioC XML, BioC JSON)."""
@@ -103,6 +106,7 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
                                type_aware=type_aware, composite=composite,
                                abbreviations=abbreviations,
                                inferred_abbreviations=inferred_abbreviations, lexical=lexical,
+                               salt_free=salt_free,
                                lowercase=settings.lowercase,
                                punctuation=settings.punctuation, batch_size=batch_size)
     synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()

@@ -19,10 +19,18 @@ from collections.abc import Iterable
 
 from e2e_linker.normalize.search import LabeledTexts, merged_label_types, type_allowed
 
+#: British spellings folded to American ones on both sides ("oestrogen" = "estrogen",
+#: "sulphate" = "sulfate", "haem" = "hem"), as MeSH spells American
+BRITISH_TO_AMERICAN = (("sulph", "sulf"), ("oe", "e"), ("ae", "e"))
+
 
 def compact_key(text: str) -> str:
-    """Lowercased letters and digits of ``text``, everything else dropped."""
-    return "".join(ch for ch in text.lower() if ch.isalnum())
+    """Lowercased letters and digits of ``text``, everything else dropped, British spellings
+    folded (:data:`BRITISH_TO_AMERICAN`)."""
+    key = "".join(ch for ch in text.lower() if ch.isalnum())
+    for british, american in BRITISH_TO_AMERICAN:
+        key = key.replace(british, american)
+    return key
 
 
 class CompactKeyIndex:

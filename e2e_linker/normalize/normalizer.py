@@ -384,6 +384,9 @@ class NormalizeOptions:
     #: exact compact-key match to one KB concept first, in modes that search O (see
     #: :mod:`e2e_linker.normalize.lexical`)
     lexical: bool = True
+    #: with lexical: chemical names also answer to their salt-free form ("Tiapride
+    #: Hydrochloride" to "tiapride"; :mod:`e2e_linker.normalize.salts`), in that sieve only
+    salt_free: bool = True
     sieve_threshold: float = SIEVE_THRESHOLD
     batch_size: int = 256
     progress: bool = True
@@ -459,8 +462,15 @@ class Normalizer:
             triples += [(self.text(t), "|".join(kb.resolve(i) for i in label.split("|")), ty)
                         for t, label, ty in mentions]
         pool = LabeledTexts.from_pairs(triples) if triples else None
-        self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
-                               [pool] if pool is not None else [])
+        lexical_ontology = [p for p in (ontology, synonyms) if p is not None]
+        if self.options.lexical and self.options.salt_free:
+            from e2e_linker.normalize.salts import salt_free_synonyms
+
+            salt_free = [(self.text(name), cid, kb.get(cid).type)
+                         for cid, name in salt_free_synonyms(kb)]
+            if salt_free:
+                lexical_ontology.append(LabeledTexts.from_pairs(salt_free))
+        self._lexical_pools = (lexical_ontology, [pool] if pool is not None else [])
         self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
         cache = VectorCache(encoder, cache_dir, batch_size=self.options.batch_size,
                             progress=self.options.progress)

@@ -15,6 +15,12 @@ def test_compact_key_keeps_letters_and_digits_only():
     assert compact_key("--") == ""
 
 
+def test_compact_key_folds_british_spellings():
+    assert compact_key("oestrogen") == compact_key("Estrogen")
+    assert compact_key("pregnenolone sulphate") == compact_key("Pregnenolone Sulfate")
+    assert compact_key("haemoglobin") == compact_key("hemoglobin")
+
+
 def test_unique_label_by_type():
     pool = LabeledTexts.from_pairs([("sr 48968", "C1", "Chemical"), ("bay k 8644", "C2", "Chemical"),
                                     ("bayk 8644", "D9", "Disease"), ("cold", "C3", "Chemical"),
@@ -56,3 +62,20 @@ def test_normalizer_takes_the_lexical_match_unless_training_mentions_have_the_ke
         normalize_documents([doc], tiny_encoder, kb, training=[train], cache_dir=tmp_path,
                             progress=False, **options)
         assert doc.annotations[0].concept_ids == ["C2"]
+
+
+def test_salt_free_and_anion_forms_answer_in_the_lexical_sieve_only(tiny_encoder, tmp_path):
+    kb = KB([Concept("D1", "Tiapride Hydrochloride", [], "Chemical"),
+             Concept("D2", "tiaramide", [], "Chemical"),
+             Concept("D3", "Metrizoic Acid", [], "Chemical")])
+    doc = Document("1", [Passage(0, "Tiapride and metrizoate were given.", {})])
+    for surface in ("Tiapride", "metrizoate"):
+        start = doc.passages[0].text.index(surface)
+        doc.add_annotation(Annotation(start, start + len(surface), surface, "Chemical", ["X"]))
+    normalize_documents([doc], tiny_encoder, kb, mode="OD-T", cache_dir=tmp_path,
+                        progress=False)
+    assert [a.concept_ids for a in doc.annotations] == [["D1"], ["D3"]]
+    assert all(a.link_score == 1.0 for a in doc.annotations)  # exact matches, not vectors
+    normalize_documents([doc], tiny_encoder, kb, mode="OD-T", cache_dir=tmp_path,
+                        progress=False, salt_free=False)
+    assert all(a.link_score != 1.0 for a in doc.annotations)
