@@ -37,6 +37,8 @@ from pathlib import Path
 
 import torch
 
+from e2e_linker.precision import PRECISIONS
+
 STAGES = ("encoder", "annotate", "per_mention")
 
 #: The paper's GPU figures (Bhowmik et al. 2021, mentions/s at batch size 1), for orientation.
@@ -331,7 +333,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
-    parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="fp32",
+    parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
                         help="mention encoder forward (the encoder stage uses the same)")
     parser.add_argument("--index", default="auto", help="KB index kind (see e2e_linker.index)")
     parser.add_argument("--kb-memory-budget", type=float, default=None,

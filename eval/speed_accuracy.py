@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> dict:
     base, base_chosen, secs = link_and_score(annotator, gold, text, deepcopy(spans))
     rows.append({"variant": "exact search, fp32 encoder", **base, "link_seconds": secs,
                  "spans": len(spans), "agreement": 1.0})
-    for kind in [k for k in args.kinds.split(",") if k]:  # same spans, other backends
+    kinds = [k for k in args.kinds.split(",") if k]
+    for kind in kinds:  # same spans, other backends
         start = time.perf_counter()
         annotator.index.use_search(kind)
         built = time.perf_counter() - start
@@ -81,7 +82,6 @@ def main(argv: list[str] | None = None) -> dict:
         rows.append({"variant": f"{annotator.index.describe()}, fp32 encoder", **row,
                      "link_seconds": secs, "index_load_or_build_seconds": built,
                      "spans": len(spans), "agreement": agree})
-    kinds = [k for k in args.kinds.split(",") if k]
 
     def encoder_variant(label: str, variant_spans: list) -> None:
         """Rows for the spans a changed encoder detected, linked exactly and with each kind."""

@@ -462,15 +462,8 @@ class Normalizer:
             triples += [(self.text(t), "|".join(kb.resolve(i) for i in label.split("|")), ty)
                         for t, label, ty in mentions]
         pool = LabeledTexts.from_pairs(triples) if triples else None
-        lexical_ontology = [p for p in (ontology, synonyms) if p is not None]
-        if self.options.lexical and self.options.salt_free:
-            from e2e_linker.normalize.salts import salt_free_synonyms
-
-            salt_free = [(self.text(name), cid, kb.get(cid).type)
-                         for cid, name in salt_free_synonyms(kb)]
-            if salt_free:
-                lexical_ontology.append(LabeledTexts.from_pairs(salt_free))
-        self._lexical_pools = (lexical_ontology, [pool] if pool is not None else [])
+        self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
+                               [pool] if pool is not None else [])
         self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
         cache = VectorCache(encoder, cache_dir, batch_size=self.options.batch_size,
                             progress=self.options.progress)
@@ -539,12 +532,24 @@ class Normalizer:
             out[mode] = [self._decide(q, ranked, keys, k, lexical) for q in queries]
         return out
 
+    def _salt_free_pools(self) -> list[LabeledTexts]:
+        """The KB's salt-free and anion name forms as a pool for the lexical sieve (none when
+        switched off; see :mod:`e2e_linker.normalize.salts`)."""
+        if not self.options.salt_free:
+            return []
+        from e2e_linker.normalize.salts import salt_free_synonyms
+
+        forms = [(self.text(name), cid, self.kb.get(cid).type)
+                 for cid, name in salt_free_synonyms(self.kb)]
+        return [LabeledTexts.from_pairs(forms)] if forms else []
+
     def lexical_match(self, q: MentionQuery) -> str | None:
         """The KB concept whose names share the whole mention's compact key, if exactly one
         does and no training mention has that key (see :mod:`e2e_linker.normalize.lexical`)."""
-        if self._lexical is None:
+        if self._lexical is None:  # built on first use: deriving salt-free forms takes ~1 s
             ontology, training = self._lexical_pools
-            self._lexical = CompactKeyIndex(ontology), CompactKeyIndex(training)
+            self._lexical = (CompactKeyIndex(ontology + self._salt_free_pools()),
+                             CompactKeyIndex(training))
         ontology_keys, training_keys = self._lexical
         if q.parts or q.whole in training_keys:
             return None
