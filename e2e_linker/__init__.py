@@ -1,1 +1,66 @@
-"""e2e_linker: end-to-end biomedical entity linking."""
+"""e2e_linker: end-to-end biomedical entity linking.
+
+The public classes, importable from the package itself::
+
+    from e2e_linker import load_annotator, Normalizer, read_documents
+
+Names are resolved on first use (PEP 562), so ``import e2e_linker`` and ``linker --help`` stay
+fast: torch and transformers load only when a model class is touched. Where each lives:
+
+=====================  ===================================================================
+``collective``         the collective dual encoder: model, annotator, loading, model dir
+``kb_search``          the linking core both commands share: vector cache, search backends,
+                       entity and label indexes, sieves, abbreviations, name folding
+``normalizer``         the text-only mention normalizer over given spans
+``encoder``            text encoder, LoRA adapters, precision and int8 quantization
+``training``           collective and triplet training loops and losses
+``runs``               corpus runs: shards, resume, several processes, memory settings
+``commands``           the ``linker`` command line, one module a command
+=====================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name → module that defines it
+_EXPORTS: dict[str, str] = {
+    "Annotator": "e2e_linker.collective.annotator",
+    "CollectiveLinker": "e2e_linker.collective.model",
+    "LinkerConfig": "e2e_linker.collective.model",
+    "load_annotator": "e2e_linker.collective.loading",
+    "EntityIndex": "e2e_linker.kb_search.entity_index",
+    "ConceptSearcher": "e2e_linker.kb_search.concept_search",
+    "Normalizer": "e2e_linker.normalizer.normalizer",
+    "NormalizeOptions": "e2e_linker.normalizer.normalizer",
+    "normalize_documents": "e2e_linker.normalizer.normalizer",
+    "load_normalizer_model": "e2e_linker.normalizer.model_dir",
+    "TextEncoder": "e2e_linker.encoder.text_encoder",
+    "score": "e2e_linker.scoring",
+    "UserError": "e2e_linker.errors",
+    "Document": "data_tools.documents",
+    "Annotation": "data_tools.documents",
+    "KB": "data_tools.kb",
+    "load_kb": "data_tools.registry",
+    "load_corpus": "data_tools.registry",
+    "read_documents": "data_tools.formats",
+    "write_documents": "data_tools.formats",
+}
+#: exported under another name than the one its module uses
+_RENAMED = {"load_normalizer_model": "load_model"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'e2e_linker' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

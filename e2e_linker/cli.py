@@ -13,8 +13,8 @@ import sys
 
 import click
 
-from e2e_linker.allocator import bound_heap
 from e2e_linker.errors import EXPECTED_ERRORS
+from e2e_linker.runs.allocator import bound_heap
 
 #: (command name, module under e2e_linker.commands); imported lazily so `linker --help` is fast.
 COMMANDS: dict[str, str] = {

@@ -2,7 +2,7 @@
 
 Why our own code: neleval 3.1.1 needs import-time patches on Python 3.11 / NumPy 2 and reads
 TAC files; ``linker score`` must work without it. tests/e2e_linker/test_scoring_neleval.py checks
-that this module and neleval itself (through e2e_linker.neleval_shim) give identical counts.
+that this module and neleval itself (through eval.neleval_shim) give identical counts.
 
 Modes (neleval measure names):
 
@@ -25,7 +25,7 @@ Modes (neleval measure names):
   normalization benchmarks drop them; ``n`` is the number counted. A missing prediction is
   wrong. P, R and F1 are reported equal to the accuracy (fp = fn = n - correct).
 
-ID policy (e2e_linker.neleval_shim converts for neleval with the same code, ``mentions_of``):
+ID policy (eval.neleval_shim converts for neleval with the same code, ``mentions_of``):
 
 * each ID loses a ``MESH:`` prefix and surrounding spaces (data_tools.documents.strip_prefix);
 * several IDs (a composite, ``D1|D2``) form one kbid string joined by ``|`` in the order written;

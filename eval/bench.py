@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from e2e_linker.precision import PRECISIONS
+from e2e_linker.encoder.precision import PRECISIONS
 
 STAGES = ("encoder", "annotate", "per_mention")
 
@@ -113,8 +113,8 @@ class StageTotals:
 def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
     """Real tokens in the chunks ``annotate`` builds for ``docs``, and a closure that runs
     the bare encoder over them in annotate's own length batches (chunking is not timed)."""
-    from e2e_linker.batches import collate_chunks, length_batches
-    from e2e_linker.chunking import chunk_documents
+    from e2e_linker.collective.batches import collate_chunks, length_batches
+    from e2e_linker.collective.chunking import chunk_documents
 
     model = annotator.model
     cfg = model.config
@@ -314,7 +314,7 @@ def plot(result: dict, path: Path) -> bool:
 
 
 def default_corpus() -> Path:
-    from data_tools.datasets import get_dataset
+    from data_tools.registry import get_dataset
 
     return Path(get_dataset("bc5cdr-bioc", "test").path)
 
@@ -335,14 +335,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
                         help="mention encoder forward (the encoder stage uses the same)")
-    parser.add_argument("--index", default="auto", help="KB index kind (see e2e_linker.index)")
+    parser.add_argument("--index", default="auto", help="KB index kind (see e2e_linker.kb_search.entity_index)")
     parser.add_argument("--kb-memory-budget", type=float, default=None,
                         help="MB the KB index may use (drives --index auto)")
     parser.add_argument("--no-per-mention", action="store_true")
     args = parser.parse_args(argv)
 
     from data_tools.formats import read_documents
-    from e2e_linker.pipeline import load_annotator
+    from e2e_linker.collective.loading import load_annotator
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from data_tools.documents import strip_prefix
-from e2e_linker.annotate import Annotator
-from e2e_linker.pipeline import load_annotator
+from e2e_linker.collective.annotator import Annotator
+from e2e_linker.collective.loading import load_annotator
 from e2e_linker.scoring import score
 
 PAPER = {  # Bhowmik et al. 2021, Table 7 (BC5CDR, end-to-end), for orientation
@@ -134,10 +134,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-per-mention", action="store_true")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--index", default="auto",
-                        help="KB search: auto, exact, hnsw, ivfpq (see e2e_linker.vector_search)")
+                        help="KB search: auto, exact, hnsw, ivfpq (see e2e_linker.kb_search.backends)")
     args = parser.parse_args(argv)
 
-    from e2e_linker.corpora import load_corpus
+    from data_tools.registry import load_corpus
 
     gold_spec = args.gold or "bc5cdr-bioc:test"
     gold_docs = load_corpus(gold_spec, args.max_docs)

@@ -33,7 +33,7 @@ def variants(base) -> dict[str, Callable[[], object]]:
     """Builders of model copies, each running its encoder forward one way."""
     from torch import nn
 
-    from e2e_linker.quantization import DEFAULT_ALPHA, quantize_int8, smooth
+    from e2e_linker.encoder.quantization import DEFAULT_ALPHA, quantize_int8, smooth
 
     def copy_with(change: Callable[[object], None]) -> Callable[[], object]:
         def build():
@@ -78,7 +78,7 @@ def variants(base) -> dict[str, Callable[[], object]]:
 
 
 def detected(model, docs) -> dict[tuple[int, int, int], np.ndarray]:
-    from e2e_linker.annotate import Annotator
+    from e2e_linker.collective.annotator import Annotator
 
     with torch.inference_mode():
         spans, _ = Annotator(model, index=None).detect(docs)
@@ -103,10 +103,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="eval/results/encoder_variants")
     args = parser.parse_args(argv)
 
-    from e2e_linker.annotate import Annotator
-    from e2e_linker.corpora import load_corpus
-    from e2e_linker.model import CollectiveLinker
-    from e2e_linker.pipeline import default_model_dir
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_dir import default_model_dir
 
     if args.threads:
         torch.set_num_threads(args.threads)

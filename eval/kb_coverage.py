@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from data_tools.documents import strip_prefix
-from e2e_linker.corpora import load_corpus
-from e2e_linker.model_kb import assemble_kb, mined_names
+from data_tools.registry import load_corpus
+from e2e_linker.collective.model_kb import assemble_kb, mined_names
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from e2e_linker.vector_search import SearchParams
+from e2e_linker.kb_search.backends import SearchParams
 from eval.reporting import command_line, write_results
 
 
@@ -50,7 +50,7 @@ def status_mb() -> dict[str, float]:
 
 def _child(task: str, kind: str, vectors_path: str, index_path: str, queries_path: str,
            params: SearchParams, queue) -> None:
-    from e2e_linker.vector_search import ExactSearch, FaissShortlistSearch
+    from e2e_linker.kb_search.backends import ExactSearch, FaissShortlistSearch
 
     vectors = np.load(vectors_path, mmap_mode="r")
     start = time.perf_counter()
@@ -108,7 +108,7 @@ def synthetic_vectors(kb, path: Path, concept_noise: float, name_noise: float,
     import json as _json
 
     from data_tools.synthetic_kb import template_of
-    from e2e_linker.index import default_cache_dir
+    from e2e_linker.kb_search.cache import default_cache_dir
 
     folder = next((default_cache_dir() / "entity_vectors").iterdir())
     with (folder / "names.jsonl").open(encoding="utf-8") as handle:
@@ -141,10 +141,10 @@ def mention_queries(n_docs: int) -> np.ndarray:
     """Span vectors of the default model on BC5CDR test (no KB index needed to detect)."""
     from copy import deepcopy
 
-    from e2e_linker.annotate import Annotator
-    from e2e_linker.corpora import load_corpus
-    from e2e_linker.model import CollectiveLinker
-    from e2e_linker.pipeline import default_model_dir
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_dir import default_model_dir
 
     docs = deepcopy(load_corpus("bc5cdr-bioc:test", n_docs))
     for doc in docs:

@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="eval/results/memory")
     args = parser.parse_args(argv)
 
-    from data_tools.datasets import data_dir
     from data_tools.formats import read_documents
+    from data_tools.registry import data_dir
 
     source = list(read_documents(data_dir() / "bc5cdr" / "CDR_TestSet.PubTator.txt"))
     env = {**os.environ, "TQDM_MININTERVAL": "5"}

@@ -9,10 +9,10 @@ import argparse
 import json
 from pathlib import Path
 
-from data_tools.datasets import data_dir
 from data_tools.formats import read_documents
-from e2e_linker.neleval_shim import MEASURES, neleval_scores
+from data_tools.registry import data_dir
 from e2e_linker.scoring import merge_predictions, score
+from eval.neleval_shim import MEASURES, neleval_scores
 
 MODES = ("strict", "partial", "mentions")
 

@@ -21,7 +21,7 @@ when a system is retrained on all labelled data. Tables written (JSON + Markdown
 
 ``--quick`` runs on the first 40 documents of each split, uses MeSH chemical descriptors only
 (no supplementary records) and limits the ablation to BC5CDR-D: a smoke test, not results.
-KB vectors are cached (see e2e_linker.normalize.search.VectorCache), so reruns are fast.
+KB vectors are cached (see e2e_linker.kb_search.concept_search.VectorCache), so reruns are fast.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data_tools.documents import Document, strip_prefix
-from e2e_linker.normalize.search import MODES
+from e2e_linker.kb_search.concept_search import MODES
 
 PAPER_NOTE = ("Xu & Bethard (2021) report BC5CDR-D 93.3 / BC5CDR-C 95.8 / NCBI 92.4 test "
               "Acc@1 for their best Train:OD (BioBERT/PubMedBERT-sized) models.")
@@ -69,10 +69,11 @@ def keep_types(docs: list[Document], types: list[str] | None) -> list[Document]:
 
 
 def load_kb_for(kb: str, quick: bool):
-    from data_tools.kb_loaders import MESH_DESC, _vocab, load_kb, load_mesh_descriptors
+    from data_tools.kb_loaders import load_mesh_descriptors
+    from data_tools.registry import MESH_DESC, load_kb, vocab_path
 
     if quick and kb == "mesh_chemical":
-        return load_mesh_descriptors(_vocab(*MESH_DESC), trees="D")
+        return load_mesh_descriptors(vocab_path(*MESH_DESC), trees="D")
     return load_kb(kb)
 
 
@@ -111,7 +112,7 @@ class Runner:
         self._kbs: dict[str, object] = {}
 
     def docs(self, corpus: str, split: str) -> list[Document]:
-        from e2e_linker.corpora import load_corpus
+        from data_tools.registry import load_corpus
 
         key = (corpus, split)
         if key not in self._docs:
@@ -129,7 +130,7 @@ class Runner:
 
     def run_split(self, encoder, task: Task, split: str, modes, **options) -> tuple[dict, list]:
         """Per-mode per-annotation correctness for one task split, plus the gold sets."""
-        from e2e_linker.normalize.normalizer import NormalizeOptions, Normalizer
+        from e2e_linker.normalizer.normalizer import NormalizeOptions, Normalizer
 
         kb = self.kb(task.kb)
         gold = keep_types(self.docs(task.corpus, split), task.types)
@@ -155,7 +156,7 @@ class Runner:
 
 def refined_subset(runner: Runner, task: Task, texts: list[str]) -> list[bool]:
     """True for test mentions whose normalised text never occurs in train or dev."""
-    from e2e_linker.normalize.preprocess import TextNormalizer
+    from e2e_linker.kb_search.text_forms import TextNormalizer
 
     fold = TextNormalizer()
     seen = {fold(a.text) for d in runner.training_docs(task, "test") for a in d.annotations}
@@ -200,7 +201,7 @@ def load_models(specs: list[str], untrained: bool
         spec, _, only = spec.partition("@")
         label, _, path = spec.rpartition("=")
         if not label:
-            from e2e_linker.normalize.normalizer import NORMALIZER_FILE
+            from e2e_linker.normalizer.model_dir import NORMALIZER_FILE
 
             meta = Path(path) / NORMALIZER_FILE
             data = json.loads(meta.read_text()) if meta.is_file() else {}
@@ -283,8 +284,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     import torch
 
-    from e2e_linker.encoder import TextEncoder
-    from e2e_linker.normalize.normalizer import load_model
+    from e2e_linker.encoder.text_encoder import TextEncoder
+    from e2e_linker.normalizer.model_dir import load_model
 
     if args.threads:
         torch.set_num_threads(args.threads)

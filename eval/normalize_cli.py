@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from data_tools.datasets import data_dir
+from data_tools.registry import data_dir
 
 
 def _linker(*args: str) -> str:
@@ -47,8 +47,8 @@ def ceiling(gold_path: Path, kb_spec: str) -> dict:
     the figures differ from ``eval.kb_coverage``, which counts every mention and adds the names
     mined from train/dev that ``linker annotate``'s KB has."""
     from data_tools.formats import read_documents
-    from data_tools.kb_loaders import load_kb
-    from e2e_linker.normalize.normalizer import TYPE_ALIASES
+    from data_tools.registry import load_kb
+    from e2e_linker.normalizer.pools import TYPE_ALIASES
 
     kb = load_kb(kb_spec)
     counts: dict[str, list[int]] = {}
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="eval/results/normalize_cli")
     args = parser.parse_args(argv)
 
-    from e2e_linker.normalize.normalizer import load_model
+    from e2e_linker.normalizer.model_dir import load_model
 
     _, settings = load_model(args.model)
     root = data_dir()

@@ -36,13 +36,13 @@ import threading
 import time
 from pathlib import Path
 
-from e2e_linker.distributed import available_cores
+from e2e_linker.runs.distributed import available_cores
 
 
 def bc5cdr_subset(n: int, path: Path) -> Path:
     """The first ``n`` BC5CDR test documents as one PubTator file."""
-    from data_tools.datasets import data_dir
     from data_tools.formats import read_documents, write_documents
+    from data_tools.registry import data_dir
 
     source = data_dir() / "bc5cdr" / "CDR_TestSet.PubTator.txt"
     docs = []
@@ -116,7 +116,7 @@ def run_once(corpus: Path, out: Path, processes: int, shard_size: int,
 
 
 def merged_bytes(out: Path, target: Path) -> bytes:
-    from e2e_linker.corpus_run import merge_shards
+    from e2e_linker.runs.corpus_run import merge_shards
 
     merge_shards(out, target)
     return target.read_bytes()

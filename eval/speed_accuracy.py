@@ -18,7 +18,7 @@ import argparse
 import time
 
 from data_tools.documents import Document
-from e2e_linker.annotate import Annotator, attach_annotations
+from e2e_linker.collective.annotator import Annotator, attach_annotations
 from e2e_linker.scoring import score
 from eval.reporting import command_line, write_results
 
@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     from copy import deepcopy
 
-    from e2e_linker.corpora import load_corpus
-    from e2e_linker.pipeline import load_annotator
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.loading import load_annotator
 
     gold = load_corpus(args.gold, args.max_docs)
     text = stripped(gold)
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict:
         annotator.model.set_precision("fp32")
         encoder_variant("bf16 encoder", b_spans)
     if args.quantize:
-        from e2e_linker.quantization import DEFAULT_ALPHA
+        from e2e_linker.encoder.quantization import DEFAULT_ALPHA
 
         annotator.model.quantize_mention_encoder()
         q_spans, _ = annotator.detect(text)

@@ -13,7 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The shared data folder; CI always has it, so its absence is an error, not a skip."""
-    from data_tools.datasets import data_dir
+    from data_tools.registry import data_dir
 
     return data_dir()
 

@@ -2,11 +2,11 @@
 
 ``-o out.xml`` writes one file atomically; ``-o OUTDIR`` (an existing directory, a path ending
 in ``/``, or a name without a suffix) writes a resumable shard directory (see
-:mod:`e2e_linker.corpus_run`), which ``--resume`` finishes after a crash.
+:mod:`e2e_linker.runs.corpus_run`), which ``--resume`` finishes after a crash.
 
 Several processes (``--num-processes N`` on one machine, or any launcher such as
 ``accelerate launch -m e2e_linker annotate``) share one shard directory, process ``i`` writing
-the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.distributed_run`).
+the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.runs.distributed_run`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import click
 
-from e2e_linker.annotate import MODES
-from e2e_linker.precision import PRECISIONS
+from e2e_linker.collective.annotator import MODES
+from e2e_linker.encoder.precision import PRECISIONS
 
 
 def model_fingerprint(model_dir: str | os.PathLike) -> str:
@@ -81,10 +81,11 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             precision: str = "fp32") -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
     from data_tools.formats.detect import detect_format
-    from e2e_linker import corpus_run, distributed
+    from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.model_dir import default_model_dir
     from e2e_linker.errors import UserError
-    from e2e_linker.model_guard import loading_model
-    from e2e_linker.pipeline import default_model_dir, load_annotator
+    from e2e_linker.runs import corpus_run, distributed
+    from e2e_linker.runs.model_guard import loading_model
 
     to_directory = corpus_run.is_directory_target(output)
     if resume and not to_directory:
@@ -123,7 +124,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             "device": device, "mode": mode, "replace": replace,
             "precision": annotator.model.precision, "quantize": annotator.quantized}
         if world.distributed:
-            from e2e_linker.distributed_run import run_to_directory_distributed
+            from e2e_linker.runs.distributed_run import run_to_directory_distributed
 
             report = run_to_directory_distributed(
                 world, inputs, output, transform, settings=settings, out_format=out_format,

@@ -1,6 +1,6 @@
 """`linker calibrate MODEL_DIR CORPUS...`: the activation statistics `linker annotate --quantize`
 needs, measured on real documents and written into the model directory (see
-e2e_linker.quantization)."""
+e2e_linker.encoder.quantization)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ import click
 def command(model_dir: str, corpora: tuple[str, ...], max_docs: int) -> None:
     """Measure MODEL_DIR's mention-encoder activations on CORPORA (files, directories or
     dataset splits such as bc5cdr:train) and store them for --quantize."""
-    from e2e_linker.corpora import load_corpus
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.calibration import activation_absmax
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_dir import save_stats
     from e2e_linker.errors import UserError
-    from e2e_linker.model import CollectiveLinker
-    from e2e_linker.quantization import activation_absmax, save_stats
 
     docs = []
     for spec in corpora:

@@ -19,8 +19,8 @@ import click
 @click.option("--half/--no-half", default=True, show_default=True, help="Store weights as fp16.")
 def command(run_dir: str, out_dir: str, half: bool) -> None:
     """Copy the model in RUN_DIR to OUT_DIR with a fresh KB manifest."""
-    from e2e_linker.model import CollectiveLinker
-    from e2e_linker.model_kb import assemble_kb, mined_names, save_model_kb
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
     run = Path(run_dir)
     model = CollectiveLinker.load(run)

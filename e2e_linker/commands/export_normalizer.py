@@ -30,21 +30,21 @@ def command(run_dir: str, out_dir: str, kb_spec: str | None, corpora: tuple[str,
     """Copy the normalizer in RUN_DIR to OUT_DIR with its KB and D pool."""
     import torch
 
-    from e2e_linker.corpora import load_corpus
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.errors import UserError
-    from e2e_linker.model_kb import assemble_kb
-    from e2e_linker.normalize.normalizer import (
+    from e2e_linker.kb_search.concept_search import MODES
+    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.normalizer.model_dir import (
         ADAPTER_DIR,
         ENCODER_DIR,
         MENTIONS_FILE,
         NORMALIZER_FILE,
         ModelSettings,
         load_model,
-        training_triples,
         write_mentions,
     )
-    from e2e_linker.normalize.preprocess import TextNormalizer
-    from e2e_linker.normalize.search import MODES
+    from e2e_linker.normalizer.pools import training_triples
 
     run, out = Path(run_dir), Path(out_dir)
     if not (run / NORMALIZER_FILE).is_file():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from e2e_linker.normalize.search import MODES
+from e2e_linker.kb_search.concept_search import MODES
 
 
 @click.command("normalize")
@@ -65,18 +65,12 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
     import itertools
 
     from data_tools.formats import open_writer, read_collection_info, read_documents
-    from e2e_linker.corpora import load_corpus
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.errors import UserError
-    from e2e_linker.model_kb import assemble_kb
-    from e2e_linker.normalize.normalizer import (
-        DEFAULT_MODE,
-        NormalizeOptions,
-        Normalizer,
-        load_model,
-        model_mentions_of,
-        read_synonyms,
-    )
-    from e2e_linker.normalize.search import mode_requires
+    from e2e_linker.kb_search.concept_search import mode_requires
+    from e2e_linker.normalizer.model_dir import load_model, model_mentions_of, read_synonyms
+    from e2e_linker.normalizer.normalizer import DEFAULT_MODE, NormalizeOptions, Normalizer
 
     if top_k < 1 or batch_size < 1:
         raise UserError("--top-k and --batch-size must be at least 1")

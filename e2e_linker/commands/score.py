@@ -39,7 +39,7 @@ def command(gold: str, pred: tuple[str, ...], mode: str, by_type: bool, as_json:
 
     resolve = None
     if kb is not None:
-        from e2e_linker.model_kb import assemble_kb
+        from e2e_linker.collective.model_kb import assemble_kb
 
         resolve = assemble_kb(kb).resolve
 

@@ -22,7 +22,7 @@ import click
 def command(config: str, output_dir: str | None, epochs: int | None, device: str | None,
             max_train_docs: int | None, max_dev_docs: int | None, num_processes: int) -> None:
     """Train on the config's corpora, validate on dev each epoch, keep the best checkpoint."""
-    from e2e_linker import distributed
+    from e2e_linker.runs import distributed
 
     if num_processes > 1 and not distributed.launched_distributed():
         args = distributed.render_argv(command, click.get_current_context().params,

@@ -32,18 +32,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from e2e_linker.annotate import Annotator, attach_annotations, resolve_overlaps
-from e2e_linker.batches import collate_chunks
-from e2e_linker.corpora import load_corpus
-from e2e_linker.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
-from e2e_linker.index import EntityIndex, kb_names
-from e2e_linker.linking import NameDictionary
-from e2e_linker.mentions import BIO_TAGS, span_validity
-from e2e_linker.model import CollectiveLinker
-from e2e_linker.model_kb import assemble_kb, mined_names, save_model_kb
+from data_tools.registry import load_corpus
+from e2e_linker.collective.annotator import Annotator, attach_annotations, resolve_overlaps
+from e2e_linker.collective.batches import collate_chunks
+from e2e_linker.collective.model import CollectiveLinker
+from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
+from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
+from e2e_linker.kb_search.sieves import NameDictionary
+from e2e_linker.runs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
+from e2e_linker.training.collective_losses import linking_ce, mention_bce
 from e2e_linker.training.config import TrainConfig
 from e2e_linker.training.examples import ChunkExample, build_examples
-from e2e_linker.training.losses import linking_ce, mention_bce
 
 #: the loss terms, in the order their counts and values are exchanged between processes
 LOSS_TERMS = ("mention", "type", "linking")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from e2e_linker.collective.model import LinkerConfig
 from e2e_linker.errors import UserError
-from e2e_linker.model import LinkerConfig
 
 
 def read_yaml_mapping(path: str | Path) -> dict:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from data_tools.documents import Document
-from e2e_linker.chunking import Chunk, char_span_to_tokens, chunk_documents
+from e2e_linker.collective.chunking import Chunk, char_span_to_tokens, chunk_documents
 
 
 @dataclass

@@ -3,11 +3,11 @@
 Xu & Bethard (2021): the encoder sees only names — ontology synonyms (Train:O) and, for
 Train:OD, training-set mentions too, repeated so that |D| / |O| = 1/3 (the mentions are few
 but are what the test set looks like). Batches are P concepts × K texts (every anchor has a
-positive, see :mod:`e2e_linker.normalize.batching`) and the loss is the batch-hard soft-margin
-triplet loss on Euclidean similarity (:mod:`e2e_linker.normalize.loss`).
+positive, see :mod:`e2e_linker.training.triplet_batching`) and the loss is the batch-hard soft-margin
+triplet loss on Euclidean similarity (:mod:`e2e_linker.training.triplet_loss`).
 
 The output is a normalizer model directory (``encoder/`` + ``normalizer.json``, see
-:mod:`e2e_linker.normalize.normalizer`) plus ``train_history.json`` with the loss curve.
+:mod:`e2e_linker.normalizer.normalizer`) plus ``train_history.json`` with the loss curve.
 """
 
 from __future__ import annotations
@@ -95,10 +95,9 @@ def training_examples(cfg: TripletConfig, kb=None, train_docs=None
     parts of composite mentions, repeated ``round(mention_ratio·|O| / |D|)`` times (at least
     once). Multi-concept labels are left out: a triplet needs one concept per text.
     """
-    from data_tools.kb_loaders import load_kb
-    from e2e_linker.corpora import load_corpus
-    from e2e_linker.normalize.normalizer import training_triples
-    from e2e_linker.normalize.preprocess import TextNormalizer
+    from data_tools.registry import load_corpus, load_kb
+    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.normalizer.pools import training_triples
 
     text = TextNormalizer(cfg.lowercase, cfg.punctuation)
     if kb is None:
@@ -142,21 +141,21 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
     import torch
     from tqdm.auto import tqdm
 
-    from data_tools.kb_loaders import load_kb
-    from e2e_linker.adapter import add_lora
-    from e2e_linker.encoder import TextEncoder, resolve_encoder_path
-    from e2e_linker.normalize.batching import pk_batches
-    from e2e_linker.normalize.loss import batch_hard_soft_margin_loss
-    from e2e_linker.normalize.normalizer import (
+    from data_tools.registry import load_kb
+    from e2e_linker.encoder.adapter import add_lora
+    from e2e_linker.encoder.text_encoder import TextEncoder, resolve_encoder_path
+    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.normalizer.model_dir import (
         ADAPTER_DIR,
         ENCODER_DIR,
         MENTIONS_FILE,
         ModelSettings,
         save_model,
-        training_triples,
         write_mentions,
     )
-    from e2e_linker.normalize.preprocess import TextNormalizer
+    from e2e_linker.normalizer.pools import training_triples
+    from e2e_linker.training.triplet_batching import pk_batches
+    from e2e_linker.training.triplet_loss import batch_hard_soft_margin_loss
 
     if cfg.num_threads:
         torch.set_num_threads(cfg.num_threads)
@@ -169,7 +168,7 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
         except FileNotFoundError as exc:
             raise UserError(f"KB '{cfg.kb}': {exc}") from exc
     if train_docs is None:
-        from e2e_linker.corpora import load_corpus
+        from data_tools.registry import load_corpus
 
         train_docs = [d for spec in cfg.train for d in load_corpus(spec)]
     texts, labels, stats = training_examples(cfg, kb, train_docs)

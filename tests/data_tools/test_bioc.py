@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from data_tools.datasets import data_dir
 from data_tools.documents import Annotation, Document, FormatError, Passage, Relation
 from data_tools.formats import read_collection_info, read_documents, write_documents
+from data_tools.registry import data_dir
 
 # split: (documents, annotations incl. composite parts, CID relations), PROVENANCE.md
 BC5 = {"CDR_TrainingSet": (500, 9570, 1038), "CDR_DevelopmentSet": (500, 9773, 1012),

@@ -6,8 +6,8 @@ import gzip
 
 import pytest
 
-from data_tools.datasets import get_dataset
 from data_tools.documents import FormatError
+from data_tools.registry import get_dataset
 
 
 def test_bc5cdr_splits_exist():

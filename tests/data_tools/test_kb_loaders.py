@@ -7,13 +7,13 @@ import pytest
 from data_tools.documents import FormatError, strip_prefix
 from data_tools.kb_loaders import (
     load_id_name_list,
-    load_kb,
     load_medic,
     load_mesh_descriptors,
     load_tsv,
     load_umls,
     names_from_corpus,
 )
+from data_tools.registry import load_kb
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from data_tools.documents import Document, Passage
-from e2e_linker.abbreviation import abbreviation_map, best_long_form, find_abbreviations
+from e2e_linker.kb_search.abbreviations import abbreviation_map, best_long_form, find_abbreviations
 
 
 @pytest.mark.parametrize("text,pairs", [
@@ -46,8 +46,8 @@ def test_real_bc5cdr_abbreviations(bc5cdr_test_docs):
 
 
 def test_annotator_propagates_long_form_concept():
-    from e2e_linker.annotate import Annotator, SpanPrediction
-    from e2e_linker.linking import NameDictionary
+    from e2e_linker.collective.annotator import Annotator, SpanPrediction
+    from e2e_linker.kb_search.sieves import NameDictionary
 
     class Config:
         resolve_abbreviations = True

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from e2e_linker.adapter import (
+from e2e_linker.encoder.adapter import (
     ADAPTER_CONFIG,
     LoRALinear,
     add_lora,
@@ -18,7 +18,7 @@ from e2e_linker.adapter import (
     merge_lora,
     save_adapter,
 )
-from e2e_linker.encoder import TextEncoder
+from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
 
 TEXTS = ["renal failure", "acetylsalicylic acid", "head pain"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.annotate import Annotator, SpanPrediction, resolve_overlaps
-from e2e_linker.index import EntityIndex
-from e2e_linker.linking import NameDictionary, choose_concept, normalize_name
-from e2e_linker.model import CollectiveLinker, LinkerConfig
+from e2e_linker.collective.annotator import Annotator, SpanPrediction, resolve_overlaps
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.kb_search.sieves import NameDictionary, choose_concept, normalize_name
 from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
 from tests.e2e_linker.tiny import tiny_encoder_dir
 

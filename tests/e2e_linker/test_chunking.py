@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.chunking import (
+from e2e_linker.collective.chunking import (
     char_span_to_tokens,
     chunk_document,
     plan_windows,
     tokenize_document,
 )
-from e2e_linker.encoder import load_tokenizer
+from e2e_linker.encoder.text_encoder import load_tokenizer
 
 
 @pytest.fixture(scope="module")

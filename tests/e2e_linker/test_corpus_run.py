@@ -1,4 +1,4 @@
-"""How a run cuts the record sequence into shards and groups (corpus_run._shards)."""
+"""How a run cuts the record sequence into shards and groups (corpus_run.shard_records)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from data_tools.formats.source import Record
-from e2e_linker.corpus_run import _shards, is_directory_target
+from e2e_linker.runs.corpus_run import is_directory_target, shard_records
 
 
 def _records(n: int) -> list[Record]:
@@ -19,7 +19,7 @@ def _records(n: int) -> list[Record]:
 def test_groups_cover_every_record_once_and_never_cross_a_shard(shard_size, group_size):
     for n in range(0, 40):
         out = [(k, [[r.number for r in g] for g in gs])
-               for k, gs in _shards(_records(n), shard_size, group_size)]
+               for k, gs in shard_records(_records(n), shard_size, group_size)]
         assert [x for _, gs in out for g in gs for x in g] == list(range(n))
         assert [k for k, _ in out] == list(range(len(out)))
         for k, groups in out:
@@ -33,7 +33,7 @@ def test_finishing_a_shard_never_reads_the_next_one():
         yield from _records(10)
         raise AssertionError("read into shard 1")
 
-    shards = _shards(records(), 10, 4)
+    shards = shard_records(records(), 10, 4)
     shard, groups = next(shards)
     assert shard == 0 and [len(g) for g in groups] == [4, 4, 2]
     with pytest.raises(AssertionError, match="read into shard 1"):

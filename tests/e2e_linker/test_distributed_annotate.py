@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.cli import main
 from e2e_linker.commands.annotate import command as annotate_command
-from e2e_linker.corpus_run import REPORT, SHARDS
-from e2e_linker.distributed import render_argv
+from e2e_linker.runs.corpus_run import REPORT, SHARDS
+from e2e_linker.runs.distributed import render_argv
 from tests.e2e_linker.tiny_linker import tiny_linker_dir
 
 SHARD = 7
@@ -146,7 +146,7 @@ def test_exact_search_on_a_shared_machine_maps_one_fp32_file(tmp_path):
     holding an fp32 copy: same scores, same rows, and the twin is written once."""
     import numpy as np
 
-    from e2e_linker.vector_search import ExactSearch
+    from e2e_linker.kb_search.backends import ExactSearch
 
     rng = np.random.default_rng(0)
     np.save(tmp_path / "v.npy", rng.standard_normal((1000, 16)).astype(np.float16))

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from e2e_linker.annotate import SpanPrediction, resolve_overlaps
+from e2e_linker.collective.annotator import SpanPrediction, resolve_overlaps
 
 _V = np.zeros(1, np.float32)
 

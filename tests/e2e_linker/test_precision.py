@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from e2e_linker import precision as precision_mod
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+from e2e_linker.encoder import precision as precision_mod
 from e2e_linker.errors import UserError
-from e2e_linker.model import CollectiveLinker, LinkerConfig
 from tests.e2e_linker.tiny import tiny_encoder_dir
 
 
@@ -66,7 +66,7 @@ def test_training_ignores_the_inference_precision(model):
 
 
 def test_bf16_and_int8_exclude_each_other(tmp_path):
-    from e2e_linker.quantization import linear_layers
+    from e2e_linker.encoder.quantization import linear_layers
 
     directory = tiny_encoder_dir(tmp_path / "bert")
     quantized = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(directory),

@@ -10,17 +10,16 @@ from torch import nn
 
 from data_tools.formats.detect import write_documents
 from e2e_linker.cli import main
-from e2e_linker.errors import UserError
-from e2e_linker.model import CollectiveLinker, LinkerConfig
-from e2e_linker.quantization import (
-    STATS_FILE,
+from e2e_linker.collective.calibration import activation_absmax
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+from e2e_linker.collective.model_dir import STATS_FILE, load_stats
+from e2e_linker.encoder.quantization import (
     SmoothedLinear,
-    activation_absmax,
     linear_layers,
-    load_stats,
     quantize_int8,
     smooth,
 )
+from e2e_linker.errors import UserError
 from tests.e2e_linker.synthetic import synthetic_docs
 from tests.e2e_linker.tiny import tiny_encoder_dir
 
@@ -99,7 +98,7 @@ def test_calibrate_command_writes_statistics_that_quantize_uses(model_dir, tmp_p
 
 
 def test_the_default_model_ships_statistics_for_every_encoder_layer():
-    from e2e_linker.pipeline import default_model_dir
+    from e2e_linker.collective.model_dir import default_model_dir
 
     model = CollectiveLinker.load(default_model_dir())
     assert (default_model_dir() / STATS_FILE).is_file()

@@ -1,6 +1,6 @@
 """Our scorer equals neleval itself: on the real BC5CDR baselines, edge cases and random documents.
 
-neleval runs through e2e_linker.neleval_shim, which converts documents with the same
+neleval runs through eval.neleval_shim, which converts documents with the same
 ``mentions_of`` the scorer uses; the comparisons are on raw counts (ptp, fp, rtp, fn), so the
 rates then agree to the last bit.
 """
@@ -13,8 +13,8 @@ import pytest
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats import read_documents
-from e2e_linker.neleval_shim import import_neleval, neleval_scores, neleval_scores_by_type
 from e2e_linker.scoring import merge_predictions, score
+from eval.neleval_shim import import_neleval, neleval_scores, neleval_scores_by_type
 
 MODES = ("strict", "partial", "mentions")
 

@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from e2e_linker.model import CollectiveLinker, LinkerConfig
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.training.collective import CollectiveTrainer
 from e2e_linker.training.config import TrainConfig
 from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.vector_search import (
+from e2e_linker.kb_search.backends import (
     EXACT_MAX_NAMES,
     ExactSearch,
     FaissShortlistSearch,
@@ -97,7 +97,7 @@ def _rss_file_kb() -> int:
 def test_disk_resident_rerank_reads_rows_without_mapping_the_file(tmp_path):
     """Under a memory budget the re-rank store is read with pread: a search leaves none of the
     file mapped in this process, and gives the same results as the mapped store."""
-    from e2e_linker.vector_search import RowReader
+    from e2e_linker.kb_search.backends import RowReader
 
     vectors = clustered(40_000, dim=64)  # 5 MB of fp16 rows
     np.save(tmp_path / "v.npy", vectors)

@@ -11,7 +11,7 @@ def tiny_encoder_dir(directory: Path, seed: int = 0) -> Path:
     """Write a 1-layer, 32-dim BERT (random weights, safetensors) plus the MiniLM tokenizer."""
     from transformers import BertConfig, BertModel
 
-    from e2e_linker.encoder import load_tokenizer
+    from e2e_linker.encoder.text_encoder import load_tokenizer
 
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(None)

@@ -11,8 +11,8 @@ from tests.e2e_linker.tiny import tiny_encoder_dir
 def tiny_linker_dir(root: Path, threshold: float = 0.0) -> tuple[Path, Path]:
     """``(model directory, KB file)``; loads in about a second, annotates hundreds of
     documents per second, so CLI runs can be tested end to end on real corpora."""
-    from e2e_linker.model import CollectiveLinker, LinkerConfig
-    from e2e_linker.model_kb import assemble_kb, save_model_kb
+    from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+    from e2e_linker.collective.model_kb import assemble_kb, save_model_kb
 
     root.mkdir(parents=True, exist_ok=True)
     kb_file = root / "kb.tsv"

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from e2e_linker.annotate import Annotator
-from e2e_linker.index import EntityIndex
-from e2e_linker.linking import NameDictionary
-from e2e_linker.model import CollectiveLinker, LinkerConfig
+from e2e_linker.collective.annotator import Annotator
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.kb_search.sieves import NameDictionary
 from eval import bench
 from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
 from tests.e2e_linker.tiny import tiny_encoder_dir

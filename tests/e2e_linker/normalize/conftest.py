@@ -14,6 +14,6 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_encoder(tiny_dir):
-    from e2e_linker.encoder import TextEncoder
+    from e2e_linker.encoder.text_encoder import TextEncoder
 
     return TextEncoder.from_pretrained(str(tiny_dir), pooling="mean", max_length=32).eval()

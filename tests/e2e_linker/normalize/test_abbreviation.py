@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.normalize.abbreviation import (
+from e2e_linker.kb_search.abbreviations import (
     abbreviation_expansions,
     document_expansions,
     expand_mention,

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from e2e_linker.normalize.batching import pk_batches
+from e2e_linker.training.triplet_batching import pk_batches
 
 
 def _labels() -> list[int]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
-from e2e_linker.normalize.lexical import CompactKeyIndex, compact_key
-from e2e_linker.normalize.normalizer import normalize_documents
-from e2e_linker.normalize.search import LabeledTexts
+from e2e_linker.kb_search.label_index import LabeledTexts
+from e2e_linker.kb_search.sieves import CompactKeyIndex, compact_key
+from e2e_linker.normalizer.normalizer import normalize_documents
 
 
 def test_compact_key_keeps_letters_and_digits_only():

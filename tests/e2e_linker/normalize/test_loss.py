@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from e2e_linker.normalize.loss import (
+from e2e_linker.training.triplet_loss import (
     batch_hard_soft_margin_loss,
     euclidean_similarity,
     hardest_pairs,

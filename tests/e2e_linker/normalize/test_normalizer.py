@@ -9,20 +9,17 @@ import pytest
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
 from e2e_linker.errors import UserError
-from e2e_linker.normalize import normalizer as normalizer_module
-from e2e_linker.normalize.normalizer import (
+from e2e_linker.kb_search.text_forms import TextNormalizer
+from e2e_linker.normalizer import model_dir as normalizer_module
+from e2e_linker.normalizer.model_dir import (
     ModelSettings,
-    NormalizeOptions,
-    Normalizer,
-    align_parts,
     default_model_dir,
     load_model,
     model_mentions_of,
-    normalize_documents,
     save_model,
-    training_triples,
 )
-from e2e_linker.normalize.preprocess import TextNormalizer
+from e2e_linker.normalizer.normalizer import NormalizeOptions, Normalizer, normalize_documents
+from e2e_linker.normalizer.pools import align_parts, training_triples
 
 
 def _kb() -> KB:
@@ -124,10 +121,10 @@ def test_model_dir_round_trip_and_default(tiny_encoder, tmp_path, monkeypatch):
     # a plain HF folder: mean pooling, default settings
     plain, plain_settings = load_model(directory / "encoder")
     assert plain.pooling == "mean" and plain_settings.kb is None
-    monkeypatch.setattr(normalizer_module, "DEFAULT_MODEL_DIR", tmp_path / "absent")
+    monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", tmp_path / "absent")
     with pytest.raises(UserError):
         default_model_dir()
-    monkeypatch.setattr(normalizer_module, "DEFAULT_MODEL_DIR", directory)
+    monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", directory)
     assert default_model_dir() == directory
 
 

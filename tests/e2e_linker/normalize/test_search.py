@@ -5,16 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.normalize.search import (
-    MODES,
-    ConceptSearcher,
-    ExactIndex,
-    LabeledTexts,
-    VectorCache,
-    parse_mode,
-    sieve,
-    unit_rows,
-)
+from e2e_linker.kb_search.cache import VectorCache, unit_rows
+from e2e_linker.kb_search.concept_search import MODES, ConceptSearcher, parse_mode, sieve
+from e2e_linker.kb_search.label_index import ExactIndex, LabeledTexts
 
 
 class DictCache:
@@ -132,7 +125,7 @@ def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
     pool = LabeledTexts.from_pairs([(n, c, "") for n, c in zip(names, labels, strict=True)])
     cache = VectorCache(tiny_encoder, tmp_path, part_size=3, progress=False)
     searcher = ConceptSearcher(tiny_encoder, pool, cache=cache)
-    from e2e_linker.normalize.search import encode_unit
+    from e2e_linker.kb_search.cache import encode_unit
 
     queries = encode_unit(tiny_encoder, names)
     ranked = searcher.search(queries, "O-T", k=2)
@@ -147,14 +140,14 @@ def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
 
 
 def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
-    from e2e_linker.index import NameVectorCache
+    from e2e_linker.kb_search.cache import NameVectorCache
 
     NameVectorCache(tmp_path, tiny_encoder).vectors_for(["Aspirin", "Renal Failure"],
                                                         progress=False)
     cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=1)
     seeded, found = cache._seed(["aspirin", "renal failure", "headache"])
     assert found.tolist() == [True, True, False]
-    from e2e_linker.normalize.search import encode_unit
+    from e2e_linker.kb_search.cache import encode_unit
 
     direct = encode_unit(tiny_encoder, ["aspirin", "renal failure"])
     assert np.allclose(seeded[:2].astype(np.float32), direct, atol=2e-3)
@@ -165,7 +158,7 @@ def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
 
 def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
     """A second list sharing texts with a first one encodes only its new texts."""
-    from e2e_linker.normalize import search
+    from e2e_linker.kb_search import cache as search
 
     cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=2)
     first = cache.vectors(["aspirin", "renal failure", "headache"])

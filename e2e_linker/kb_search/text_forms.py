@@ -70,7 +70,7 @@ def split_composite(text: str) -> list[str]:
     ``"cancers of the breast and ovary"`` → ``["cancers of the breast", "cancers of the ovary"]``.
     A text without a separator comes back as ``[text]``. The heuristic cannot know that
     "inherited breast/ovarian cancer" is one syndrome: callers decide whether to use the split
-    (see :mod:`e2e_linker.normalize.normalizer`, composite policy "auto").
+    (see :mod:`e2e_linker.normalizer.normalizer`, composite policy "auto").
     """
     text = text.strip()
     parts = [p.strip(" ,;") for p in _COMPOSITE_SEP.split(text)]

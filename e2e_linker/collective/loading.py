@@ -7,17 +7,9 @@ from pathlib import Path
 
 import torch
 
-from e2e_linker.annotate import Annotator
+from e2e_linker.collective.annotator import Annotator
+from e2e_linker.collective.model_dir import default_model_dir
 from e2e_linker.errors import UserError
-
-#: The model shipped inside the package (fp16 safetensors), used when --model is not given.
-DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
-
-
-def default_model_dir() -> Path:
-    if not (DEFAULT_MODEL_DIR / "linker_config.json").is_file():
-        raise UserError(f"no embedded default model at {DEFAULT_MODEL_DIR}; pass --model DIR")
-    return DEFAULT_MODEL_DIR
 
 
 def pick_device(device: str | None) -> str:
@@ -37,13 +29,13 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
     :meth:`CollectiveLinker.quantize_mention_encoder`); ``index_kind`` and
-    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.vector_search`);
-    ``precision`` the mention encoder's forward (:mod:`e2e_linker.precision`).
+    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.kb_search.backends`);
+    ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`).
     """
-    from e2e_linker.index import EntityIndex
-    from e2e_linker.linking import NameDictionary
-    from e2e_linker.model import CollectiveLinker
-    from e2e_linker.model_kb import load_model_kb
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_kb import load_model_kb
+    from e2e_linker.kb_search.entity_index import EntityIndex
+    from e2e_linker.kb_search.sieves import NameDictionary
 
     directory = Path(model_dir) if model_dir else default_model_dir()
     model = CollectiveLinker.load(directory, device=pick_device(device))

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from e2e_linker.chunking import Chunk
+from e2e_linker.collective.chunking import Chunk
 
 
 def collate_chunks(chunks: Sequence[Chunk], pad_id: int = 0,

@@ -11,15 +11,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from e2e_linker.collective.model_dir import EXTRA_NAMES_FILE, read_manifest
 from e2e_linker.errors import UserError
-
-EXTRA_NAMES_FILE = "kb_extra_names.tsv"
 
 
 def mined_names(corpus_specs: list[str]):
     """A KB of annotation texts from the given corpora (``bc5cdr:train`` style specs)."""
     from data_tools.kb_loaders import names_from_corpus
-    from e2e_linker.corpora import load_corpus
+    from data_tools.registry import load_corpus
 
     docs = [d for spec in corpus_specs for d in load_corpus(spec)]
     return names_from_corpus(docs)
@@ -27,7 +26,7 @@ def mined_names(corpus_specs: list[str]):
 
 def assemble_kb(spec: str, extra=None):
     """``load_kb(spec)`` merged with an optional extra KB (mined names)."""
-    from data_tools.kb_loaders import load_kb
+    from data_tools.registry import load_kb
 
     try:
         kb = load_kb(spec)
@@ -56,7 +55,6 @@ def save_model_kb(directory: str | os.PathLike, spec: str, extra, kb) -> dict:
 def load_model_kb(directory: str | os.PathLike, spec: str | None = None):
     """The KB for a model directory: its manifest's spec (or ``spec``) plus its mined names."""
     from data_tools.kb import KB
-    from e2e_linker.model import read_manifest
 
     directory = Path(directory)
     manifest = read_manifest(directory)

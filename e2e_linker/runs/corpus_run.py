@@ -37,7 +37,7 @@ with ``k % N == i``, each reading the same numbered sequence and skipping other 
 then writes the shards' documents in shard order through one writer with the manifest's
 collection info: the same bytes as a single-process run to one file, because writers are
 deterministic functions of the document sequence and the batches were cut the same way.
-That mode is :mod:`e2e_linker.distributed_run`: the main process writes the manifest (and
+That mode is :mod:`e2e_linker.runs.distributed_run`: the main process writes the manifest (and
 removes stale temporary files) before any process writes a shard, and ``report.json`` after
 all of them finished.
 """
@@ -59,8 +59,8 @@ from data_tools.formats.atomic import atomic_output
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource, Record
-from e2e_linker.allocator import release_freed_memory
 from e2e_linker.errors import DocumentFailed, UserError
+from e2e_linker.runs.allocator import release_freed_memory
 
 LAYOUT = "e2e_linker-shards/1"
 MANIFEST = "manifest.json"
@@ -124,7 +124,7 @@ def _collection_info(files: Sequence[Path], fmt: str | None) -> dict:
         return empty_info()
 
 
-class _Batches:
+class GroupTransform:
     """Runs the transform over one group, isolating the document that makes it fail."""
 
     def __init__(self, transform: Transform | None, on_error: str):
@@ -167,8 +167,8 @@ class _Batches:
             return Skipped(str(record.path), f"document {doc.id}", message)
 
 
-def _shards(records: Iterable[Record], shard_size: int,
-            group_size: int) -> Iterator[tuple[int, Iterator[list[Record]]]]:
+def shard_records(records: Iterable[Record], shard_size: int,
+                  group_size: int) -> Iterator[tuple[int, Iterator[list[Record]]]]:
     """``(shard number, its groups)``: groups are consecutive records, never across shards.
 
     A shard's first record is read only after the previous shard's groups were consumed, and
@@ -198,7 +198,9 @@ def _shard_groups(first: Record, records: Iterator[Record], shard_size: int,
         group = []
 
 
-class _Progress:
+class Progress:
+    """A documents progress bar that can be switched off (other processes of a group)."""
+
     def __init__(self, enabled: bool, initial: int = 0, desc: str = "documents"):
         self.bar = None
         if enabled:
@@ -266,7 +268,7 @@ def check_inputs(inputs: Sequence[str | os.PathLike], out_format: str,
     sink = _Sink()
     writer = {"bioc": lambda: BioCXMLWriter(sink), "biocjson": lambda: BioCJSONWriter(sink),
               "pubtator": lambda: PubTatorWriter(sink)}[out_format]()
-    bar = _Progress(progress, desc="checking input")
+    bar = Progress(progress, desc="checking input")
     count = 0
     try:
         for record in CorpusSource(inputs, in_format, "raise"):
@@ -295,11 +297,11 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
     """
     source = CorpusSource(inputs, in_format, on_error)
     report = RunReport()
-    batches = _Batches(transform, on_error)
-    bar = _Progress(progress)
+    batches = GroupTransform(transform, on_error)
+    bar = Progress(progress)
     try:
         with open_writer(output, out_format, _collection_info(source.files, in_format)) as writer:
-            for _, groups in _shards(source, shard_size, group_size):
+            for _, groups in shard_records(source, shard_size, group_size):
                 for group in groups:
                     _write_group(writer, group, batches(group), report, on_error)
                     bar.update(len(group))
@@ -332,12 +334,14 @@ def _dump(obj: dict) -> str:
     return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _write_json(path: Path, obj: dict) -> None:
+def write_json(path: Path, obj: dict) -> None:
+    """Write ``obj`` atomically in the shard directory's JSON style (sorted, indented)."""
     with atomic_output(path) as handle:
         handle.write(_dump(obj))
 
 
-def _skipped_dict(item: Skipped) -> dict:
+def skipped_record(item: Skipped) -> dict:
+    """A skipped document as ``report.json`` lists it."""
     return {"path": item.path, "where": item.where, "message": item.message}
 
 
@@ -400,16 +404,16 @@ def prepare_directory(output: str | os.PathLike, manifest: dict, resume: bool) -
                         "directory for shards")
     else:
         (root / SHARDS).mkdir(parents=True, exist_ok=True)
-        _write_json(path, manifest)
+        write_json(path, manifest)
     directory = ShardDirectory(root, manifest["output_format"])
     directory.shards.mkdir(parents=True, exist_ok=True)
     directory.remove_stale()
     return directory
 
 
-def _write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Record]],
-                 batches: _Batches, manifest: dict, report: RunReport,
-                 bar: _Progress) -> None:
+def write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Record]],
+                 batches: GroupTransform, manifest: dict, report: RunReport,
+                 bar: Progress) -> None:
     """Write one shard file (only if it gets a document) and then its done record."""
     target = directory.shard_file(shard)
     first_skipped = len(report.skipped)
@@ -432,11 +436,11 @@ def _write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Re
                 raise _EmptyShard  # every document refused by the writer: no file at all
     except _EmptyShard:
         pass
-    _write_json(directory.record_file(shard), {
+    write_json(directory.record_file(shard), {
         "shard": shard, "first": first, "records": records, "documents": len(ids),
         "file": target.name if ids else None,
         "sha256": sha256_file(target) if ids else None, "ids_sha256": _ids_hash(ids),
-        "skipped": [_skipped_dict(s) for s in report.skipped[first_skipped:]]})
+        "skipped": [skipped_record(s) for s in report.skipped[first_skipped:]]})
 
 
 class _EmptyShard(Exception):
@@ -457,14 +461,14 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
     manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
     directory = prepare_directory(output, manifest, resume)
     report = RunReport()
-    batches = _Batches(transform, on_error)
-    bar = _Progress(progress)
+    batches = GroupTransform(transform, on_error)
+    bar = Progress(progress)
     try:
-        for shard, groups in _shards(source, shard_size, group_size):
+        for shard, groups in shard_records(source, shard_size, group_size):
             report.shards += 1
             record = directory.done_record(shard) if resume else None
             if record is None:
-                _write_shard(directory, shard, groups, batches, manifest, report, bar)
+                write_shard(directory, shard, groups, batches, manifest, report, bar)
                 continue
             for _ in groups:  # read past it: the source still checks its document IDs
                 pass
@@ -474,9 +478,9 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
             bar.update(record["records"])
     finally:
         bar.close()
-    _write_json(directory.root / REPORT, {
+    write_json(directory.root / REPORT, {
         "layout": LAYOUT, "shards": report.shards, "documents": report.documents,
-        "skipped": [_skipped_dict(s) for s in report.skipped]})
+        "skipped": [skipped_record(s) for s in report.skipped]})
     return report
 
 

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 
 from data_tools.documents import Annotation, Document
-from e2e_linker.batches import collate_chunks, length_batches
-from e2e_linker.chunking import Chunk, chunk_documents
-from e2e_linker.index import EntityIndex
-from e2e_linker.linking import NameDictionary, choose_concept
-from e2e_linker.mentions import decode_bio
-from e2e_linker.model import CollectiveLinker
+from e2e_linker.collective.batches import collate_chunks, length_batches
+from e2e_linker.collective.chunking import Chunk, chunk_documents
+from e2e_linker.collective.model import CollectiveLinker
+from e2e_linker.collective.span_scorer import decode_bio
+from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.kb_search.sieves import NameDictionary, choose_concept
 
 MODES = ("collective", "per-mention")
 
@@ -122,7 +122,7 @@ class Annotator:
         Returns the vectors and, per span, whether it could be placed in a chunk (a span that
         does not align with any owning chunk gets a zero vector and ``False``).
         """
-        from e2e_linker.chunking import char_span_to_tokens
+        from e2e_linker.collective.chunking import char_span_to_tokens
 
         cfg = self.model.config
         tokenizer = self.model.tokenizer
@@ -166,7 +166,7 @@ class Annotator:
         Each document is tokenized once; each mention gets the window of tokens centred on it
         (the paper's per-mention dual encoder), one encoder forward per mention.
         """
-        from e2e_linker.chunking import tokenize_document
+        from e2e_linker.collective.chunking import tokenize_document
 
         tokenizer = self.model.tokenizer
         device = self.model.device
@@ -225,7 +225,7 @@ class Annotator:
         The long form's own prediction is used when one covers it; otherwise the name sieve
         looks the long form up. Without either, the short form keeps its own link.
         """
-        from e2e_linker.abbreviation import abbreviation_map
+        from e2e_linker.kb_search.abbreviations import abbreviation_map
 
         by_doc: dict[int, list[int]] = {}
         for k, span in enumerate(spans):

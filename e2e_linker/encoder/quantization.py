@@ -18,16 +18,10 @@ statistics are a few kilobytes shipped in the model directory (:data:`STATS_FILE
 
 from __future__ import annotations
 
-import os
 import warnings
-from collections.abc import Sequence
-from pathlib import Path
 
 import torch
 from torch import nn
-
-#: Activation statistics of a model directory's mention encoder (safetensors).
-STATS_FILE = "activation_absmax.safetensors"
 
 #: Migration strength; chosen on BC5CDR dev (0.6-0.8 tried; 0.7 kept the span vectors closest
 #: to fp32, 0.7-0.75 changed the fewest detected spans).
@@ -54,45 +48,6 @@ class SmoothedLinear(nn.Module):
 def linear_layers(module: nn.Module) -> dict[str, nn.Linear]:
     """The module's ``nn.Linear`` layers by qualified name."""
     return {name: sub for name, sub in module.named_modules() if isinstance(sub, nn.Linear)}
-
-
-@torch.inference_mode()
-def activation_absmax(model, docs: Sequence) -> dict[str, torch.Tensor]:
-    """Per-input-channel absmax of every linear layer of ``model``'s mention encoder while it
-    reads ``docs`` exactly as ``linker annotate`` does (same chunks, batches and padding)."""
-    from e2e_linker.annotate import Annotator
-
-    found: dict[str, torch.Tensor] = {}
-    hooks = []
-    for name, layer in linear_layers(model.encoder.model).items():
-        def record(_module, inputs, _output, name=name):
-            x = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(0).float().cpu()
-            found[name] = torch.maximum(found[name], x) if name in found else x
-        hooks.append(layer.register_forward_hook(record))
-    try:
-        Annotator(model, index=None).detect(list(docs))
-    finally:
-        for hook in hooks:
-            hook.remove()
-    if not found:
-        raise ValueError("no linear layer saw any input: are the calibration documents empty?")
-    return found
-
-
-def save_stats(stats: dict[str, torch.Tensor], directory: str | os.PathLike) -> Path:
-    from safetensors.torch import save_file
-
-    path = Path(directory) / STATS_FILE
-    save_file({k: v.contiguous() for k, v in stats.items()}, str(path))
-    return path
-
-
-def load_stats(directory: str | os.PathLike) -> dict[str, torch.Tensor] | None:
-    """The model directory's activation statistics, or None if it has none."""
-    from safetensors.torch import load_file
-
-    path = Path(directory) / STATS_FILE
-    return load_file(str(path)) if path.is_file() else None
 
 
 def smooth(module: nn.Module, stats: dict[str, torch.Tensor], alpha: float = DEFAULT_ALPHA,

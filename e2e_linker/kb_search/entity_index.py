@@ -1,42 +1,34 @@
-"""The entity index: every KB name encoded once, cached on disk, searched exactly or with faiss.
+"""The entity index of ``linker annotate``: every KB name's vector, its concept and type, and a
+search backend over them.
 
-Why a cache: encoding the ~700k names of the BC5CDR KB takes minutes on a CPU, and the result
-only depends on the entity encoder's weights and the KB's content. Vectors are stored as fp16
-``.npy`` keyed by the encoder's hash and the name text; each KB's own matrix (its names in its
-order) is written once beside them and memory-mapped on load. Search is exact for KBs up to
-two million names and approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when
-``memory_budget_mb`` asks for it: see :mod:`e2e_linker.vector_search`.
+Vectors come from the shared name-keyed cache (:class:`e2e_linker.kb_search.cache.NameVectorCache`).
+Search is exact for KBs up to :data:`e2e_linker.kb_search.backends.EXACT_MAX_NAMES` names and
+approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when ``memory_budget_mb`` asks
+for it: see :mod:`e2e_linker.kb_search.backends`.
+
+Two policies, explicit because the normalizer's label index
+(:mod:`e2e_linker.kb_search.label_index`) chooses the other way on both:
+
+* **ties** — equal scores go to the *highest* row (:func:`~e2e_linker.kb_search.backends.order_ties`
+  with ``toward="higher"``), as faiss's flat index, which the shipped collective model was tuned with, returns them;
+* **types** — :data:`TYPE_POLICIES`: ``"rank_last"`` (default) puts concepts of another type
+  after every concept of the query's type; ``"filter"`` drops them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from e2e_linker.encoder import TextEncoder
-from e2e_linker.vector_search import SearchParams, choose_kind, make_search
+from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.kb_search.backends import SearchParams, choose_kind, make_search
+from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
 
-
-def default_cache_dir() -> Path:
-    """``$E2E_LINKER_CACHE`` or ``~/.cache/e2e_linker``."""
-    return Path(os.environ.get("E2E_LINKER_CACHE", Path.home() / ".cache" / "e2e_linker"))
-
-
-def encoder_fingerprint(encoder: TextEncoder) -> str:
-    """A hash of the encoder's weights, pooling and name length: what the vectors depend on."""
-    digest = hashlib.sha256()
-    digest.update(f"{encoder.pooling}|{encoder.max_length}".encode())
-    for key, value in sorted(encoder.model.state_dict().items()):
-        digest.update(key.encode())
-        digest.update(value.detach().to(torch.float16).cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
+#: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
+TYPE_POLICIES = ("rank_last", "filter")
 
 
 def kb_names(kb, max_names_per_concept: int | None = None) -> list[tuple[str, str]]:
@@ -51,93 +43,6 @@ def kb_names(kb, max_names_per_concept: int | None = None) -> list[tuple[str, st
             seen[cid] = seen.get(cid, 0) + 1
             kept.append((name, cid))
     return kept
-
-
-class NameVectorCache:
-    """Vectors of name strings for one encoder, on disk, appended to as new names appear.
-
-    Keyed by name text rather than by KB, so merging KBs, adding mined names or switching
-    between KB versions only encodes the names not seen before. Encoding is checkpointed every
-    ``checkpoint`` names, so an interrupted encode of a large KB resumes where it stopped.
-    """
-
-    def __init__(self, root: Path, encoder: TextEncoder, checkpoint: int = 32768):
-        self.folder = root / "entity_vectors" / encoder_fingerprint(encoder)
-        self.encoder = encoder
-        self.checkpoint = checkpoint
-        self.names_path = self.folder / "names.jsonl"
-        self.vectors_path = self.folder / "vectors.npy"
-
-    def _load(self, attempts: int = 5) -> tuple[list[str], np.ndarray | None]:
-        """The cached names and vectors; retried briefly while another process is writing."""
-        for attempt in range(attempts):
-            if not (self.names_path.is_file() and self.vectors_path.is_file()):
-                return [], None
-            with self.names_path.open(encoding="utf-8") as handle:
-                names = [json.loads(line) for line in handle]
-            vectors = np.load(self.vectors_path, mmap_mode="r")
-            if len(vectors) == len(names):
-                return names, vectors
-            time.sleep(0.5 * (attempt + 1))  # the two files are replaced one after the other
-        return [], None  # still torn: start over rather than misalign
-
-    def _store(self, names: list[str], vectors: np.ndarray) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp_vectors = self.folder / "vectors.tmp.npy"
-        tmp_names = self.folder / "names.tmp.jsonl"
-        np.save(tmp_vectors, vectors)
-        with tmp_names.open("w", encoding="utf-8") as handle:
-            for name in names:
-                handle.write(json.dumps(name) + "\n")
-        os.replace(tmp_vectors, self.vectors_path)
-        os.replace(tmp_names, self.names_path)
-
-    def vectors_for(self, names: Sequence[str], batch_size: int = 256,
-                    progress: bool = True) -> np.ndarray:
-        """fp16 vectors for ``names`` in order, encoding (and caching) only unseen ones."""
-        from tqdm.auto import tqdm
-
-        known, stored = self._load()
-        row = {n: i for i, n in enumerate(known)}
-        missing = sorted({n for n in names if n not in row}, key=len)
-        if missing:
-            parts = [np.asarray(stored)] if stored is not None else []
-            done = list(known)
-            bar = tqdm(total=len(missing), desc="encoding KB names", unit="name",
-                       disable=not progress)
-            for start in range(0, len(missing), self.checkpoint):
-                block = missing[start:start + self.checkpoint]
-                parts.append(self.encoder.encode(block, batch_size=batch_size, dtype=np.float16))
-                done.extend(block)
-                self._store(done, np.concatenate(parts))
-                bar.update(len(block))
-            bar.close()
-            known, stored = self._load()
-            row = {n: i for i, n in enumerate(known)}
-        return np.asarray(stored[[row[n] for n in names]]) if names else np.zeros(
-            (0, self.encoder.hidden_size), np.float16)
-
-    def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
-                  progress: bool = True) -> tuple[np.ndarray, Path]:
-        """fp16 vectors of ``names`` in order, memory-mapped from a file of their own.
-
-        Why a second file: the name cache is in first-seen order, so a KB's rows are scattered
-        in it; gathering them costs a full read and an in-memory copy on every start. The
-        per-KB matrix is written once (keyed by a hash of the name list) and then mapped, so a
-        large KB costs page cache, not process memory, until rows are touched.
-        """
-        digest = hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16]
-        path = self.folder / "kb" / f"{digest}.npy"
-        if not path.is_file():
-            matrix = self.vectors_for(names, batch_size=batch_size, progress=progress)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npy")
-            np.save(tmp, matrix)
-            os.replace(tmp, path)
-        matrix = np.load(path, mmap_mode="r")
-        if len(matrix) != len(names):
-            raise ValueError(f"{path}: {len(matrix)} rows for {len(names)} names")
-        return matrix, path
 
 
 class EntityIndex:
@@ -224,7 +129,7 @@ class EntityIndex:
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
         training-time hard negatives). ``kind`` and ``memory_budget_mb`` pick the search
-        backend (:func:`e2e_linker.vector_search.choose_kind`); an approximate index is built
+        backend (:func:`e2e_linker.kb_search.backends.choose_kind`); an approximate index is built
         once and cached beside the vectors.
         """
         pairs = kb_names(kb, max_names_per_concept)
@@ -247,12 +152,15 @@ class EntityIndex:
         return self.searcher.search(queries, min(k, len(self)))
 
     def link(self, queries: np.ndarray, types: Sequence[str | None] | None = None,
-             k: int = 64) -> list[list[tuple[str, float]]]:
+             k: int = 64, type_policy: str = "rank_last") -> list[list[tuple[str, float]]]:
         """Ranked distinct concepts per query, ``(concept_id, score)``, best first.
 
-        When a query has a type, concepts of that type come first (a name of another type is
-        used only if no name of the right type is among the top ``k``).
+        When a query has a type, concepts of that type come first; with ``type_policy``
+        ``"rank_last"`` a name of another type is used only if no name of the right type is
+        among the top ``k``, with ``"filter"`` never.
         """
+        if type_policy not in TYPE_POLICIES:
+            raise ValueError(f"type_policy must be one of {TYPE_POLICIES}, not {type_policy!r}")
         scores, idx = self.search(queries, k)
         out: list[list[tuple[str, float]]] = []
         for row in range(len(idx)):
@@ -270,5 +178,5 @@ class EntityIndex:
                 target = ranked if (not wanted or self.types[i] == wanted
                                     or wanted in self.types[i].split("|")) else others
                 target.append((cid, float(s)))
-            out.append(ranked + others)
+            out.append(ranked + others if type_policy == "rank_last" else ranked)
         return out

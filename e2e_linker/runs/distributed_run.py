@@ -1,6 +1,6 @@
 """A shard-directory corpus run split over the processes of a group (issue 7).
 
-It is :func:`e2e_linker.corpus_run.run_to_directory` with the shards dealt out: process ``i``
+It is :func:`e2e_linker.runs.corpus_run.run_to_directory` with the shards dealt out: process ``i``
 of ``N`` writes shard ``k`` exactly when ``k % N == i``. Shard ``k`` depends only on the
 manifest and the records of shard ``k`` (groups never cross a shard, so the annotator sees the
 same batches whichever process runs it), hence ``linker merge`` of the directory gives the
@@ -8,7 +8,7 @@ bytes of a one-process run. Every process reads the whole numbered record stream
 other processes' records costs parsing, not annotation) so every process checks document IDs
 and knows the shard numbering without talking to the others.
 
-Coordination, all through :class:`e2e_linker.distributed.World`: the main process alone writes
+Coordination, all through :class:`e2e_linker.runs.distributed.World`: the main process alone writes
 (or, on ``--resume``, checks) the manifest and removes stale temporary files before anyone
 writes a shard; at the end every process reports success or its error, and only when all
 succeeded does the main process write ``report.json`` from the shards' done records. Resume is
@@ -23,25 +23,25 @@ from collections.abc import Sequence
 from data_tools.documents import Skipped
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource
-from e2e_linker.corpus_run import (
+from e2e_linker.errors import UserError
+from e2e_linker.runs.corpus_run import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
     LAYOUT,
     REPORT,
+    GroupTransform,
+    Progress,
     RunReport,
     ShardDirectory,
     Transform,
-    _Batches,
-    _Progress,
-    _shards,
-    _skipped_dict,
-    _write_json,
-    _write_shard,
     build_manifest,
     prepare_directory,
+    shard_records,
+    skipped_record,
+    write_json,
+    write_shard,
 )
-from e2e_linker.distributed import World
-from e2e_linker.errors import UserError
+from e2e_linker.runs.distributed import World
 
 
 def owns(world: World, shard: int) -> bool:
@@ -75,16 +75,16 @@ def run_to_directory_distributed(world: World, inputs: Sequence[str | os.PathLik
 
     def work() -> tuple[int, int]:
         report = own
-        batches = _Batches(transform, on_error)
+        batches = GroupTransform(transform, on_error)
         desc = f"documents (process 1 of {world.size}, shards k % {world.size} == 0)"
-        bar = _Progress(progress and world.is_main, desc=desc)
+        bar = Progress(progress and world.is_main, desc=desc)
         shards = 0
         try:
-            for shard, groups in _shards(source, shard_size, group_size):
+            for shard, groups in shard_records(source, shard_size, group_size):
                 shards += 1
                 record = directory.done_record(shard) if resume and owns(world, shard) else None
                 if owns(world, shard) and record is None:
-                    _write_shard(directory, shard, groups, batches, manifest, report, bar)
+                    write_shard(directory, shard, groups, batches, manifest, report, bar)
                     continue
                 for _ in groups:  # read past it: the source still checks its document IDs
                     pass
@@ -108,7 +108,7 @@ def run_to_directory_distributed(world: World, inputs: Sequence[str | os.PathLik
                             "--resume")
         report.documents += record["documents"]
         report.skipped += [Skipped(**s) for s in record["skipped"]]
-    _write_json(directory.root / REPORT, {
+    write_json(directory.root / REPORT, {
         "layout": LAYOUT, "shards": report.shards, "documents": report.documents,
-        "skipped": [_skipped_dict(s) for s in report.skipped]})
+        "skipped": [skipped_record(s) for s in report.skipped]})
     return report

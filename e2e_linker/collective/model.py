@@ -3,7 +3,7 @@
 Mention side: token states from the mention encoder → span scorer (or BIO tagger) → kept spans
 mean-pooled into span vectors. Entity side: [CLS] of each concept name from the entity encoder
 (the same weights by default, or a separate copy). Linking is a dot product between the two, done
-against a cached index of all KB names (see e2e_linker.index), never per mention.
+against a cached index of all KB names (see e2e_linker.kb_search.entity_index), never per mention.
 
 A checkpoint is a directory::
 
@@ -25,14 +25,17 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from e2e_linker.encoder import TextEncoder
+from e2e_linker.collective.model_dir import (
+    CONFIG_FILE,
+    HEADS_FILE,
+    MANIFEST_FILE,
+    NORMALIZER_SETTINGS_FILE,
+    load_stats,
+)
+from e2e_linker.collective.span_scorer import BioTagger, SpanScorer, span_validity, span_vectors
+from e2e_linker.encoder.precision import autocast, resolve_precision
+from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
-from e2e_linker.mentions import BioTagger, SpanScorer, span_validity, span_vectors
-from e2e_linker.precision import autocast, resolve_precision
-
-CONFIG_FILE = "linker_config.json"
-HEADS_FILE = "heads.safetensors"
-MANIFEST_FILE = "kb_manifest.json"
 
 
 @dataclass
@@ -149,7 +152,7 @@ class CollectiveLinker(nn.Module):
 
     def set_precision(self, precision: str) -> str:
         """Run the mention encoder's inference forward in ``precision`` (``auto``, ``fp32``,
-        ``bf16``; see :mod:`e2e_linker.precision`) and return the one resolved for this device.
+        ``bf16``; see :mod:`e2e_linker.encoder.precision`) and return the one resolved for this device.
 
         The entity tower is not affected: KB name vectors are cached under its weights and
         must not depend on the precision a run happens to use.
@@ -180,13 +183,18 @@ class CollectiveLinker(nn.Module):
     def quantize_mention_encoder(self) -> None:
         """int8 inference of the mention encoder's linear layers (CPU): SmoothQuant scaling
         from the model directory's activation statistics, then per-channel dynamic int8
-        (see :mod:`e2e_linker.quantization`, which says why plain dynamic int8 is not used).
+        (see :mod:`e2e_linker.encoder.quantization`, which says why plain dynamic int8 is not used).
 
         Why only the mention side: KB name vectors are cached under a hash of the entity
         encoder's weights, so they must come from the unquantized weights; with a shared
         encoder, build the entity index *before* calling this.
         """
-        from e2e_linker.quantization import DEFAULT_ALPHA, STATS_FILE, quantize_int8, smooth
+        from e2e_linker.collective.model_dir import STATS_FILE
+        from e2e_linker.encoder.quantization import (
+            DEFAULT_ALPHA,
+            quantize_int8,
+            smooth,
+        )
 
         if self.device.type != "cpu":
             raise UserError("int8 quantization runs on the CPU only")
@@ -234,7 +242,7 @@ class CollectiveLinker(nn.Module):
         (directory / CONFIG_FILE).write_text(json.dumps(asdict(self.config), indent=2) + "\n")
         if kb_manifest is not None:
             (directory / MANIFEST_FILE).write_text(json.dumps(kb_manifest, indent=2) + "\n")
-        (directory / "normalizer.json").write_text(json.dumps({
+        (directory / NORMALIZER_SETTINGS_FILE).write_text(json.dumps({
             "pooling": self.config.entity_pooling,
             "max_length": self.config.name_max_length,
             "kb": self.config.kb,
@@ -270,12 +278,7 @@ class CollectiveLinker(nn.Module):
             sub = {k[len(prefix) + 1:]: v for k, v in heads.items() if k.startswith(prefix + ".")}
             module.load_state_dict(sub)
         model.float()
-        from e2e_linker.quantization import load_stats
-
         model.activation_stats = load_stats(directory)
         return model.to(device).eval()
 
 
-def read_manifest(directory: str | os.PathLike) -> dict:
-    path = Path(directory) / MANIFEST_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}

@@ -101,14 +101,24 @@ class VectorSearch:
         return self.kind
 
 
-def ties_to_higher_rows(scores: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Order each query's results by score, equal scores by descending row.
+#: How equal scores are ordered: by ``"higher"`` or ``"lower"`` row first (:func:`order_ties`).
+TIE_RULES = ("higher", "lower")
 
-    Why: names shared by several concepts have identical vectors, so exact ties decide which
-    concept a mention gets; faiss's flat index (which the shipped model was tuned and scored
-    with) returns the higher row first, and results must not change with the backend.
+
+def order_ties(scores: np.ndarray, rows: np.ndarray, toward: str = "higher"
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Order each query's results by score, equal scores by row: descending rows for
+    ``toward="higher"``, ascending for ``"lower"``.
+
+    Why it matters: names shared by several concepts have identical vectors, so exact ties
+    decide which concept a mention gets. ``linker annotate``'s entity index sends them to the
+    higher row, as faiss's flat index (which the shipped collective model was tuned and scored
+    with) does, so results do not change with the backend; the normalizer's label index sends
+    them to the lowest row (its rows are sorted texts, so the first text wins).
     """
-    order = np.lexsort((-rows, -scores), axis=1)
+    if toward not in TIE_RULES:
+        raise ValueError(f"toward must be one of {TIE_RULES}, not {toward!r}")
+    order = np.lexsort((-rows if toward == "higher" else rows, -scores), axis=1)
     return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
 
 
@@ -120,7 +130,7 @@ def _topk_merge(scores: torch.Tensor, rows: torch.Tensor, k: int) -> tuple[torch
 
 def _sharing_machine() -> bool:
     """Whether other processes of a multi-process run work on this machine (launchers set
-    LOCAL_WORLD_SIZE; see e2e_linker.distributed)."""
+    LOCAL_WORLD_SIZE; see e2e_linker.runs.distributed)."""
     return int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1) > 1
 
 
@@ -208,7 +218,7 @@ class ExactSearch(VectorSearch):
                 best_s, best_r = s, r
             scores[qs:qs + len(qb)] = best_s
             rows[qs:qs + len(qb)] = best_r
-        return ties_to_higher_rows(scores.numpy(), rows.numpy())
+        return order_ties(scores.numpy(), rows.numpy(), "higher")
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         if self.reader is not None:

@@ -1,0 +1,64 @@
+"""The collective model's directory: what ``linker export`` writes and ``linker annotate`` reads.
+This module alone knows its file names::
+
+    linker_config.json              LinkerConfig (architecture, threshold, types, KB spec)
+    encoder/                        the mention encoder (Hugging Face folder, safetensors)
+    entity_encoder/                 (optional) a separate entity tower
+    heads.safetensors               span scorer and type head
+    kb_manifest.json                the KB spec, its content hash and size
+    kb_extra_names.tsv              names mined from the training corpora
+    activation_absmax.safetensors   (optional) activation statistics for ``--quantize``
+    normalizer.json                 the entity tower's pooling, so ``linker normalize`` can use it
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from e2e_linker.defaults import DEFAULT_MODEL_DIR
+from e2e_linker.errors import UserError
+
+CONFIG_FILE = "linker_config.json"
+HEADS_FILE = "heads.safetensors"
+MANIFEST_FILE = "kb_manifest.json"
+EXTRA_NAMES_FILE = "kb_extra_names.tsv"
+#: written beside the model so that ``linker normalize --model DIR`` encodes names the same way
+NORMALIZER_SETTINGS_FILE = "normalizer.json"
+
+
+def read_manifest(directory: str | os.PathLike) -> dict:
+    """The KB manifest of a model directory (empty when it has none)."""
+    path = Path(directory) / MANIFEST_FILE
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+#: Activation statistics of a model directory's mention encoder (safetensors).
+STATS_FILE = "activation_absmax.safetensors"
+
+
+def save_stats(stats: dict[str, torch.Tensor], directory: str | os.PathLike) -> Path:
+    """Write activation statistics into a model directory (safetensors)."""
+    from safetensors.torch import save_file
+
+    path = Path(directory) / STATS_FILE
+    save_file({k: v.contiguous() for k, v in stats.items()}, str(path))
+    return path
+
+
+def load_stats(directory: str | os.PathLike) -> dict[str, torch.Tensor] | None:
+    """The model directory's activation statistics, or None if it has none."""
+    from safetensors.torch import load_file
+
+    path = Path(directory) / STATS_FILE
+    return load_file(str(path)) if path.is_file() else None
+
+
+def default_model_dir() -> Path:
+    """The embedded default model; a :class:`UserError` naming the fix when it is missing."""
+    if not (DEFAULT_MODEL_DIR / CONFIG_FILE).is_file():
+        raise UserError(f"no embedded default model at {DEFAULT_MODEL_DIR}; pass --model DIR")
+    return DEFAULT_MODEL_DIR

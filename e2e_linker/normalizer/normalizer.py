@@ -1,0 +1,319 @@
+"""Normalize given mentions to KB concepts with a text-only encoder (Xu & Bethard 2021).
+
+This is the engine behind ``linker normalize``: the mention spans are given (gold spans, or
+another tool's NER output); each mention's text — abbreviations expanded from its own
+document, case and punctuation folded, composites split — is encoded and searched against the
+KB's names and/or training mentions with one of the 14 search modes of
+:mod:`e2e_linker.kb_search.concept_search`.
+
+The model directory's format is :mod:`e2e_linker.normalizer.model_dir`; the text pools are
+built by :mod:`e2e_linker.normalizer.pools`.
+
+For a library caller the one-stop function is :func:`normalize_documents`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from data_tools.documents import Annotation, Document
+from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.kb_search.abbreviations import (
+    abbreviation_expansions,
+    document_expansions,
+    expand_mention,
+)
+from e2e_linker.kb_search.cache import VectorCache, encode_unit
+from e2e_linker.kb_search.concept_search import (
+    SIEVE_THRESHOLD,
+    ConceptSearcher,
+    mode_requires,
+    parse_mode,
+)
+from e2e_linker.kb_search.label_index import LabeledTexts, Ranked
+from e2e_linker.kb_search.sieves import CompactKeyIndex
+from e2e_linker.kb_search.text_forms import TextNormalizer, split_composite
+from e2e_linker.normalizer.pools import (
+    TYPE_ALIASES,
+    ontology_pool,
+    synonym_pool,
+    training_triples,
+)
+
+#: The search mode used when neither the caller nor the model directory names one.
+DEFAULT_MODE = "D-T+OD-T"
+COMPOSITE_POLICIES = ("auto", "always", "never")
+
+
+# ---- normalizing ---------------------------------------------------------------------------
+
+@dataclass
+class NormalizeOptions:
+    """Switches of ``linker normalize``; each preprocessing step can be turned off (ablation)."""
+
+    mode: str = DEFAULT_MODE
+    top_k: int = 5
+    nil_threshold: float | None = None
+    type_aware: bool = True
+    #: "auto": split a composite when every part matches better than the whole mention
+    composite: str = "auto"
+    abbreviations: bool = True
+    #: with abbreviations: also one-letter definitions ("testosterone (T)") and short forms
+    #: never defined but matching another mention of the document ("PB" … "phenobarbital")
+    inferred_abbreviations: bool = True
+    #: with abbreviations: a mention that *contains* a short form and is, as written, a
+    #: near-exact name (cosine ≥ the sieve threshold) keeps that match over its expansion
+    written_first: bool = True
+    lowercase: bool = True
+    punctuation: bool = True
+    #: exact compact-key match to one KB concept first, in modes that search O (see
+    #: :mod:`e2e_linker.kb_search.sieves`)
+    lexical: bool = True
+    #: with lexical: chemical names also answer to their salt-free form ("Tiapride
+    #: Hydrochloride" to "tiapride"; :mod:`e2e_linker.kb_search.salt_forms`), in that sieve only
+    salt_free: bool = True
+    sieve_threshold: float = SIEVE_THRESHOLD
+    batch_size: int = 256
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        parse_mode(self.mode)
+        if self.composite not in COMPOSITE_POLICIES:
+            raise ValueError(f"composite must be one of {COMPOSITE_POLICIES}")
+
+
+@dataclass
+class MentionQuery:
+    """One annotation to normalize: the texts to search (whole, and parts if composite)."""
+
+    doc_index: int
+    annotation: Annotation
+    type: str | None
+    whole: str
+    parts: list[str] = field(default_factory=list)
+    part_surfaces: list[str] = field(default_factory=list)
+    #: the mention as written (folded) when abbreviation expansion changed it
+    raw: str | None = None
+
+
+@dataclass
+class Prediction:
+    """The answer for one mention."""
+
+    concept_ids: list[str]
+    score: float | None
+    candidates: str
+    parts: list[str] | None = None
+
+
+def _ids_of(label: str) -> list[str]:
+    return [i for i in label.split("|") if i]
+
+
+def _format(ranked: Ranked) -> str:
+    return ";".join(f"{label}|{min(score, 1.0):.4f}" for label, score in ranked)
+
+
+class Normalizer:
+    """An encoder plus a KB (O), optional training mentions (D) and the options above.
+
+    D comes from annotated ``training`` documents and/or saved ``mentions`` triples
+    (``(text, label, type)``, e.g. a model directory's ``mentions.tsv``).
+
+    Build once, then call :meth:`normalize` on any number of document batches; the KB's
+    vectors are encoded (or read from the cache) on the first call.
+    """
+
+    def __init__(self, encoder: TextEncoder, kb, training: Iterable[Document] | None = None,
+                 options: NormalizeOptions | None = None,
+                 cache_dir: str | os.PathLike | None = None,
+                 extra_synonyms: Iterable[tuple[str, str]] = (),
+                 mentions: Iterable[tuple[str, str, str]] | None = None):
+        self.encoder = encoder.eval()
+        self.kb = kb
+        self.options = options or NormalizeOptions()
+        self.text = TextNormalizer(self.options.lowercase, self.options.punctuation)
+        #: annotation types that restrict the search: only types the KB itself uses, so an
+        #: NCBI "SpecificDisease" mention searches everything while a BC5CDR "Chemical" one
+        #: sees chemicals only
+        self.kb_types = {t for c in kb for t in c.type.split("|") if t}
+        ontology = ontology_pool(kb, self.text)
+        extra = list(extra_synonyms)
+        synonyms = synonym_pool(kb, self.text, extra) if extra else None
+        triples: list[tuple[str, str, str]] = []
+        if training is not None:
+            triples += training_triples(training, self.text, kb, self.options.abbreviations)
+        if mentions is not None:  # saved triples (raw text): fold them like everything else
+            triples += [(self.text(t), "|".join(kb.resolve(i) for i in label.split("|")), ty)
+                        for t, label, ty in mentions]
+        pool = LabeledTexts.from_pairs(triples) if triples else None
+        self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
+                               [pool] if pool is not None else [])
+        self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
+        cache = VectorCache(encoder, cache_dir, batch_size=self.options.batch_size,
+                            progress=self.options.progress)
+        self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
+                                        self.options.sieve_threshold,
+                                        extra_synonyms=synonyms)
+
+    # -- steps, public so that evaluation can reuse one encoding for every mode --
+    def queries(self, docs: Sequence[Document]) -> list[MentionQuery]:
+        """The mention texts to search, after abbreviation expansion, folding and splitting."""
+        out: list[MentionQuery] = []
+        for d, doc in enumerate(docs):
+            defined: dict[str, str] = {}
+            expansions: dict[str, str] = {}
+            if self.options.abbreviations:
+                defined = abbreviation_expansions(doc.text)
+                inferred = self.options.inferred_abbreviations
+                expansions = document_expansions(doc, letters=inferred, mentions=inferred,
+                                                 defined=defined)
+            for ann in doc.annotations:
+                surface = expand_mention(ann.text, expansions) if expansions else ann.text
+                parts: list[str] = []
+                if self.options.composite != "never":
+                    parts = split_composite(surface)
+                    if len(parts) < 2:
+                        parts = []
+                type_ = None
+                if self.options.type_aware:
+                    type_ = TYPE_ALIASES.get(ann.type, ann.type)
+                    if type_ not in self.kb_types:
+                        type_ = None
+                raw = self.text(ann.text)
+                whole = self.text(surface)
+                # a bare short form defined in the text ("NS") always takes its long form; a
+                # longer mention holding one ("diminished GALC activity"), or a short form
+                # resolved from a one-letter definition or another mention ("NAD" from
+                # "nicotinic acid amide"), may also match as written
+                bare = ann.text.strip() in defined
+                out.append(MentionQuery(d, ann, type_, whole, [self.text(p) for p in parts],
+                                        parts, raw if raw != whole and not bare else None))
+        return out
+
+    def rank(self, queries: Sequence[MentionQuery], modes: Sequence[str],
+             k: int | None = None) -> dict[str, list[Prediction]]:
+        """Predictions of every mode for every query, from one encoding and base search."""
+        k = k or self.options.top_k
+        keys: dict[tuple[str, str | None], int] = {}
+        for q in queries:
+            for text in (q.whole, *q.parts, *([q.raw] if q.raw else [])):
+                keys.setdefault((text, q.type), len(keys))
+        texts = [t for t, _ in keys]
+        types = [t for _, t in keys]
+        unique_texts = sorted(set(texts))
+        position = {t: i for i, t in enumerate(unique_texts)}
+        vectors = encode_unit(self.encoder, unique_texts, self.options.batch_size,
+                              progress="encoding mentions" if self.options.progress else False)
+        query_vectors = vectors[[position[t] for t in texts]] if texts else vectors
+        needed = set().union(*(mode_requires(m) | set(parse_mode(m)) for m in modes)) \
+            if modes else set()
+        base = self.searcher.base_search(query_vectors, needed, max(k, 1), types)
+        out: dict[str, list[Prediction]] = {}
+        for mode in modes:
+            ranked = self.searcher.combine(mode, base)
+            lexical = self.options.lexical and any(source in ("O", "OD")
+                                                   for source, _ in parse_mode(mode))
+            out[mode] = [self._decide(q, ranked, keys, k, lexical) for q in queries]
+        return out
+
+    def _salt_free_pools(self) -> list[LabeledTexts]:
+        """The KB's salt-free and anion name forms as a pool for the lexical sieve (none when
+        switched off; see :mod:`e2e_linker.kb_search.salt_forms`)."""
+        if not self.options.salt_free:
+            return []
+        from e2e_linker.kb_search.salt_forms import salt_free_synonyms
+
+        forms = [(self.text(name), cid, self.kb.get(cid).type)
+                 for cid, name in salt_free_synonyms(self.kb)]
+        return [LabeledTexts.from_pairs(forms)] if forms else []
+
+    def lexical_match(self, q: MentionQuery) -> str | None:
+        """The KB concept whose names share the whole mention's compact key, if exactly one
+        does and no training mention has that key (see :mod:`e2e_linker.kb_search.sieves`)."""
+        if self._lexical is None:  # built on first use: deriving salt-free forms takes ~1 s
+            ontology, training = self._lexical_pools
+            self._lexical = (CompactKeyIndex(ontology + self._salt_free_pools()),
+                             CompactKeyIndex(training))
+        ontology_keys, training_keys = self._lexical
+        if q.parts or q.whole in training_keys:
+            return None
+        return ontology_keys.unique(q.whole, q.type)
+
+    def _decide(self, q: MentionQuery, ranked: list[Ranked],
+                keys: dict[tuple[str, str | None], int], k: int,
+                lexical: bool = False) -> Prediction:
+        whole = ranked[keys[(q.whole, q.type)]]
+        if q.raw is not None and self.options.written_first:
+            # the mention as written wins when it is itself a (near-)exact name or training
+            # mention ("AAPC" seen in training, "diminished GALC activity" in the KB): the
+            # Schwartz–Hearst long form may be incomplete ("adenomatous polyposis coli")
+            raw = ranked[keys[(q.raw, q.type)]]
+            if raw and raw[0][1] >= self.options.sieve_threshold and (
+                    not whole or raw[0][1] >= whole[0][1] - 1e-5):
+                whole = raw
+        if lexical and (label := self.lexical_match(q)) is not None:
+            whole = [(label, 1.0), *[(la, sc) for la, sc in whole if la != label]][:k]
+        whole_score = whole[0][1] if whole else -np.inf
+        use_parts = False
+        if q.parts and self.options.composite != "never":
+            part_lists = [ranked[keys[(p, q.type)]] for p in q.parts]
+            if all(part_lists):
+                part_score = min(r[0][1] for r in part_lists)
+                use_parts = self.options.composite == "always" or part_score > whole_score
+        if use_parts:
+            ids = [i for r in part_lists for i in _ids_of(r[0][0])]
+            score = min(r[0][1] for r in part_lists)
+            candidates = " || ".join(_format(r[:k]) for r in part_lists)
+            pred = Prediction(ids, score, candidates, list(q.part_surfaces))
+        elif whole:
+            pred = Prediction(_ids_of(whole[0][0]), whole_score, _format(whole[:k]))
+        else:
+            pred = Prediction([], None, "")
+        threshold = self.options.nil_threshold
+        if threshold is not None and pred.score is not None and pred.score < threshold:
+            pred.concept_ids = []
+        return pred
+
+    @staticmethod
+    def apply(queries: Sequence[MentionQuery], predictions: Sequence[Prediction]) -> None:
+        """Write predictions into the annotations (IDs, link score, candidates infon)."""
+        for q, pred in zip(queries, predictions, strict=True):
+            ann = q.annotation
+            ann.concept_ids = list(pred.concept_ids)
+            ann.no_id = False
+            ann.link_score = None if pred.score is None else float(min(pred.score, 1.0))
+            ann.composite_texts = pred.parts if pred.parts and len(pred.parts) == len(
+                pred.concept_ids) else None
+            ann.infons["candidates"] = pred.candidates
+
+    def normalize(self, docs: Iterable[Document]) -> list[Document]:
+        """Fill ``concept_ids``, ``link_score`` and ``infons['candidates']`` in place."""
+        docs = list(docs)
+        queries = self.queries(docs)
+        predictions = self.rank(queries, [self.options.mode])[self.options.mode]
+        self.apply(queries, predictions)
+        return docs
+
+
+def normalize_documents(documents: Iterable[Document], encoder: TextEncoder, kb,
+                        mode: str = DEFAULT_MODE, training: Iterable[Document] | None = None,
+                        cache_dir: str | os.PathLike | None = None,
+                        extra_synonyms: Iterable[tuple[str, str]] = (),
+                        mentions: Iterable[tuple[str, str, str]] | None = None,
+                        **options) -> list[Document]:
+    """Normalize every annotation of ``documents`` (in place; also returned).
+
+    ``training`` documents (and/or saved ``mentions`` triples) make up the D pool, needed by
+    every mode that mentions D; without them D-searches find nothing and sieves fall through
+    to their second search. ``options``
+    are :class:`NormalizeOptions` fields (``top_k``, ``nil_threshold``, ``type_aware``,
+    ``composite``, ``abbreviations``, ``lowercase``, ``punctuation``...).
+    """
+    opts = NormalizeOptions(mode=mode, **options)
+    normalizer = Normalizer(encoder, kb, training, opts, cache_dir, extra_synonyms, mentions)
+    return normalizer.normalize(documents)
