@@ -42,6 +42,7 @@ class Concept:
 
 
 def normalize_id(concept_id: str) -> str:
+    """A concept ID as the KB keys it: spaces and a ``MESH:`` style prefix removed."""
     return strip_prefix(concept_id.strip())
 
 
@@ -101,6 +102,8 @@ class KB:
 
     def add_names(self, concept_id: str, names: Iterable[str], type: str | None = None,
                   source: str = "") -> None:
+        """Add a concept whose first non-empty name is preferred and the rest synonyms
+        (merged into an existing concept of the same ID)."""
         names = [n for n in names if n]
         if not names:
             return
@@ -123,6 +126,7 @@ class KB:
         return sum(len(c.all_names()) for c in self.concepts.values())
 
     def types(self) -> list[str]:
+        """The distinct type strings of the concepts (``|``-joined types as written)."""
         return sorted({c.type for c in self.concepts.values()})
 
     def filter(self, types: Iterable[str]) -> KB:

@@ -29,6 +29,7 @@ TREE_TYPES = {"C": "Disease", "D": "Chemical"}
 
 
 def medic_id(raw: str) -> str:
+    """A MEDIC ID as the KB keys it: bare digits are OMIM numbers (``OMIM:123456``)."""
     raw = strip_prefix(raw.strip())
     return f"OMIM:{raw}" if _DIGITS.match(raw) else raw
 

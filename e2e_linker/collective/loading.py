@@ -13,6 +13,8 @@ from e2e_linker.errors import UserError
 
 
 def pick_device(device: str | None) -> str:
+    """``device`` if it can be had (``cuda`` without a GPU is a :class:`UserError`), else CUDA
+    when present, else the CPU."""
     if device == "cuda" and not torch.cuda.is_available():
         raise UserError("--device cuda asked for, but no CUDA device is available")
     return device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -175,9 +175,12 @@ class CollectiveLinker(nn.Module):
 
     def span_vectors(self, states: torch.Tensor, b: torch.Tensor, i: torch.Tensor,
                      j: torch.Tensor) -> torch.Tensor:
+        """Mean-pooled token states of spans ``(batch row b, first token i, last token j)``:
+        the mention vectors that are linked against the KB's name vectors."""
         return span_vectors(states, b, i, j)
 
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
+        """Scores of each configured entity type for each span vector."""
         return self.type_head(span_vecs)
 
     def quantize_mention_encoder(self) -> None:
@@ -214,6 +217,8 @@ class CollectiveLinker(nn.Module):
 
     # ---- persistence --------------------------------------------------------------------
     def heads_state(self) -> dict[str, torch.Tensor]:
+        """The span scorer's and type head's weights (fp32, prefixed), as saved in the
+        model directory's heads file."""
         state = {}
         for prefix, module in (("span_scorer", self.span_scorer), ("type_head", self.type_head)):
             for key, value in module.state_dict().items():

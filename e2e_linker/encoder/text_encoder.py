@@ -93,6 +93,9 @@ class TextEncoder(nn.Module):
         pooling: str = "cls",
         max_length: int = 32,
     ) -> TextEncoder:
+        """Load a Hugging Face folder or a known name (``all-MiniLM-L6-v2``: the packaged copy),
+        offline and from safetensors only; ``pooling`` and ``max_length`` say how texts become
+        vectors."""
         _offline()
         from transformers import AutoModel
 
@@ -127,12 +130,14 @@ class TextEncoder(nn.Module):
         return out.last_hidden_state
 
     def pool(self, states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """One vector per text: the [CLS] state, or the mean over real (unpadded) tokens."""
         if self.pooling == "cls":
             return states[:, 0]
         mask = attention_mask.unsqueeze(-1).to(states.dtype)
         return (states * mask).sum(1) / mask.sum(1).clamp(min=1.0)
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Padded, truncated (``max_length``) tensors for a batch of texts."""
         return self.tokenizer(
             list(texts),
             padding=True,

@@ -197,7 +197,13 @@ class Normalizer:
 
     def rank(self, queries: Sequence[MentionQuery], modes: Sequence[str],
              k: int | None = None) -> dict[str, list[Prediction]]:
-        """Predictions of every mode for every query, from one encoding and base search."""
+        """Predictions of every mode for every query, from one encoding and base search.
+
+        Each distinct (text, type) of the queries — whole mentions, composite parts, texts as
+        written — is encoded once and searched once per base search the modes need; each mode
+        is then assembled from those results (:meth:`ConceptSearcher.combine`) and decided per
+        mention by the rule of :meth:`_decide`.
+        """
         k = k or self.options.top_k
         keys: dict[tuple[str, str | None], int] = {}
         for q in queries:
@@ -247,6 +253,19 @@ class Normalizer:
     def _decide(self, q: MentionQuery, ranked: list[Ranked],
                 keys: dict[tuple[str, str | None], int], k: int,
                 lexical: bool = False) -> Prediction:
+        """The decision rule for one mention, given the mode's ranked answers for every text.
+
+        1. Start from the ranking of the whole mention after abbreviation expansion.
+        2. *Written first*: if expansion changed the text and the mention as written is itself
+           a near-exact match (best cosine ≥ the sieve threshold, and not worse than the
+           expanded text's), its ranking wins — Schwartz–Hearst long forms can be incomplete.
+        3. *Lexical sieve* (modes that search O): a unique compact-key match to one KB concept,
+           unless training mentions hold that key, goes to the top with score 1.0.
+        4. *Composites*: with a split into parts, policy ``always`` takes the parts; ``auto``
+           takes them when every part found an answer and the weakest part's best score beats
+           the whole mention's; the answer is then the parts' concepts in order.
+        5. *NIL*: below ``nil_threshold`` the concept IDs are dropped (the score is kept).
+        """
         whole = ranked[keys[(q.whole, q.type)]]
         if q.raw is not None and self.options.written_first:
             # the mention as written wins when it is itself a (near-)exact name or training

@@ -144,6 +144,8 @@ class CollectiveTrainer:
 
     # ---- data ---------------------------------------------------------------------------
     def prepare(self) -> None:
+        """Load corpora, KBs (the linking KB and the training KB, each with mined names) and
+        the model, and cut the training documents into chunk examples."""
         cfg = self.cfg
         given = self._given
         if given["train_docs"] is not None:
@@ -348,6 +350,26 @@ class CollectiveTrainer:
 
     # ---- the loop ---------------------------------------------------------------------------
     def train(self) -> dict:
+        """Run every epoch and return the summary (best dev epoch, history, config).
+
+        The loop, per epoch ``e`` in ``0..epochs``:
+
+        1. :meth:`refresh_index` — the training KB's index under the current entity tower;
+        2. for ``e > 0``: validate on dev with that index over ``cfg.thresholds``
+           (:func:`evaluate_dev`, strict F1) and save a checkpoint when it is the best so far,
+           with the best threshold γ as the model's default; without dev, save every epoch;
+        3. stop after validating epoch ``epochs`` (so the last epoch's weights are scored too);
+        4. mine hard negatives once on the main process (:meth:`mine_hard_negatives`,
+           broadcast) — the KB names nearest each gold mention that belong to another concept;
+        5. one pass over the shuffled training chunks in batches of ``cfg.batch_size``: draw the
+           batch's candidate names (:meth:`candidate_rows`), compute mention BCE + type CE +
+           linking CE on this process's share (:meth:`batch_loss`), weight and sum them, sum
+           gradients across processes, clip, and step AdamW (encoder and heads have their own
+           learning rates) under linear warm-up then linear decay.
+
+        Why validate before training each epoch rather than after: the index used for dev is
+        the one the next epoch's hard negatives come from, so each KB encoding is used twice.
+        """
         cfg = self.cfg
         self.prepare()
         model = self.model
@@ -452,6 +474,8 @@ class CollectiveTrainer:
         return world.broadcast(summary)
 
     def save(self, threshold: float) -> None:
+        """Write the model directory with ``threshold`` as its γ, the KB manifest and mined
+        names, and the training config (the main process only)."""
         self.model.config.threshold = float(threshold)
         self.model.config.kb = self.cfg.kb
         manifest = save_model_kb(self.out, self.cfg.kb, self.extra, self.kb)
@@ -462,4 +486,5 @@ class CollectiveTrainer:
 
 
 def train_collective(cfg: TrainConfig) -> dict:
+    """``linker train CONFIG``: one :class:`CollectiveTrainer` run; returns its summary."""
     return CollectiveTrainer(cfg).train()

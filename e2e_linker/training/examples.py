@@ -17,6 +17,8 @@ from e2e_linker.collective.chunking import Chunk, char_span_to_tokens, chunk_doc
 
 @dataclass
 class GoldSpan:
+    """A gold mention in chunk token positions, with its type and linking target."""
+
     i: int  # chunk position of the first token
     j: int  # chunk position of the last token (inclusive)
     type_index: int
@@ -26,6 +28,8 @@ class GoldSpan:
 
 @dataclass
 class ChunkExample:
+    """One training chunk and the gold mentions it owns."""
+
     chunk: Chunk
     spans: list[GoldSpan] = field(default_factory=list)
 
