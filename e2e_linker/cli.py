@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "normalize": "normalize",
     "train-triplet": "train_triplet",
     "merge": "merge",
+    "kb": "kb",
 }
 
 

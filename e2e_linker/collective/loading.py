@@ -35,17 +35,34 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`).
     """
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_kb import load_model_kb
-    from e2e_linker.kb_search.entity_index import EntityIndex
     from e2e_linker.kb_search.sieves import NameDictionary
 
     directory = Path(model_dir) if model_dir else default_model_dir()
     model = CollectiveLinker.load(directory, device=pick_device(device))
-    knowledge = load_model_kb(directory, kb)
-    index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir,
-                              kind=index_kind, memory_budget_mb=kb_memory_budget_mb)
+    knowledge, index = build_entity_index(directory, model, kb, cache_dir, index_kind,
+                                          kb_memory_budget_mb)
     if quantize:  # after the index: KB vectors are cached under the unquantized weights' hash
         model.quantize_mention_encoder()
     model.set_precision(precision)
     names = NameDictionary.from_kb(knowledge)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode)
+
+
+def build_entity_index(directory: Path, model, kb: str | None = None,
+                       cache_dir: str | None = None, index_kind: str = "auto",
+                       kb_memory_budget_mb: float | None = None, progress: bool = True):
+    """The model directory's KB (its spec, or ``kb``, plus its mined names) and the entity
+    index over it, encoded with the model's entity tower or read from the cache: what
+    ``linker annotate`` starts with and ``linker kb build`` prepares ahead of time."""
+    from e2e_linker.collective.model_dir import read_manifest
+    from e2e_linker.collective.model_kb import load_model_kb
+    from e2e_linker.kb_search.entity_index import EntityIndex
+
+    knowledge = load_model_kb(directory, kb)
+    spec = kb or read_manifest(directory).get("kb")
+    index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir,
+                              progress=progress, kind=index_kind,
+                              memory_budget_mb=kb_memory_budget_mb,
+                              describe={"kb": spec, "model": str(directory),
+                                        "concepts": len(knowledge)})
+    return knowledge, index

@@ -369,8 +369,9 @@ def _sample(vectors: np.ndarray, size: int) -> np.ndarray:
 
 
 def build_faiss(kind: str, vectors: np.ndarray, params: SearchParams | None = None,
-                add_block: int = 65_536):
-    """Train and fill an approximate faiss index from (possibly memory-mapped) vectors."""
+                add_block: int = 65_536, progress: bool = True):
+    """Train and fill an approximate faiss index from (possibly memory-mapped) vectors, with a
+    progress bar (names/s, time left) over the fill, the long part."""
     import faiss
 
     p = params or SearchParams()
@@ -391,8 +392,13 @@ def build_faiss(kind: str, vectors: np.ndarray, params: SearchParams | None = No
     else:
         raise ValueError(f"not an approximate kind: {kind!r}")
     index.train(_sample(vectors, max(p.train_size, 40 * 256)))
-    for start in range(0, n, add_block):
-        index.add(np.ascontiguousarray(vectors[start:start + add_block], dtype=np.float32))
+    from tqdm.auto import tqdm
+
+    with tqdm(total=n, desc=f"building the {kind} index", unit="name",
+              disable=not progress) as bar:
+        for start in range(0, n, add_block):
+            index.add(np.ascontiguousarray(vectors[start:start + add_block], dtype=np.float32))
+            bar.update(min(add_block, n - start))
     return index
 
 

@@ -18,18 +18,25 @@ normalised in fp32 before they are rounded to fp16, the entity tower's are round
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.errors import UserError
+
+#: names encoded to estimate the time a KB encode will take (spread over the name lengths)
+ESTIMATE_SAMPLE = 256
 
 
 def default_cache_dir() -> Path:
@@ -45,6 +52,38 @@ def encoder_fingerprint(encoder: TextEncoder) -> str:
         digest.update(key.encode())
         digest.update(value.detach().to(torch.float16).cpu().numpy().tobytes())
     return digest.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def writable(folder: Path) -> Iterator[None]:
+    """Turn a failure to write the cache (read-only, full, not a folder) into one clear line."""
+    try:
+        yield
+    except OSError as exc:
+        raise UserError(f"cannot write the KB cache in {folder}: {exc.strerror or exc}; point "
+                        "E2E_LINKER_CACHE (or --cache-dir) at a writable folder with room") from exc
+
+
+@contextlib.contextmanager
+def exclusive(folder: Path, what: str, progress: bool = True) -> Iterator[None]:
+    """Hold ``folder/.lock`` while encoding or writing into ``folder``.
+
+    Why: two runs that start on an empty cache at once must leave one valid cache, never a torn
+    one; the second waits (saying so) and then finds the first one's vectors.
+    """
+    with writable(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / ".lock", "a+")  # noqa: SIM115 - held for the whole block
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if progress:
+                print(f"waiting for another process {what} in {folder}", file=sys.stderr)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()
 
 
 class NameVectorCache:
@@ -77,25 +116,62 @@ class NameVectorCache:
         return [], None  # still torn: start over rather than misalign
 
     def store(self, names: list[str], vectors: np.ndarray) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp_vectors = self.folder / "vectors.tmp.npy"
-        tmp_names = self.folder / "names.tmp.jsonl"
-        np.save(tmp_vectors, vectors)
-        with tmp_names.open("w", encoding="utf-8") as handle:
-            for name in names:
-                handle.write(json.dumps(name) + "\n")
-        os.replace(tmp_vectors, self.vectors_path)
-        os.replace(tmp_names, self.names_path)
+        """Replace the store with ``names`` and their ``vectors`` (each file atomically)."""
+        with writable(self.folder):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            tmp_vectors = self.folder / f"vectors.{os.getpid()}.tmp.npy"
+            tmp_names = self.folder / f"names.{os.getpid()}.tmp.jsonl"
+            np.save(tmp_vectors, vectors)
+            with tmp_names.open("w", encoding="utf-8") as handle:
+                for name in names:
+                    handle.write(json.dumps(name) + "\n")
+            os.replace(tmp_vectors, self.vectors_path)
+            os.replace(tmp_names, self.names_path)
+            encoder_json = self.folder / "encoder.json"
+            if not encoder_json.is_file():
+                config = getattr(self.encoder.model, "config", None)
+                encoder_json.write_text(json.dumps({
+                    "model": str(getattr(config, "name_or_path", "") or ""),
+                    "pooling": self.encoder.pooling, "max_length": self.encoder.max_length,
+                }, indent=2) + "\n")
+
+    def estimate_seconds(self, missing: Sequence[str], batch_size: int = 256) -> float:
+        """Seconds encoding ``missing`` will take here, from one timed batch of names spread
+        over their lengths (the result is thrown away, so stored vectors do not change)."""
+        step = max(1, len(missing) // ESTIMATE_SAMPLE)
+        sample = list(missing[::step][:ESTIMATE_SAMPLE])
+        start = time.perf_counter()
+        self.encoder.encode(sample, batch_size=batch_size, dtype=np.float16)
+        return (time.perf_counter() - start) * len(missing) / max(1, len(sample))
 
     def vectors_for(self, names: Sequence[str], batch_size: int = 256,
                     progress: bool = True) -> np.ndarray:
         """fp16 vectors for ``names`` in order, encoding (and caching) only unseen ones."""
+        known, stored = self.load()
+        row = {n: i for i, n in enumerate(known)}
+        if any(n not in row for n in names):
+            with exclusive(self.folder, "encodes KB names", progress):
+                self._encode_missing(names, batch_size, progress)
+            known, stored = self.load()
+            row = {n: i for i, n in enumerate(known)}
+        return np.asarray(stored[[row[n] for n in names]]) if names else np.zeros(
+            (0, self.encoder.hidden_size), np.float16)
+
+    def _encode_missing(self, names: Sequence[str], batch_size: int, progress: bool) -> None:
+        """Encode and store the names the store lacks (called with the folder locked)."""
         from tqdm.auto import tqdm
 
-        known, stored = self.load()
+        known, stored = self.load()  # another process may have added them while we waited
         row = {n: i for i, n in enumerate(known)}
         missing = sorted({n for n in names if n not in row}, key=len)
         if missing:
+            if progress and len(missing) > 2 * ESTIMATE_SAMPLE:
+                seconds = self.estimate_seconds(missing, batch_size)
+                took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+                print(f"KB index: encoding {len(missing):,} names not cached yet "
+                      f"(about {took} on this machine, once) into {self.folder}; "
+                      f"an interrupted encode resumes from its last {self.checkpoint:,}-name "
+                      "checkpoint", file=sys.stderr)
             parts = [np.asarray(stored)] if stored is not None else []
             done = list(known)
             bar = tqdm(total=len(missing), desc="encoding KB names", unit="name",
@@ -107,28 +183,32 @@ class NameVectorCache:
                 self.store(done, np.concatenate(parts))
                 bar.update(len(block))
             bar.close()
-            known, stored = self.load()
-            row = {n: i for i, n in enumerate(known)}
-        return np.asarray(stored[[row[n] for n in names]]) if names else np.zeros(
-            (0, self.encoder.hidden_size), np.float16)
 
     def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
-                  progress: bool = True) -> tuple[np.ndarray, Path]:
+                  progress: bool = True, describe: dict | None = None
+                  ) -> tuple[np.ndarray, Path]:
         """fp16 vectors of ``names`` in order, memory-mapped from a file of their own.
 
         Why a second file: the name cache is in first-seen order, so a KB's rows are scattered
         in it; gathering them costs a full read and an in-memory copy on every start. The
         per-KB matrix is written once (keyed by a hash of the name list) and then mapped, so a
-        large KB costs page cache, not process memory, until rows are touched.
+        large KB costs page cache, not process memory, until rows are touched. ``describe``
+        (e.g. the KB spec) is written beside it once, for ``linker kb info``.
         """
         digest = hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16]
         path = self.folder / "kb" / f"{digest}.npy"
         if not path.is_file():
             matrix = self.vectors_for(names, batch_size=batch_size, progress=progress)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.npy")
-            np.save(tmp, matrix)
-            os.replace(tmp, path)
+            with exclusive(self.folder, "writes a KB matrix", progress), writable(path.parent):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if not path.is_file():
+                    tmp = path.with_name(f"{digest}.{os.getpid()}.tmp.npy")
+                    np.save(tmp, matrix)
+                    os.replace(tmp, path)
+        info = path.with_suffix(".json")
+        if describe is not None and not info.is_file():
+            with writable(path.parent):
+                info.write_text(json.dumps({**describe, "names": len(names)}, indent=2) + "\n")
         matrix = np.load(path, mmap_mode="r")
         if len(matrix) != len(names):
             raise ValueError(f"{path}: {len(matrix)} rows for {len(names)} names")
@@ -294,3 +374,47 @@ class VectorCache:
         rows = vectors[new].astype(np.float16)
         merged = np.concatenate([np.asarray(stored), rows]) if stored is not None else rows
         store.store(known + [texts[i] for i in new], merged)
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every file under ``folder``."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def describe_cache(root: Path) -> list[dict]:
+    """What a cache folder holds, one entry per encoder: its settings, how many names it has
+    encoded, the KB matrices (with the KB each was built for, when recorded) and approximate
+    indexes beside them, the normalizer's text lists, and the bytes on disk."""
+    out: list[dict] = []
+    for kind in ("entity_vectors", "normalizer_vectors"):
+        for folder in sorted((root / kind).glob("*")) if (root / kind).is_dir() else []:
+            if not folder.is_dir():
+                continue
+            entry: dict = {"store": kind, "fingerprint": folder.name,
+                           "bytes": folder_bytes(folder), "kbs": [], "lists": []}
+            settings = folder / "encoder.json"
+            if settings.is_file():
+                entry["encoder"] = json.loads(settings.read_text())
+            names = folder / "names.jsonl"
+            if names.is_file():
+                with names.open(encoding="utf-8") as handle:
+                    entry["names"] = sum(1 for _ in handle)
+            for matrix in sorted((folder / "kb").glob("*.npy")) if (folder / "kb").is_dir() \
+                    else []:
+                if ".tmp" in matrix.name or matrix.name.endswith(".f32.npy"):
+                    continue
+                info = matrix.with_suffix(".json")
+                record = json.loads(info.read_text()) if info.is_file() else {}
+                rows = int(np.load(matrix, mmap_mode="r").shape[0])
+                indexes = sorted(p.name.split(".", 1)[1].removesuffix(".faiss")
+                                 for p in matrix.parent.glob(f"{matrix.stem}.*.faiss"))
+                entry["kbs"].append({"file": matrix.name, "rows": rows,
+                                     "kb": record.get("kb"), "model": record.get("model"),
+                                     "indexes": indexes or ["exact"]})
+            for matrix in sorted(folder.glob("*.npy")):
+                if ".tmp" in matrix.name or matrix.name == "vectors.npy":
+                    continue
+                entry["lists"].append({"file": matrix.name,
+                                       "rows": int(np.load(matrix, mmap_mode="r").shape[0])})
+            out.append(entry)
+    return out

@@ -123,14 +123,16 @@ class EntityIndex:
               batch_size: int = 256, progress: bool = True,
               max_names_per_concept: int | None = None, kind: str = "auto",
               memory_budget_mb: float | None = None,
-              params: SearchParams | None = None) -> EntityIndex:
+              params: SearchParams | None = None,
+              describe: dict | None = None) -> EntityIndex:
         """Encode every name of ``kb`` (reusing cached vectors) and index them.
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
         training-time hard negatives). ``kind`` and ``memory_budget_mb`` pick the search
         backend (:func:`e2e_linker.kb_search.backends.choose_kind`); an approximate index is built
-        once and cached beside the vectors.
+        once and cached beside the vectors. ``describe`` (the KB spec, the model) is recorded
+        beside the cached matrix for ``linker kb info``.
         """
         pairs = kb_names(kb, max_names_per_concept)
         names = [n for n, _ in pairs]
@@ -141,7 +143,8 @@ class EntityIndex:
                                      progress="encoding KB names" if progress else False)
             return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
         cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
-        vectors, path = cache.kb_matrix(names, batch_size=batch_size, progress=progress)
+        vectors, path = cache.kb_matrix(names, batch_size=batch_size, progress=progress,
+                                        describe=describe)
         return cls(names, cids, types, vectors, kind, memory_budget_mb, params,
                    cache_stem=path.with_suffix(""))
 

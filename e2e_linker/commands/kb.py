@@ -1,0 +1,86 @@
+"""``linker kb build|info``: the KB index as something a user can prepare and look at.
+
+``linker kb build`` does ahead of time what the first ``linker annotate`` would do: encode every
+name of the model's KB with its entity tower (names/s and time left on a progress bar,
+checkpointed, so a killed build resumes) and build the approximate index that ``--index`` picks
+(with its own progress bar). Two builds started at once on an empty cache leave one valid cache
+(the second waits for the first). ``linker kb info`` lists what a cache folder holds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from e2e_linker.kb_search.backends import SEARCH_KINDS
+
+
+@click.group("kb")
+def command() -> None:
+    """Prepare and inspect the cached KB index (vectors + search index)."""
+
+
+@command.command("build")
+@click.argument("spec", required=False)
+@click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Model directory whose entity tower encodes the names (default: embedded).")
+@click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
+@click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS), default="auto",
+              show_default=True, help="Search index to build, as `linker annotate --index`.")
+@click.option("--kb-memory-budget", type=float, default=None,
+              help="MB the index may hold in memory; drives --index auto.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
+def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_kind: str,
+          kb_memory_budget: float | None, device: str | None) -> None:
+    """Encode and index SPEC (default: the model's KB) for `linker annotate`."""
+    from e2e_linker.collective.loading import build_entity_index, pick_device
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.kb_search.cache import default_cache_dir, folder_bytes
+    from e2e_linker.runs.model_guard import loading_model
+
+    directory = Path(model_dir) if model_dir else default_model_dir()
+    start = time.perf_counter()
+    with loading_model(model_dir):
+        model = CollectiveLinker.load(directory, device=pick_device(device))
+    knowledge, index = build_entity_index(directory, model, spec, cache_dir, index_kind,
+                                          kb_memory_budget)
+    seconds = time.perf_counter() - start
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    click.echo(f"KB ready: {len(knowledge):,} concepts, {len(index):,} names, index "
+               f"{index.describe()}, {seconds:.1f} s; cache {root} "
+               f"({folder_bytes(root) / 2**20:,.0f} MiB)")
+
+
+@command.command("info")
+@click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
+@click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
+def info(cache_dir: str | None, as_json: bool) -> None:
+    """List what the KB cache holds: encoders, names, KB matrices, indexes, size on disk."""
+    from e2e_linker.kb_search.cache import default_cache_dir, describe_cache
+
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    entries = describe_cache(root) if root.is_dir() else []
+    if as_json:
+        click.echo(json.dumps({"cache": str(root), "entries": entries}, indent=2))
+        return
+    if not entries:
+        click.echo(f"{root}: empty (the first `linker annotate` or `linker kb build` fills it)")
+        return
+    click.echo(f"cache {root}")
+    for entry in entries:
+        who = entry.get("encoder", {})
+        click.echo(f"- {entry['store']}/{entry['fingerprint']}: "
+                   f"{entry['bytes'] / 2**20:,.1f} MiB"
+                   + (f", {entry['names']:,} names" if "names" in entry else "")
+                   + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
+                      f"{who.get('max_length')} tokens)" if who else ""))
+        for kb in entry["kbs"]:
+            click.echo(f"    KB {kb['kb'] or '(not recorded)'}: {kb['rows']:,} names, "
+                       f"index {', '.join(kb['indexes'])}"
+                       + (f", model {kb['model']}" if kb["model"] else ""))
+        for item in entry["lists"]:
+            click.echo(f"    text list {item['file']}: {item['rows']:,} rows")

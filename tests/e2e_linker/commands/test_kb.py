@@ -1,0 +1,92 @@
+"""``linker kb build|info`` and the cache guarantees behind them: progress, one valid cache
+when two builds race, a clear line for a cache folder that cannot be written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from tests.helpers.tiny_linker import tiny_linker_dir
+
+
+def _linker(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "e2e_linker", *args], capture_output=True,
+                          text=True)
+
+
+def test_build_then_info_lists_the_kb(tmp_path):
+    model, _ = tiny_linker_dir(tmp_path / "m")
+    cache = tmp_path / "cache"
+    done = _linker("kb", "build", "--model", str(model), "--cache-dir", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert "KB ready:" in done.stdout
+    listing = json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout)
+    (entry,) = [e for e in listing["entries"] if e["store"] == "entity_vectors"]
+    (kb,) = entry["kbs"]
+    assert kb["kb"].startswith("tsv:") and kb["model"] == str(model)
+    assert kb["rows"] == entry["names"] > 0 and kb["indexes"] == ["exact"]
+    assert entry["encoder"]["pooling"] == "mean"
+    text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
+    assert "KB tsv:" in text and f"{kb['rows']:,} names" in text
+    # a second build finds everything cached: no encoding line, same listing
+    again = _linker("kb", "build", "--model", str(model), "--cache-dir", str(cache))
+    assert again.returncode == 0 and "encoding" not in again.stderr
+    assert json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout) == \
+        listing
+
+
+def test_unwritable_cache_is_one_line_naming_it(tmp_path):
+    model, _ = tiny_linker_dir(tmp_path / "m")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    done = _linker("kb", "build", "--model", str(model), "--cache-dir", str(blocker / "cache"))
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: cannot write the KB cache in")
+    assert done.stderr.strip().splitlines()[-1] == errors[0]  # the last word, no traceback
+    assert str(blocker) in errors[0] and "Traceback" not in done.stderr
+
+
+def test_info_on_an_empty_cache(tmp_path):
+    done = _linker("kb", "info", "--cache-dir", str(tmp_path / "none"))
+    assert done.returncode == 0 and "empty" in done.stdout
+
+
+RACER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from e2e_linker.encoder.text_encoder import TextEncoder
+    from e2e_linker.kb_search.cache import NameVectorCache
+    encoder = TextEncoder.from_pretrained(sys.argv[1], pooling="mean", max_length=16).eval()
+    names = [f"{sys.argv[3]} name {i}" for i in range(int(sys.argv[4]))] + [
+        f"shared name {i}" for i in range(300)]
+    NameVectorCache(Path(sys.argv[2]), encoder, checkpoint=64).vectors_for(names, progress=False)
+""")
+
+
+def test_two_builds_at_once_leave_one_valid_cache(tmp_path, tiny_dir):
+    """Each process encodes its own names plus shared ones, checkpointing often; without the
+    lock the last writer's store would drop the other's names."""
+    cache = tmp_path / "cache"
+    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(tiny_dir), str(cache), tag,
+                                "700"], stderr=subprocess.PIPE, text=True)
+              for tag in ("alpha", "beta")]
+    for racer in racers:
+        assert racer.wait(timeout=600) == 0, racer.stderr.read()
+    from e2e_linker.encoder.text_encoder import TextEncoder
+    from e2e_linker.kb_search.cache import NameVectorCache
+
+    encoder = TextEncoder.from_pretrained(str(tiny_dir), pooling="mean", max_length=16).eval()
+    names, vectors = NameVectorCache(cache, encoder).load()
+    expected = {f"{tag} name {i}" for tag in ("alpha", "beta") for i in range(700)} | {
+        f"shared name {i}" for i in range(300)}
+    assert sorted(names) == sorted(expected) and len(names) == len(set(names))
+    sample = [names[0], names[len(names) // 2], names[-1]]
+    rows = [names.index(n) for n in sample]
+    fresh = encoder.encode(sample, dtype=np.float16)
+    assert np.allclose(np.asarray(vectors[rows], np.float32), fresh.astype(np.float32),
+                       atol=1e-3)
