@@ -22,7 +22,13 @@ from e2e_linker.collective.batches import collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.span_scorer import decode_bio
+from e2e_linker.kb_search.abbreviations import (
+    abbreviation_map,
+    expand_mention,
+    text_expansions,
+)
 from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.kb_search.sieve_stack import SieveStack
 from e2e_linker.kb_search.sieves import NameDictionary, choose_concept
 
 MODES = ("collective", "per-mention")
@@ -46,12 +52,16 @@ class Annotator:
     def __init__(self, model: CollectiveLinker, index: EntityIndex,
                  names: NameDictionary | None = None, threshold: float | None = None,
                  batch_size: int = 16, max_batch_tokens: int = 16384, mode: str = "collective",
-                 context_window: int = 128):
+                 context_window: int = 128, sieves: SieveStack | None = None, kb=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.model = model.eval()
         self.index = index
         self.names = names if model.config.exact_match_sieve else None
+        #: the normalizer's lexical steps after the exact-name sieve (None: dense only)
+        self.sieves = sieves
+        #: the KB the index was built from (None when the caller did not say)
+        self.kb = kb
         self.threshold = model.config.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -202,10 +212,18 @@ class Annotator:
             return []
         queries = np.stack([s.vector for s in spans]).astype(np.float32)
         ranked = self.index.link(queries, [s.type for s in spans])
+        texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
+        expansions = self.span_expansions(spans, texts, docs) if self.sieves is not None else {}
         out: list[Annotation | None] = []
-        for span, dense in zip(spans, ranked, strict=True):
-            text = docs[span.doc_index].text_at(span.start, span.end)
+        for span, dense, text in zip(spans, ranked, texts, strict=True):
             cid, score, method = choose_concept(text, span.type, dense, self.names)
+            if self.sieves is not None and method != "exact":
+                found = expansions.get(span.doc_index)
+                hit = self.sieves.match(text, span.type,
+                                        expand_mention(text, found) if found else None)
+                if hit is not None:
+                    cid, method = hit
+                    score = next((s for c, s in dense if c == cid), None)
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
                 concept_ids=[cid] if cid else [],
@@ -217,6 +235,15 @@ class Annotator:
             self.resolve_abbreviations(spans, out, docs)
         return out
 
+    def span_expansions(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
+                        docs: Sequence[Document]) -> dict[int, dict[str, str]]:
+        """Short form → long form per document, from its text and its detected spans (the
+        normalizer's :func:`~e2e_linker.kb_search.abbreviations.text_expansions`)."""
+        by_doc: dict[int, list[tuple[str, str]]] = {}
+        for span, text in zip(spans, texts, strict=True):
+            by_doc.setdefault(span.doc_index, []).append((span.type, text))
+        return {d: text_expansions(docs[d].text, mentions) for d, mentions in by_doc.items()}
+
     def resolve_abbreviations(self, spans: Sequence[SpanPrediction],
                               annotations: list[Annotation | None],
                               docs: Sequence[Document]) -> None:
@@ -225,8 +252,6 @@ class Annotator:
         The long form's own prediction is used when one covers it; otherwise the name sieve
         looks the long form up. Without either, the short form keeps its own link.
         """
-        from e2e_linker.kb_search.abbreviations import abbreviation_map
-
         by_doc: dict[int, list[int]] = {}
         for k, span in enumerate(spans):
             by_doc.setdefault(span.doc_index, []).append(k)

@@ -45,7 +45,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
         model.quantize_mention_encoder()
     model.set_precision(precision)
     names = NameDictionary.from_kb(knowledge)
-    return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode)
+    return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
+                     kb=knowledge)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,

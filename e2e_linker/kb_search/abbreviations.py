@@ -18,6 +18,7 @@ document ("PB" … "phenobarbital").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from data_tools.documents import Document
@@ -166,7 +167,15 @@ def letter_expansions(text: str) -> dict[str, str]:
 
 
 def mention_expansions(doc: Document, defined: dict[str, str]) -> dict[str, str]:
-    """Short forms used but never defined, resolved from the document's other mentions.
+    """Short forms used but never defined, resolved from the document's other mentions
+    (:func:`mention_pair_expansions` over the document's annotations)."""
+    return mention_pair_expansions([(ann.type, ann.text) for ann in doc.annotations], defined)
+
+
+def mention_pair_expansions(mentions: Iterable[tuple[str, str]], defined: dict[str, str]
+                            ) -> dict[str, str]:
+    """Short forms used but never defined, resolved from the other ``(type, text)`` mentions
+    of the same document.
 
     Why: an abstract may say "phenobarbital" in one sentence and "PB" in the next without the
     parenthesised definition, or define it only in a part of the paper we do not have. When a
@@ -177,8 +186,8 @@ def mention_expansions(doc: Document, defined: dict[str, str]) -> dict[str, str]
     alone.
     """
     by_type: dict[str, list[str]] = {}
-    for ann in doc.annotations:
-        by_type.setdefault(ann.type, []).append(ann.text.strip())
+    for type_, text in mentions:
+        by_type.setdefault(type_, []).append(text.strip())
     found: dict[str, set[str]] = {}
     for texts in by_type.values():
         longs = sorted({t for t in texts if " " in t or len(t) > 10})
@@ -196,16 +205,24 @@ def mention_expansions(doc: Document, defined: dict[str, str]) -> dict[str, str]
 
 def document_expansions(doc: Document, letters: bool = True, mentions: bool = True,
                         defined: dict[str, str] | None = None) -> dict[str, str]:
-    """Short form → long form for one document: :func:`abbreviation_expansions` over its whole
-    text (title + abstract...; or ``defined`` when the caller has it), then, for forms not
-    defined that way, one-letter definitions (``letters``) and the document's own mentions
-    (``mentions``)."""
-    out = dict(abbreviation_expansions(doc.text) if defined is None else defined)
+    """Short form → long form for one document: :func:`text_expansions` over its whole text
+    (title + abstract...) and, with ``mentions``, its annotations."""
+    return text_expansions(doc.text, [(a.type, a.text) for a in doc.annotations]
+                           if mentions else None, letters, defined)
+
+
+def text_expansions(text: str, mentions: Iterable[tuple[str, str]] | None = None,
+                    letters: bool = True, defined: dict[str, str] | None = None
+                    ) -> dict[str, str]:
+    """Short form → long form: :func:`abbreviation_expansions` over ``text`` (or ``defined``
+    when the caller has it), then, for forms not defined that way, one-letter definitions
+    (``letters``) and the document's own ``(type, text)`` mentions (when given)."""
+    out = dict(abbreviation_expansions(text) if defined is None else defined)
     if letters:
-        for short, long in letter_expansions(doc.text).items():
+        for short, long in letter_expansions(text).items():
             out.setdefault(short, long)
-    if mentions:
-        for short, long in mention_expansions(doc, out).items():
+    if mentions is not None:
+        for short, long in mention_pair_expansions(mentions, out).items():
             out.setdefault(short, long)
     return out
 

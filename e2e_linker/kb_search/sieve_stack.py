@@ -1,0 +1,103 @@
+"""The normalizer's lexical sieves, offered to ``linker annotate``'s detected spans.
+
+``linker normalize`` reaches Acc@1 0.93 on BC5CDR gold spans with a stack of lexical steps in
+front of dense search; ``linker annotate`` had only the exact-name sieve. This stack gives a
+detected span, after annotate's own exact-name sieve found nothing, the same chances, in order:
+
+1. ``abbreviations`` — the span's text with in-document short forms expanded
+   (:func:`~e2e_linker.kb_search.abbreviations.document_expansions`: Schwartz–Hearst definitions,
+   one-letter definitions, and short forms matched to another detected span of the document),
+   looked up with the exact-name sieve;
+2. ``training`` — a training mention (the normalizer's D pool) with the same folded text: its
+   majority concept;
+3. ``compact_key`` — a unique letters-and-digits match to one KB concept of the span's type
+   (:class:`~e2e_linker.kb_search.sieves.CompactKeyIndex`), with ``salt_free`` forms
+   ("tiapride" for "Tiapride Hydrochloride") when switched on — unless training mentions hold
+   that key (then their usage, or dense search, decides).
+
+Each step is a switch of :class:`SieveSwitches`, so ``eval.linking_ablation`` can measure each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from e2e_linker.kb_search.label_index import LabeledTexts, type_allowed
+from e2e_linker.kb_search.salt_forms import salt_free_synonyms
+from e2e_linker.kb_search.sieves import CompactKeyIndex, NameDictionary
+from e2e_linker.kb_search.text_forms import TextNormalizer
+
+
+@dataclass(frozen=True)
+class SieveSwitches:
+    """Which steps of the stack run (all of them by default)."""
+
+    abbreviations: bool = True
+    training: bool = True
+    compact_key: bool = True
+    salt_free: bool = True
+
+    @classmethod
+    def none(cls) -> SieveSwitches:
+        """Every step off: annotate's exact-name sieve and dense search alone."""
+        return cls(False, False, False, False)
+
+
+class SieveStack:
+    """The steps above over one KB and one pool of training mentions."""
+
+    def __init__(self, kb, names: NameDictionary,
+                 training: Iterable[tuple[str, str, str]] = (),
+                 switches: SieveSwitches | None = None, fold: TextNormalizer | None = None):
+        """``training``: ``(text, label, type)`` triples as a normalizer's ``mentions.tsv``
+        holds them (raw text; ``|``-joined labels of composite mentions are left out). They
+        also block the compact key when the ``training`` step itself is off."""
+        self.switches = switches or SieveSwitches()
+        self.names = names
+        self.fold = fold or TextNormalizer()
+        self.training = LabeledTexts.from_pairs(
+            (self.fold(text), kb.resolve(label), type_) for text, label, type_ in training
+            if "|" not in label)
+        self._training_row = {text: i for i, text in enumerate(self.training.texts)}
+        self.training_keys = CompactKeyIndex([self.training])
+        self.ontology_keys = None
+        if self.switches.compact_key:
+            pools = [LabeledTexts.from_pairs((name, c.id, c.type) for c in kb
+                                             for name in c.all_names())]
+            if self.switches.salt_free:
+                pools.append(LabeledTexts.from_pairs(
+                    (name, cid, kb.get(cid).type) for cid, name in salt_free_synonyms(kb)))
+            self.ontology_keys = CompactKeyIndex(pools)
+
+    def match(self, text: str, type_: str | None, expanded: str | None = None
+              ) -> tuple[str, str] | None:
+        """``(concept_id, step)`` for a span whose exact-name lookup found nothing, or None.
+
+        ``expanded`` is the span's text with in-document short forms expanded; every step also
+        tries it (after ``text``) when the ``abbreviations`` switch is on.
+        """
+        candidates = [text]
+        if self.switches.abbreviations and expanded and expanded != text:
+            candidates.append(expanded)
+        if len(candidates) > 1:
+            found = self.names.lookup(expanded, type_)
+            if len(found) == 1:
+                return found[0], "abbreviation"
+        if self.switches.training:
+            for candidate in candidates:
+                row = self._training_row.get(self.fold(candidate))
+                if row is None:
+                    continue
+                labels = [la for la in self.training.labels[row]
+                          if type_allowed(self.training.label_types, la, type_)]
+                if labels:
+                    return labels[0], "training"
+        if self.ontology_keys is not None:
+            for candidate in candidates:
+                if candidate in self.training_keys:
+                    continue
+                label = self.ontology_keys.unique(candidate, type_)
+                if label is not None:
+                    return label, "compact_key"
+        return None
