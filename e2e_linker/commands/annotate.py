@@ -2,7 +2,10 @@
 
 ``-o out.xml`` writes one file atomically; ``-o OUTDIR`` (an existing directory, a path ending
 in ``/``, or a name without a suffix) writes a resumable shard directory (see
-:mod:`e2e_linker.runs.corpus_run`), which ``--resume`` finishes after a crash.
+:mod:`e2e_linker.runs.corpus_run`), which ``--resume`` finishes after a crash. With several
+processes, ``-o out.xml`` shards into ``out.xml.shards/`` beside the file and merges it at the
+end (the same bytes as one process); after a crash, the same command with ``--resume``
+finishes the shards and merges.
 
 Several processes (``--num-processes N`` on one machine, or any launcher such as
 ``accelerate launch -m e2e_linker annotate``) share one shard directory, process ``i`` writing
@@ -71,8 +74,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--resume", is_flag=True,
               help="Finish a shard-directory run that was interrupted, keeping its done shards.")
 @click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes on this machine sharing a shard-directory run (one GPU each, or "
-                   "CPU processes with cores/N threads each).")
+              help="Processes on this machine sharing the run (one GPU each, or CPU processes "
+                   "with cores/N threads each); with -o FILE the shards go to FILE.shards/ and "
+                   "are merged into FILE at the end.")
 def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
             fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
@@ -88,18 +92,24 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     from e2e_linker.runs.model_guard import loading_model
 
     to_directory = corpus_run.is_directory_target(output)
-    if resume and not to_directory:
-        raise UserError(f"--resume needs -o to be a shard directory, not the file {output}")
     several = num_processes > 1 or distributed.launched_distributed()
-    if several and not to_directory:
-        raise UserError(f"several processes write a shard directory, not the file {output}; "
-                        "give -o a directory, then linker merge it into one file")
+    merge_into = None  # a one-file target written through a shard directory beside it
+    if not to_directory and (several or (resume and shard_directory_for(output).is_dir())):
+        merge_into, fmt = output, fmt or detect_format(output, for_writing=True)
+        # the trailing separator makes it a directory target for the worker processes too
+        output, to_directory = f"{shard_directory_for(output)}{os.sep}", True
+    if resume and not to_directory:
+        raise UserError(f"--resume needs -o to be a shard directory, not the file {output} "
+                        f"(nor a file whose shard directory {shard_directory_for(output)} is left "
+                        "from an interrupted run with several processes)")
     if num_processes > 1 and not distributed.launched_distributed():
-        args = distributed.render_argv(command, click.get_current_context().params,
-                                       drop=("num_processes",))
+        params = {**click.get_current_context().params, "output": output, "fmt": fmt}
+        args = distributed.render_argv(command, params, drop=("num_processes",))
         code = distributed.launch_local(["annotate", *args], num_processes)
         if code:
-            raise SystemExit(code)  # the failing process has printed why
+            raise SystemExit(code)  # the failing process has printed why; --resume finishes
+        if merge_into is not None:
+            merge_into_file(output, merge_into, fmt)
         return
     world = distributed.init_world(device)
     out_format = fmt or ("bioc" if to_directory else detect_format(output, for_writing=True))
@@ -141,3 +151,23 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
         for line in report.lines(output):
             click.echo(line, err=True)
         click.echo(f"{mentions} mentions found in this run", err=True)
+        if merge_into is not None:
+            merge_into_file(output, merge_into, fmt)
+
+
+def shard_directory_for(output: str | os.PathLike) -> Path:
+    """Where a one-file run with several processes keeps its shards: beside the file, so an
+    interrupted run is finished by the same command with ``--resume``."""
+    return Path(f"{output}.shards")
+
+
+def merge_into_file(directory: str, output: str, fmt: str | None) -> None:
+    """Merge a finished shard directory into ``output`` (the bytes one process would have
+    written) and remove the directory."""
+    import shutil
+
+    from e2e_linker.runs.corpus_run import merge_shards
+
+    count = merge_shards(directory, output, fmt)
+    shutil.rmtree(directory)
+    click.echo(f"merged {count} documents -> {output}", err=True)

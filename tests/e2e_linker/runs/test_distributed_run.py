@@ -21,7 +21,7 @@ from e2e_linker.cli import main
 from e2e_linker.commands.annotate import command as annotate_command
 from e2e_linker.runs.corpus_run import REPORT, SHARDS
 from e2e_linker.runs.distributed import render_argv
-from tests.e2e_linker.tiny_linker import tiny_linker_dir
+from tests.helpers.tiny_linker import tiny_linker_dir
 
 SHARD = 7
 
@@ -43,7 +43,7 @@ def setup(tmp_path_factory, bc5cdr_test_docs):
     return model, corpus, single, [d.id for d in docs]
 
 
-def _run(model: Path, corpus: Path, out: Path, cache: Path, *extra: str):
+def _run(model: Path, corpus: Path, out: Path | str, cache: Path, *extra: str):
     env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
     return subprocess.run([sys.executable, "-m", "e2e_linker", "annotate", str(corpus), "-o",
                            str(out), "--model", str(model), "--shard-size", str(SHARD), *extra],
@@ -115,12 +115,29 @@ def test_a_refused_run_is_one_error_line_with_exit_code_2(setup, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json"]
 
 
-def test_several_processes_need_a_shard_directory(setup, tmp_path):
-    model, corpus, _, _ = setup
-    result = CliRunner().invoke(main, ["annotate", str(corpus), "-o", str(tmp_path / "o.xml"),
-                                       "--model", str(model), "--num-processes", "2"])
-    assert result.exit_code == 2 and "linker merge" in result.stderr
-    assert not (tmp_path / "o.xml").exists()
+def test_several_processes_write_one_file_directly(setup, tmp_path):
+    """``-o FILE`` with several processes: shards beside the file, merged, then removed."""
+    model, corpus, single, _ = setup
+    out = tmp_path / "o.xml"
+    result = _run(model, corpus, out, tmp_path / "cache", "--num-processes", "2")
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == single.read_bytes()
+    assert not (tmp_path / "o.xml.shards").exists()
+
+
+def test_an_interrupted_one_file_run_resumes_through_its_shards(setup, tmp_path):
+    """What a crash leaves (shards without report, one shard unfinished) is finished by the
+    same command with --resume, by one process, into the one-process bytes."""
+    model, corpus, single, _ = setup
+    out = tmp_path / "o.xml"
+    shards = tmp_path / "o.xml.shards"
+    result = _run(model, corpus, f"{shards}/", tmp_path / "cache", "--num-processes", "2")
+    assert result.returncode == 0, result.stderr
+    (shards / REPORT).unlink()
+    (shards / SHARDS / "00003.json").unlink()
+    result = _run(model, corpus, out, tmp_path / "cache", "--resume")
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == single.read_bytes() and not shards.exists()
 
 
 def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path, monkeypatch):
