@@ -126,7 +126,8 @@ def load_adapter_model(folder: Path, settings: ModelSettings, device: str | None
 
     base = read_adapter_config(folder).get("base")
     if not base:
-        raise UserError(f"{folder}: adapter.json names no base encoder")
+        raise UserError(f"{folder}: the adapter config names no base encoder "
+                        "(base_model_name_or_path)")
     base_folder = resolve_encoder_path(base)
     try:
         encoder = TextEncoder.from_pretrained(base_folder, pooling=settings.pooling,
@@ -157,7 +158,7 @@ def save_model(encoder: TextEncoder, directory: str | os.PathLike,
     """Write ``encoder/`` (safetensors) and ``normalizer.json``; returns the directory.
 
     With ``adapter`` (keys ``base``, ``base_folder``, ``rank``, ``alpha``) the encoder carries
-    LoRA layers and only they are written, to ``adapter/`` (fp16).
+    LoRA layers and only they are written, to ``adapter/`` (peft's format, fp16).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

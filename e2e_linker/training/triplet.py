@@ -54,7 +54,8 @@ class TripletConfig:
     names_per_concept: int = 4
     lr: float = 2e-5
     #: train a rank-r LoRA adapter on a frozen base instead of all weights (None: full
-    #: fine-tuning); the model directory then holds ``adapter/`` (~1 MB) instead of ``encoder/``
+    #: fine-tuning); the model directory then holds ``adapter/`` (~1 MB, peft's format)
+    #: instead of ``encoder/``
     lora_rank: int | None = None
     lora_alpha: float = 32.0
     weight_decay: float = 0.01

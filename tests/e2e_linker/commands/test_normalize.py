@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.commands.normalize import command
-from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
+from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 
 
 @pytest.fixture()
@@ -105,7 +105,7 @@ def test_train_triplet_cli_ontology_only_with_adapter(tiny_dir, tmp_path):
     assert result.exit_code == 0, result.output
     settings = json.loads((out / "normalizer.json").read_text())
     assert settings["training_data"] == "O" and settings["steps"] == 2
-    assert (out / "adapter" / "adapter.safetensors").is_file()
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
     assert not (out / "mentions.tsv").exists()
 
 
@@ -134,6 +134,6 @@ def test_export_normalizer_records_kb_and_rebuilds_mentions(tiny_dir, tmp_path, 
     assert settings["kb_hash"] == kb.content_hash() and settings["search"] == "OD-T"
     texts = {a.text for d in synthetic_docs(3) for a in d.annotations if a.concept_ids}
     assert {t for t, _, _ in read_mentions(out / "mentions.tsv")} >= texts
-    assert (out / "adapter" / "adapter.safetensors").is_file()
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
     encoder, loaded = load_model(out)
     assert loaded.search == "OD-T" and encoder.hidden_size == 32

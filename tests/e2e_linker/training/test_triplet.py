@@ -53,7 +53,7 @@ def test_training_lowers_the_loss(tiny_dir, tmp_path):
 
 
 def test_mentions_are_repeated_to_a_third_of_the_ontology(tiny_dir):
-    from tests.e2e_linker.synthetic import synthetic_docs
+    from tests.helpers.synthetic import synthetic_docs
 
     docs = synthetic_docs(2)
     kb = KB(Concept(f"K{i}", f"name {i}", [f"syn {i}"], "Disease") for i in range(60))
@@ -66,7 +66,7 @@ def test_mentions_are_repeated_to_a_third_of_the_ontology(tiny_dir):
 
 def test_train_od_saves_its_mentions(tiny_dir, tmp_path):
     from e2e_linker.normalizer.model_dir import read_mentions
-    from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
+    from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 
     cfg = TripletConfig(output_dir=str(tmp_path / "od"), encoder=str(tiny_dir), kb="unused",
                         train=["given"], max_steps=1, max_length=16)
@@ -90,7 +90,7 @@ def test_lora_training_writes_a_small_adapter_that_reloads(tiny_dir, tmp_path):
     loss_before = _full_loss(before, texts, labels)
     train_triplet(cfg, kb=kb, train_docs=[], progress=False)
     run = tmp_path / "run"
-    assert (run / "adapter" / "adapter.safetensors").is_file()
+    assert (run / "adapter" / "adapter_model.safetensors").is_file()
     assert not (run / "encoder").exists()
     after, _ = load_model(run)
     assert _full_loss(after, texts, labels) < loss_before * 0.9
