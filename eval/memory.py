@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
         work = Path(tmp)
         model = args.model
         if args.tiny:
-            from tests.e2e_linker.tiny_linker import tiny_linker_dir
+            from tests.helpers.tiny_linker import tiny_linker_dir
 
             model = str(tiny_linker_dir(work / "tiny", threshold=0.6)[0])
             env["E2E_LINKER_CACHE"] = str(work / "cache")

@@ -13,8 +13,8 @@ from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.kb_search.sieves import NameDictionary
 from eval import bench
-from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import synthetic_docs, synthetic_kb
+from tests.helpers.tiny import tiny_encoder_dir
 
 KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_s",
         "per_mention_mentions_per_s", "ratio_annotate_vs_encoder",

@@ -19,10 +19,28 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+def project_modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Dotted module name → source file, for every ``.py`` file under the given packages."""
+    return {module_name(root, p): p for pkg in packages for p in sorted((root / pkg).rglob("*.py"))}
+
+
+def absolute_module(name: str, path: Path, node: ast.ImportFrom) -> str | None:
+    """The module a ``from ... import`` in module ``name`` (file ``path``) reads from, with
+    relative imports (``from . import x``, ``from ..y import z``) resolved; None if it climbs
+    above the top package."""
+    if node.level == 0:
+        return node.module
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if node.level > len(package):
+        return None
+    base = package[:len(package) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
     """Module → the project modules it imports (``from pkg import name`` counts as importing
-    ``pkg.name`` when that is a module, else ``pkg``)."""
-    modules = {module_name(root, p): p for pkg in packages for p in (root / pkg).rglob("*.py")}
+    ``pkg.name`` when that is a module, else ``pkg``; relative imports are resolved)."""
+    modules = project_modules(root, packages)
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -30,9 +48,12 @@ def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules
-                           else node.module for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = absolute_module(name, path, node)
+                if not source:
+                    continue
+                targets = [f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules
+                           else source for alias in node.names]
             for target in targets:
                 while target and target not in modules:
                     target = target.rpartition(".")[0]
@@ -76,3 +97,35 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return out
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """``file:line: from x import _y`` for every import, anywhere in a module, of a private
+    name (or private module) of *another* project module; dunder names do not count."""
+    modules = project_modules(root, packages)
+    tops = {m.split(".")[0] for m in modules}
+    found: list[str] = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                source = absolute_module(name, path, node)
+                if not source or source.split(".")[0] not in tops or source == name:
+                    continue
+                names = [a.name for a in node.names]
+                bad = names if any(map(_private, source.split("."))) else \
+                    [n for n in names if _private(n)]
+                if bad:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: "
+                                 f"from {source} import {', '.join(bad)}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    if parts[0] in tops and alias.name != name and any(map(_private, parts)):
+                        found.append(f"{path.relative_to(root)}:{node.lineno}: "
+                                     f"import {alias.name}")
+    return found

@@ -1,13 +1,13 @@
-"""The 14 search modes against a brute-force reference, the sieve rule, and the vector cache."""
+"""The 14 search modes against a brute-force reference, and the sieve rule."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.cache import VectorCache, unit_rows
+from e2e_linker.kb_search.cache import unit_rows
 from e2e_linker.kb_search.concept_search import MODES, ConceptSearcher, parse_mode, sieve
-from e2e_linker.kb_search.label_index import ExactIndex, LabeledTexts
+from e2e_linker.kb_search.label_index import LabeledTexts
 
 
 class DictCache:
@@ -98,17 +98,6 @@ def test_sieve_mode_on_hand_made_vectors():
     assert [r[0][0] for r in searcher.search(queries, "OD-T")] == ["B", "A"]
 
 
-def test_type_filter_and_ties():
-    vectors = unit_rows(np.array([[1.0, 0], [1.0, 0], [0.0, 1]])).astype(np.float16)
-    types = {"X": frozenset({"Chemical"}), "Y": frozenset({"Disease"}), "Z": frozenset()}
-    index = ExactIndex(vectors, [("X",), ("Y",), ("Z",)], types)
-    q = unit_rows(np.array([[1.0, 0.0]]))
-    assert [label for label, _ in index.search(q, 3)[0]] == ["X", "Y", "Z"]  # tie: lowest row
-    assert [label for label, _ in index.search(q, 3, ["Disease"])[0]] == ["Y", "Z"]
-    # an unknown type does not filter
-    assert [label for label, _ in index.search(q, 3, ["SpecificDisease"])[0]] == ["X", "Y", "Z"]
-
-
 def test_empty_training_pool_falls_through():
     ontology, _, table = _random_setup()
     searcher = ConceptSearcher(None, ontology, None, cache=DictCache(table))
@@ -116,61 +105,3 @@ def test_empty_training_pool_falls_through():
     assert searcher.search(q, "D-T")[0] == []
     assert searcher.search(q, "D-C+O-T")[0][0][0] == "C4"
     assert searcher.search(q, "OD-C")[0][0][0] == searcher.search(q, "O-C")[0][0][0]
-
-
-def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
-    names = ["aspirin", "acetylsalicylic acid", "ibuprofen", "cisplatin", "haloperidol",
-             "headache", "renal failure", "kidney failure"]
-    labels = ["C1", "C1", "C2", "C3", "C4", "D1", "D2", "D2"]
-    pool = LabeledTexts.from_pairs([(n, c, "") for n, c in zip(names, labels, strict=True)])
-    cache = VectorCache(tiny_encoder, tmp_path, part_size=3, progress=False)
-    searcher = ConceptSearcher(tiny_encoder, pool, cache=cache)
-    from e2e_linker.kb_search.cache import encode_unit
-
-    queries = encode_unit(tiny_encoder, names)
-    ranked = searcher.search(queries, "O-T", k=2)
-    assert [r[0][0] for r in ranked] == labels
-    assert all(r[0][1] == pytest.approx(1.0, abs=2e-3) for r in ranked)
-    files = list((tmp_path / "normalizer_vectors").rglob("*.npy"))
-    assert len(files) == 1 and not list((tmp_path / "normalizer_vectors").rglob("*.parts"))
-    again = VectorCache(tiny_encoder, tmp_path, progress=False).vectors(pool.texts)
-    assert isinstance(again, np.memmap) and again.dtype == np.float16
-    assert np.allclose(np.asarray(again, np.float32), np.asarray(cache.vectors(pool.texts),
-                                                                 np.float32))
-
-
-def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
-    from e2e_linker.kb_search.cache import NameVectorCache
-
-    NameVectorCache(tmp_path, tiny_encoder).vectors_for(["Aspirin", "Renal Failure"],
-                                                        progress=False)
-    cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=1)
-    seeded, found = cache._seed(["aspirin", "renal failure", "headache"])
-    assert found.tolist() == [True, True, False]
-    from e2e_linker.kb_search.cache import encode_unit
-
-    direct = encode_unit(tiny_encoder, ["aspirin", "renal failure"])
-    assert np.allclose(seeded[:2].astype(np.float32), direct, atol=2e-3)
-    got = cache.vectors(["aspirin", "renal failure", "headache"])
-    assert np.allclose(np.asarray(got[2], np.float32), encode_unit(tiny_encoder, ["headache"])[0],
-                       atol=2e-3)
-
-
-def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
-    """A second list sharing texts with a first one encodes only its new texts."""
-    from e2e_linker.kb_search import cache as search
-
-    cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=2)
-    first = cache.vectors(["aspirin", "renal failure", "headache"])
-    encoded: list[str] = []
-    real = search.encode_unit
-
-    def counting(encoder, texts, batch_size=256):
-        encoded.extend(texts)
-        return real(encoder, texts, batch_size)
-
-    monkeypatch.setattr(search, "encode_unit", counting)
-    second = cache.vectors(["headache", "nausea", "aspirin"])
-    assert encoded == ["nausea"]
-    assert np.allclose(np.asarray(second[0], np.float32), np.asarray(first[2], np.float32),
-                       atol=2e-3)

@@ -9,8 +9,8 @@ import pytest
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.training.collective import CollectiveTrainer
 from e2e_linker.training.config import TrainConfig
-from tests.e2e_linker.synthetic import synthetic_docs, synthetic_kb
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import synthetic_docs, synthetic_kb
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 @pytest.fixture(scope="module")

@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
-from e2e_linker.errors import UserError
-from e2e_linker.kb_search.text_forms import TextNormalizer
-from e2e_linker.normalizer import model_dir as normalizer_module
-from e2e_linker.normalizer.model_dir import (
-    ModelSettings,
-    default_model_dir,
-    load_model,
-    model_mentions_of,
-    save_model,
-)
 from e2e_linker.normalizer.normalizer import NormalizeOptions, Normalizer, normalize_documents
-from e2e_linker.normalizer.pools import align_parts, training_triples
 
 
 def _kb() -> KB:
@@ -97,35 +84,6 @@ def test_type_aware_search(tiny_encoder, tmp_path):
     assert [a.concept_ids for a in doc.annotations] == [["X2"], ["X1"]]
 
 
-def test_training_triples_use_gold_composite_parts():
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
-    ann = doc.annotations[0]
-    ann.concept_ids = ["D001943", "D010051"]
-    ann.composite_texts = ["breast cancer", "ovarian cancer"]
-    triples = training_triples([doc], TextNormalizer(), _kb())
-    assert ("breast and ovarian cancer", "D001943|D010051", "Disease") in triples
-    assert ("breast cancer", "D001943", "Disease") in triples
-    assert ("ovarian cancer", "D010051", "Disease") in triples
-
-
-def test_model_dir_round_trip_and_default(tiny_encoder, tmp_path, monkeypatch):
-    settings = ModelSettings(kb="medic", kb_hash="abc", lowercase=False, search="O-C",
-                             extra={"steps": 3})
-    directory = save_model(tiny_encoder, tmp_path / "model", settings)
-    data = json.loads((directory / "normalizer.json").read_text())
-    assert data["pooling"] == "mean" and data["kb"] == "medic" and data["steps"] == 3
-    assert (directory / "encoder" / "model.safetensors").is_file()
-    encoder, loaded = load_model(directory)
-    assert loaded.kb == "medic" and loaded.lowercase is False and loaded.search == "O-C"
-    assert encoder.pooling == "mean" and encoder.hidden_size == 32
-    # a plain HF folder: mean pooling, default settings
-    plain, plain_settings = load_model(directory / "encoder")
-    assert plain.pooling == "mean" and plain_settings.kb is None
-    monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", tmp_path / "absent")
-    with pytest.raises(UserError):
-        default_model_dir()
-    monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", directory)
-    assert default_model_dir() == directory
 
 
 def test_bad_options_are_refused():
@@ -155,15 +113,6 @@ def test_mention_types_unknown_to_the_kb_do_not_filter(tiny_encoder, tmp_path):
     assert doc.annotations[0].concept_ids == ["OMIM:230400"]
 
 
-def test_composite_parts_are_paired_with_ids_by_name_not_position():
-    """NCBI lists composite IDs in any order: "breast and ovarian cancer" → D010051|D001943."""
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
-    doc.annotations[0].concept_ids = ["D010051", "D001943"]
-    triples = training_triples([doc], TextNormalizer(), _kb())
-    assert ("breast cancer", "D001943", "Disease") in triples
-    assert ("ovarian cancer", "D010051", "Disease") in triples
-    assert align_parts(["foo", "bar"], ["D010051", "D001943"], _kb(), TextNormalizer()) is None
-
 
 def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
     """Over a KB with chemicals and diseases, an NCBI 'SpecificDisease' mention is a disease."""
@@ -175,20 +124,3 @@ def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
     normalize_documents([off], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path,
                         progress=False, type_aware=False)
     assert off.annotations[0].concept_ids == ["X1"]  # unfiltered: the tie breaks by ID
-
-
-def test_the_embedded_default_normalizer_loads_and_separates_concepts():
-    """The shipped adapter applies to the packaged base (hash-checked), records its KB, mode and
-    D pool, and puts a synonym nearer than an unrelated name."""
-    import torch
-
-    encoder, settings = load_model(None)
-    assert settings.kb == "bc5cdr" and settings.search == "OD-T"
-    assert settings.lowercase and settings.punctuation
-    mentions = model_mentions_of(None)
-    assert mentions and len(mentions) > 4000  # BC5CDR train + dev: 4,588 distinct
-    assert {t for _, _, t in mentions} >= {"Disease", "Chemical"}
-    with torch.inference_mode():
-        v = encoder.encode(["breast cancer", "breast neoplasms", "acetylsalicylic acid"])
-    v = torch.nn.functional.normalize(torch.as_tensor(v, dtype=torch.float32), dim=-1)
-    assert float(v[0] @ v[1]) > float(v[0] @ v[2]) + 0.2

@@ -20,8 +20,8 @@ from e2e_linker.encoder.quantization import (
     smooth,
 )
 from e2e_linker.errors import UserError
-from tests.e2e_linker.synthetic import synthetic_docs
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import synthetic_docs
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 def _outlier_inputs(n: int = 512, dim: int = 64) -> torch.Tensor:

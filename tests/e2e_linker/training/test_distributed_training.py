@@ -20,8 +20,8 @@ import torch
 import yaml
 
 from data_tools.formats import write_documents
-from tests.e2e_linker.synthetic import CHEMICALS, DISEASES, synthetic_docs
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import CHEMICALS, DISEASES, synthetic_docs
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,18 @@
-"""The lexical sieve: compact keys, type filtering, and its place in front of the vector search."""
+"""The sieves: exact names before the dense ranking; the lexical sieve's compact keys, type
+filtering, and its place in front of the vector search."""
 
 from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
 from e2e_linker.kb_search.label_index import LabeledTexts
-from e2e_linker.kb_search.sieves import CompactKeyIndex, compact_key
+from e2e_linker.kb_search.sieves import (
+    CompactKeyIndex,
+    NameDictionary,
+    choose_concept,
+    compact_key,
+    normalize_name,
+)
 from e2e_linker.normalizer.normalizer import normalize_documents
 
 
@@ -79,3 +86,12 @@ def test_salt_free_and_anion_forms_answer_in_the_lexical_sieve_only(tiny_encoder
     normalize_documents([doc], tiny_encoder, kb, mode="OD-T", cache_dir=tmp_path,
                         progress=False, salt_free=False)
     assert all(a.link_score != 1.0 for a in doc.annotations)
+
+
+def test_name_sieve_prefers_exact_names_and_dense_order():
+    names = NameDictionary([("Renal failure", "D1"), ("renal-failure", "D2"), ("cold", "D3")],
+                           {"D1": "Disease", "D2": "Disease", "D3": "Disease"})
+    assert normalize_name("Renal-Failure ") == "renal failure"
+    assert choose_concept("renal failure", "Disease", [("D2", 0.9), ("D1", 0.8)], names)[0] == "D2"
+    assert choose_concept("cold", "Disease", [("D9", 0.9)], names) == ("D3", None, "exact")
+    assert choose_concept("fever", "Disease", [("D9", 0.9)], names) == ("D9", 0.9, "dense")

@@ -2,7 +2,7 @@
 
 Each case either gives correct output or a one-line error naming the file and document/line,
 exit code 2, no traceback and no output file (nor a leftover temporary file). The model is a
-tiny random one (tests/e2e_linker/tiny_linker.py): what is tested is the corpus handling.
+tiny random one (tests/helpers/tiny_linker.py): what is tested is the corpus handling.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from data_tools.formats import read_documents
 from e2e_linker.cli import main
-from tests.e2e_linker.bioc_dtd import validate_bioc
-from tests.e2e_linker.hostile_inputs import CASES, GOOD_PUBTATOR, Case, materialise
-from tests.e2e_linker.tiny_linker import tiny_linker_dir
+from tests.helpers.bioc_dtd import validate_bioc
+from tests.helpers.hostile_inputs import CASES, GOOD_PUBTATOR, Case, materialise
+from tests.helpers.tiny_linker import tiny_linker_dir
 
 COMMANDS = ("annotate", "convert", "score")
 

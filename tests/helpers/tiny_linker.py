@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e_linker.synthetic import CHEMICALS, DISEASES
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import CHEMICALS, DISEASES
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 def tiny_linker_dir(root: Path, threshold: float = 0.0) -> tuple[Path, Path]:

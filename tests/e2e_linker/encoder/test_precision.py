@@ -8,7 +8,7 @@ import torch
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.encoder import precision as precision_mod
 from e2e_linker.errors import UserError
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import pytest
 
 from data_tools.documents import Annotation, Document, FormatError, Passage, Relation
 from data_tools.formats import read_documents, write_documents
-from data_tools.formats.ids import parse_ids
 from data_tools.formats.pubtator import format_document, read_pubtator
 
 # split: (docs, Chemical rows, Disease rows, CID relations, "-1" mentions) from PROVENANCE.md
@@ -173,10 +172,6 @@ def test_row_shapes_round_trip_exactly(tmp_path):
     a[3].concept_ids = ["D000001"]  # an edited ID wins over the stale raw string
     assert "\thepatic\tDisease\tD000001\n" in format_document(doc)
 
-
-def test_parse_ids():
-    assert parse_ids("-1") == [] and parse_ids("") == [] and parse_ids(" ") == []
-    assert parse_ids("D1|D2") == ["D1", "D2"] and parse_ids("OMIM:1+ D2 ") == ["OMIM:1", "D2"]
 
 
 def test_writer_keeps_offsets_for_multi_passage_and_messy_text():

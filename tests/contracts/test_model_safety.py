@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from data_tools.formats import write_documents
 from e2e_linker.cli import main
-from tests.e2e_linker.synthetic import synthetic_docs
-from tests.e2e_linker.tiny_linker import tiny_linker_dir
+from tests.helpers.synthetic import synthetic_docs
+from tests.helpers.tiny_linker import tiny_linker_dir
 
 
 class _Payload:

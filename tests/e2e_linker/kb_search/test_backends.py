@@ -1,4 +1,4 @@
-"""Search backends: exact agrees with brute force; approximate ones re-rank exactly."""
+"""Search backends: exact agrees with brute force; approximate ones re-rank exactly; the tie rule."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from e2e_linker.kb_search.backends import (
     choose_kind,
     estimated_mb,
     make_search,
+    order_ties,
 )
 
 
@@ -147,3 +148,17 @@ def test_exact_search_under_a_budget_streams_the_file_and_finds_the_same_rows(tm
     np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(streamed.rows_dot(queries[0], rows[0]), scores[0], rtol=1e-5,
                                atol=1e-5)
+
+
+def test_order_ties_sends_equal_scores_to_the_higher_or_lower_row():
+    scores = np.array([[0.5, 0.9, 0.5, 0.9], [0.1, 0.3, 0.2, 0.0]], np.float32)
+    rows = np.array([[1, 2, 3, 4], [7, 5, 6, 8]], np.int64)
+    s, r = order_ties(scores, rows, "higher")
+    np.testing.assert_array_equal(s, np.array([[0.9, 0.9, 0.5, 0.5], [0.3, 0.2, 0.1, 0.0]],
+                                              np.float32))
+    assert r.tolist() == [[4, 2, 3, 1], [5, 6, 7, 8]]
+    s, r = order_ties(scores, rows, "lower")
+    assert r.tolist() == [[2, 4, 1, 3], [5, 6, 7, 8]]
+    assert order_ties(scores, rows)[1].tolist() == [[4, 2, 3, 1], [5, 6, 7, 8]]  # default
+    with pytest.raises(ValueError, match="toward"):
+        order_ties(scores, rows, "first")

@@ -9,8 +9,8 @@ from data_tools.formats import read_documents, write_documents
 from e2e_linker.cli import main
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.collective.model_kb import assemble_kb, save_model_kb
-from tests.e2e_linker.synthetic import CHEMICALS, DISEASES, synthetic_docs
-from tests.e2e_linker.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import CHEMICALS, DISEASES, synthetic_docs
+from tests.helpers.tiny import tiny_encoder_dir
 
 
 @pytest.fixture()

@@ -1,0 +1,76 @@
+"""Training examples of the collective model: gold mentions placed in chunk token positions,
+with what counts for linking and what is skipped, counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from data_tools.documents import Annotation, Document, Passage
+from e2e_linker.encoder.text_encoder import load_tokenizer
+from e2e_linker.training.examples import build_examples
+
+TEXT = "Aspirin caused acute renal failure and breast and ovarian cancer in mice."
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer(None)
+
+
+def _doc() -> Document:
+    doc = Document("1", [Passage(0, TEXT, {})])
+
+    def add(surface, type_, ids, **infons):
+        start = TEXT.index(surface)
+        ann = Annotation(start, start + len(surface), surface, type_, ids)
+        ann.infons.update(infons)
+        doc.add_annotation(ann)
+
+    add("Aspirin", "Chemical", ["MESH:C1"])
+    add("acute renal failure", "Disease", ["D9"])  # a concept the KB lacks
+    add("breast and ovarian cancer", "Disease", ["D1", "D2"])  # composite
+    add("mice", "Species", ["10090"])  # a type the model does not predict
+    add("ovarian cancer", "Disease", ["D2"], CompositeRole="IndividualMention")  # not counted
+    return doc
+
+
+def test_gold_spans_and_linking_targets(tokenizer):
+    examples, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"],
+                                     {"C1", "D1", "D2"})
+    assert stats == {"mentions": 4, "too_long": 0, "unaligned": 0, "linkable": 1, "capped": 0,
+                     "unknown_type": 1}
+    (example,) = examples
+    tokens = tokenizer.convert_ids_to_tokens(example.chunk.input_ids)
+    got = [(s.text, s.type_index, s.concept_id, tokens[s.i:s.j + 1]) for s in example.spans]
+    assert got == [
+        ("Aspirin", 0, "C1", ["as", "##pi", "##rin"]),
+        ("acute renal failure", 1, None, ["acute", "renal", "failure"]),
+        ("breast and ovarian cancer", 1, None,
+         ["breast", "and", "o", "##var", "##ian", "cancer"]),
+    ]
+    # without a KB to check against, any single ID is a linking target
+    examples, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], None)
+    assert [s.concept_id for s in examples[0].spans] == ["C1", "D9", None]
+    assert stats["linkable"] == 2
+
+
+def test_long_spans_and_the_per_chunk_cap_are_counted(tokenizer):
+    _, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], None, max_span_len=4)
+    assert stats["too_long"] == 1  # the composite's six tokens
+    examples, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], None,
+                                     max_mentions_per_chunk=2)
+    assert stats["capped"] == 1 and len(examples[0].spans) == 2
+
+
+def test_a_span_inside_a_word_takes_the_covering_tokens_and_one_on_no_token_is_unaligned(
+        tokenizer):
+    doc = Document("2", [Passage(0, TEXT, {})])
+    start = TEXT.index("spiri")
+    doc.add_annotation(Annotation(start, start + 5, "spiri", "Chemical", ["C1"]))
+    space = TEXT.index(" caused")
+    doc.add_annotation(Annotation(space, space + 1, " ", "Chemical", ["C1"]))
+    examples, stats = build_examples([doc], tokenizer, ["Chemical"], None)
+    assert stats["unaligned"] == 1 and stats["mentions"] == 2
+    (span,) = examples[0].spans
+    assert tokenizer.convert_ids_to_tokens(examples[0].chunk.input_ids)[span.i:span.j + 1] == \
+        ["as", "##pi", "##rin"]
