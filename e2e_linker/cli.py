@@ -63,5 +63,5 @@ class LazyGroup(click.Group):
 def main() -> None:
     """End-to-end biomedical entity linking: annotate, normalize, convert and score corpora."""
     # before torch starts its threads: large buffers go back to the OS when freed, so a corpus
-    # run's memory follows the batch, not the number of documents (e2e_linker/allocator.py)
+    # run's memory follows the batch, not the number of documents (e2e_linker/runs/allocator.py)
     bound_heap()

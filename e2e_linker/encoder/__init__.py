@@ -1,0 +1,1 @@
+"""Text encoders shared by both models: the transformer wrapper, LoRA adapters, precision and quantization."""
