@@ -51,11 +51,14 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,
                        cache_dir: str | None = None, index_kind: str = "auto",
-                       kb_memory_budget_mb: float | None = None, progress: bool = True):
+                       kb_memory_budget_mb: float | None = None, progress: bool = True,
+                       use_packed: bool = True):
     """The model directory's KB (its spec, or ``kb``, plus its mined names) and the entity
     index over it, encoded with the model's entity tower or read from the cache: what
-    ``linker annotate`` starts with and ``linker kb build`` prepares ahead of time."""
-    from e2e_linker.collective.model_dir import read_manifest
+    ``linker annotate`` starts with and ``linker kb build`` prepares ahead of time.
+
+    ``use_packed=False`` ignores the model's packed index (``kb build`` encodes every name)."""
+    from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.entity_index import EntityIndex
 
@@ -65,5 +68,34 @@ def build_entity_index(directory: Path, model, kb: str | None = None,
                               progress=progress, kind=index_kind,
                               memory_budget_mb=kb_memory_budget_mb,
                               describe={"kb": spec, "model": str(directory),
-                                        "concepts": len(knowledge)})
+                                        "concepts": len(knowledge)},
+                              packed=packed_index_file(directory) if use_packed else None)
     return knowledge, index
+
+
+def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes: int = 32,
+                  nlist: int | None = None, output: str | os.PathLike | None = None,
+                  progress: bool = True) -> Path:
+    """Encode the model's whole KB (or read it from the cache), build an IVF-PQ index over it
+    and store it packed in the model directory, so that the model's first runs on another
+    machine encode only the names their mentions shortlist (``linker kb pack``)."""
+    from e2e_linker.collective.model_dir import packed_index_file, read_manifest
+    from e2e_linker.collective.model_kb import load_model_kb
+    from e2e_linker.kb_search.backends import SearchParams, build_faiss
+    from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
+    from e2e_linker.kb_search.entity_index import kb_names
+    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+
+    knowledge = load_model_kb(directory, None)
+    names = [name for name, _ in kb_names(knowledge)]
+    cache = NameVectorCache(Path(cache_dir or default_cache_dir()), model.entity_encoder)
+    vectors, _ = cache.kb_matrix(names, progress=progress,
+                                 describe={"kb": read_manifest(directory).get("kb"),
+                                           "model": str(directory), "concepts": len(knowledge)})
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=pq_bytes, ivf_nlist=nlist),
+                        progress=progress)
+    target = Path(output) if output else packed_index_file(directory)
+    return write_packed(index, target, PackedInfo(
+        fingerprint=cache.folder.name, names_digest=names_digest(names), names=len(names),
+        dim=int(vectors.shape[1]), nlist=int(index.nlist), pq_bytes=pq_bytes,
+        kb=str(read_manifest(directory).get("kb") or "")))

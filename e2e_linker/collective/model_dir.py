@@ -9,6 +9,8 @@ This module alone knows its file names::
     kb_extra_names.tsv              names mined from the training corpora
     activation_absmax.safetensors   (optional) activation statistics for ``--quantize``
     normalizer.json                 the entity tower's pooling, so ``linker normalize`` can use it
+    kb_index.safetensors            (optional) packed shortlist index of the KB's name vectors
+                                    (``linker kb pack``; see e2e_linker.kb_search.packed_index)
 """
 
 from __future__ import annotations
@@ -28,6 +30,15 @@ MANIFEST_FILE = "kb_manifest.json"
 EXTRA_NAMES_FILE = "kb_extra_names.tsv"
 #: written beside the model so that ``linker normalize --model DIR`` encodes names the same way
 NORMALIZER_SETTINGS_FILE = "normalizer.json"
+
+
+#: the packed shortlist index of the model's KB: first runs encode only the shortlisted names
+PACKED_INDEX_FILE = "kb_index.safetensors"
+
+
+def packed_index_file(directory: str | os.PathLike) -> Path:
+    """Where a model directory keeps its packed KB index (the file may not exist)."""
+    return Path(directory) / PACKED_INDEX_FILE
 
 
 def read_manifest(directory: str | os.PathLike) -> dict:

@@ -22,6 +22,7 @@ import click
 
 from e2e_linker.collective.annotator import MODES
 from e2e_linker.encoder.precision import PRECISIONS
+from e2e_linker.kb_search.backends import SEARCH_KINDS
 
 
 def model_fingerprint(model_dir: str | os.PathLike) -> str:
@@ -53,10 +54,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="collective: one pass per chunk; per-mention: the paper's baseline.")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
-@click.option("--index", "index_kind", type=click.Choice(["auto", "exact", "hnsw", "ivfpq"]),
+@click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
               default="auto", show_default=True,
-              help="KB search: exact, or approximate with exact re-rank (auto: by KB size and "
-                   "--kb-memory-budget).")
+              help="KB search: exact, or approximate with exact re-rank; packed: the model's "
+                   "shipped shortlist index, encoding only shortlisted names (auto: packed while "
+                   "the KB is not fully encoded, then by KB size and --kb-memory-budget).")
 @click.option("--kb-memory-budget", type=float, default=None,
               help="MB the KB index may hold in memory; drives --index auto.")
 @click.option("--quantize", is_flag=True,

@@ -1,10 +1,13 @@
-"""``linker kb build|info``: the KB index as something a user can prepare and look at.
+"""``linker kb build|pack|info``: the KB index as something a user can prepare and look at.
 
 ``linker kb build`` does ahead of time what the first ``linker annotate`` would do: encode every
 name of the model's KB with its entity tower (names/s and time left on a progress bar,
 checkpointed, so a killed build resumes) and build the approximate index that ``--index`` picks
 (with its own progress bar). Two builds started at once on an empty cache leave one valid cache
-(the second waits for the first). ``linker kb info`` lists what a cache folder holds.
+(the second waits for the first). ``linker kb pack`` stores a compact IVF-PQ index of the
+KB inside a model directory, so that the model's first runs elsewhere encode only shortlisted
+names (:mod:`e2e_linker.kb_search.packed_index`). ``linker kb info`` lists what a cache folder
+holds.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import click
 
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
+#: what `kb build` can prepare: every name encoded (the packed index needs no preparing)
+FULL_KINDS = tuple(kind for kind in SEARCH_KINDS if kind != "packed")
+
 
 @click.group("kb")
 def command() -> None:
@@ -28,7 +34,7 @@ def command() -> None:
 @click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
               help="Model directory whose entity tower encodes the names (default: embedded).")
 @click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
-@click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS), default="auto",
+@click.option("--index", "index_kind", type=click.Choice(FULL_KINDS), default="auto",
               show_default=True, help="Search index to build, as `linker annotate --index`.")
 @click.option("--kb-memory-budget", type=float, default=None,
               help="MB the index may hold in memory; drives --index auto.")
@@ -47,12 +53,52 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
     with loading_model(model_dir):
         model = CollectiveLinker.load(directory, device=pick_device(device))
     knowledge, index = build_entity_index(directory, model, spec, cache_dir, index_kind,
-                                          kb_memory_budget)
+                                          kb_memory_budget, use_packed=False)
     seconds = time.perf_counter() - start
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     click.echo(f"KB ready: {len(knowledge):,} concepts, {len(index):,} names, index "
                f"{index.describe()}, {seconds:.1f} s; cache {root} "
                f"({folder_bytes(root) / 2**20:,.0f} MiB)")
+
+
+@command.command("pack")
+@click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Model directory to pack the KB index into (default: embedded).")
+@click.option("--normalizer", is_flag=True,
+              help="Pack a normalizer model's ontology texts (`linker normalize`) instead of a "
+                   "collective model's KB names (`linker annotate`).")
+@click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
+@click.option("--pq-bytes", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Bytes per name (8-bit sub-quantizers; must divide the vector size).")
+@click.option("--nlist", type=click.IntRange(min=1), default=None,
+              help="Inverted lists (default: 4·√names, a power of two).")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Write here instead of MODEL/kb_index.safetensors.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
+def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_bytes: int,
+         nlist: int | None, output: str | None, device: str | None) -> None:
+    """Ship the KB index with the model: a packed IVF-PQ index of every name's vector.
+
+    With it, `linker annotate` on an empty cache encodes only the names its mentions
+    shortlist, instead of the whole KB, before the first output.
+    """
+    from e2e_linker.collective.loading import pack_kb_index, pick_device
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.runs.model_guard import loading_model
+
+    start = time.perf_counter()
+    if normalizer:
+        from e2e_linker.normalizer.model_dir import pack_kb_index as pack_normalizer_index
+
+        path = pack_normalizer_index(model_dir, cache_dir, pq_bytes, nlist, output)
+    else:
+        directory = Path(model_dir) if model_dir else default_model_dir()
+        with loading_model(model_dir):
+            model = CollectiveLinker.load(directory, device=pick_device(device))
+        path = pack_kb_index(directory, model, cache_dir, pq_bytes, nlist, output)
+    click.echo(f"packed KB index: {path} ({path.stat().st_size / 2**20:,.1f} MiB, "
+               f"{time.perf_counter() - start:.0f} s)")
 
 
 @command.command("info")

@@ -69,7 +69,12 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
     from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.concept_search import mode_requires
-    from e2e_linker.normalizer.model_dir import load_model, model_mentions_of, read_synonyms
+    from e2e_linker.normalizer.model_dir import (
+        load_model,
+        model_mentions_of,
+        packed_index_of,
+        read_synonyms,
+    )
     from e2e_linker.normalizer.normalizer import DEFAULT_MODE, NormalizeOptions, Normalizer
 
     if top_k < 1 or batch_size < 1:
@@ -104,7 +109,8 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
                                lowercase=settings.lowercase,
                                punctuation=settings.punctuation, batch_size=batch_size)
     synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()
-    normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved)
+    normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved,
+                            packed_index_of(model))
     docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
     info = read_collection_info(inputs[0])
     n_docs = n_mentions = 0

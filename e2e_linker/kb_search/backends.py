@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq")
+SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq", "packed")
 
 #: Above this many names ``auto`` leaves exact search for HNSW. Measured on the bc5cdr KB
 #: (744k names, BC5CDR test, ``python -m eval.speed_accuracy --kinds hnsw``): exact linking took
@@ -227,13 +227,20 @@ class ExactSearch(VectorSearch):
 
 
 class FaissShortlistSearch(VectorSearch):
-    """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it."""
+    """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it.
+
+    ``vectors`` may also be a matrix whose rows are encoded on demand
+    (:class:`e2e_linker.kb_search.partial_matrix.PartialKBMatrix`: anything with ``rows(ids)``
+    and ``ensure(ids)``), paired with a ready ``index`` (a packed index shipped with the model):
+    then each block's shortlisted names are encoded, once, before the re-rank.
+    """
 
     #: queries shortlisted by one faiss call
     query_block = 32
 
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
-                 index_path: str | os.PathLike | None = None, disk_resident: bool = False):
+                 index_path: str | os.PathLike | None = None, disk_resident: bool = False,
+                 index=None):
         import faiss
 
         if kind not in ("hnsw", "ivfpq"):
@@ -241,8 +248,11 @@ class FaissShortlistSearch(VectorSearch):
         self.kind = kind
         self.vectors = vectors  # fp16, ideally a read-only memmap
         self.params = params or SearchParams()
+        self.on_demand = hasattr(vectors, "ensure")
         path = Path(index_path) if index_path else None
-        if path is not None and path.is_file():
+        if index is not None:
+            self.index = index
+        elif path is not None and path.is_file():
             self.index = faiss.read_index(str(path))
         else:
             self.index = build_faiss(kind, vectors, self.params)
@@ -278,6 +288,8 @@ class FaissShortlistSearch(VectorSearch):
         for start in range(0, len(q), self.query_block):
             block = q[start:start + self.query_block]
             _, short = self.index.search(block, max(k, self.params.shortlist))
+            if self.on_demand:
+                self.vectors.ensure(np.unique(short[short >= 0]))
             for n, cand in enumerate(short, start):
                 cand = np.unique(cand[cand >= 0])[::-1]  # file order (reversed: ties → higher row)
                 exact = self.rows_dot(q[n], cand)
@@ -291,7 +303,10 @@ class FaissShortlistSearch(VectorSearch):
         return self.reader is not None
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        found = self.reader.read(rows) if self.reader is not None else self.vectors[rows]
+        if self.on_demand:
+            found = self.vectors.rows(rows)
+        else:
+            found = self.reader.read(rows) if self.reader is not None else self.vectors[rows]
         return np.asarray(found, dtype=np.float32) @ query.astype(np.float32)
 
     def describe(self) -> str:
@@ -301,9 +316,10 @@ class FaissShortlistSearch(VectorSearch):
                    f"re-rank {p.shortlist})"
         import faiss
 
-        ivf = faiss.extract_index_ivf(self.index)
-        return f"ivfpq (nlist={ivf.nlist}, nprobe={ivf.nprobe}, {p.pq_bytes} B/vector, " \
-               f"re-rank {p.shortlist})"
+        ivf = faiss.downcast_index(faiss.extract_index_ivf(self.index))
+        return f"{'packed ' if self.on_demand else ''}ivfpq (nlist={ivf.nlist}, " \
+               f"nprobe={ivf.nprobe}, {ivf.pq.M} B/vector, re-rank {p.shortlist}" \
+               f"{', re-rank vectors encoded on demand' if self.on_demand else ''})"
 
 
 class RowReader:
@@ -408,6 +424,8 @@ def make_search(kind: str, vectors: np.ndarray, memory_budget_mb: float | None =
     """The search backend for ``kind`` (``auto``: :func:`choose_kind`)."""
     if kind not in SEARCH_KINDS:
         raise ValueError(f"index kind must be one of {SEARCH_KINDS}, not {kind!r}")
+    if kind == "packed":
+        raise ValueError("a packed index comes with its model: see EntityIndex.build")
     if kind == "auto":
         kind = choose_kind(len(vectors), int(vectors.shape[1]) if len(vectors) else 0,
                            memory_budget_mb, params)

@@ -16,7 +16,10 @@ lowest row, other types filtered out); the vectors come from the shared cache
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -26,9 +29,12 @@ from e2e_linker.kb_search.label_index import (
     ExactIndex,
     LabeledTexts,
     Ranked,
+    ShortlistIndex,
     centroids,
     merged_label_types,
 )
+from e2e_linker.kb_search.packed_index import names_digest, read_info, read_packed
+from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
 
 #: Cosine at or above which a sieve keeps its first search's answer.
 SIEVE_THRESHOLD = 0.95
@@ -88,12 +94,18 @@ class ConceptSearcher:
     never re-encodes a large KB), D the training mentions. Pool vectors are computed (and
     cached) on first use. Base searches run once per query batch and every mode is assembled
     from them, so evaluating all 14 modes costs five searches, not fourteen.
+
+    ``packed``: a packed shortlist index of the ontology texts under this encoder (shipped with
+    the normalizer model). While the ontology's full matrix is not cached, text searches over
+    O go through it and encode only shortlisted texts (:class:`ShortlistIndex`); centroid
+    searches still need every vector.
     """
 
     def __init__(self, encoder: TextEncoder, ontology: LabeledTexts,
                  training: LabeledTexts | None = None, cache: VectorCache | None = None,
                  sieve_threshold: float = SIEVE_THRESHOLD, progress: bool = True,
-                 extra_synonyms: LabeledTexts | None = None):
+                 extra_synonyms: LabeledTexts | None = None,
+                 packed: str | os.PathLike | None = None):
         self.encoder = encoder
         self.pools: dict[str, list[LabeledTexts]] = {
             "O": [p for p in (ontology, extra_synonyms) if p is not None and len(p)],
@@ -101,6 +113,7 @@ class ConceptSearcher:
         }
         self.cache = cache or VectorCache(encoder, progress=progress)
         self.sieve_threshold = sieve_threshold
+        self.packed = Path(packed) if packed is not None else None
         self._vectors: dict[int, np.ndarray] = {}
         self._text_indices: dict[int, ExactIndex] = {}
         self._centroid_indices: dict[str, ExactIndex] = {}
@@ -116,9 +129,30 @@ class ConceptSearcher:
     def _text_index(self, source: str, pool: LabeledTexts) -> ExactIndex:
         key = id(pool)
         if key not in self._text_indices:
-            self._text_indices[key] = ExactIndex(self.pool_vectors(pool), pool.labels,
-                                                 pool.label_types)
+            index = self._shortlist_index(pool) if self.pools["O"] and \
+                pool is self.pools["O"][0] else None
+            self._text_indices[key] = index or ExactIndex(self.pool_vectors(pool), pool.labels,
+                                                          pool.label_types)
         return self._text_indices[key]
+
+    def _shortlist_index(self, pool: LabeledTexts) -> ShortlistIndex | None:
+        """The packed index's search over the ontology texts, when it applies (see above)."""
+        if self.packed is None or not self.packed.is_file() or id(pool) in self._vectors:
+            return None
+        info = read_info(self.packed)
+        if info.fingerprint != self.cache.fingerprint or \
+                info.names_digest != names_digest(pool.texts):
+            return None
+        full = self.cache.path_for(pool.texts)
+        if full.is_file():
+            return None
+        rows = PartialKBMatrix(full, pool.texts, self.encoder, self.cache.folder,
+                               self.cache.batch_size, self.cache.progress, unit=True)
+        if self.cache.progress:
+            print(f"KB index: packed index shipped with the normalizer ({info.names:,} texts); "
+                  f"texts a search shortlists are encoded on first use and cached in "
+                  f"{self.cache.folder} ({rows.present:,} so far)", file=sys.stderr)
+        return ShortlistIndex(rows, pool.labels, read_packed(self.packed), pool.label_types)
 
     def centroid_index(self, source: str) -> ExactIndex:
         """The centroid index of ``O``, ``D`` or ``OD`` (built on first use)."""

@@ -18,14 +18,24 @@ Two policies, explicit because the normalizer's label index
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.backends import SearchParams, choose_kind, make_search
+from e2e_linker.errors import UserError
+from e2e_linker.kb_search.backends import (
+    FaissShortlistSearch,
+    SearchParams,
+    VectorSearch,
+    choose_kind,
+    make_search,
+)
 from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
+from e2e_linker.kb_search.packed_index import names_digest, read_info, read_packed
+from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
 TYPE_POLICIES = ("rank_last", "filter")
@@ -51,7 +61,8 @@ class EntityIndex:
     def __init__(self, names: Sequence[str], concept_ids: Sequence[str], types: Sequence[str],
                  vectors: np.ndarray, kind: str = "auto", memory_budget_mb: float | None = None,
                  params: SearchParams | None = None,
-                 cache_stem: str | os.PathLike | None = None):
+                 cache_stem: str | os.PathLike | None = None,
+                 searcher: VectorSearch | None = None):
         if not (len(names) == len(concept_ids) == len(types) == len(vectors)):
             raise ValueError("names, concept_ids, types and vectors must have the same length")
         self.names = list(names)
@@ -60,8 +71,8 @@ class EntityIndex:
         self.vectors = vectors
         self.dim = int(vectors.shape[1]) if len(vectors) else 0
         self.cache_stem = Path(cache_stem) if cache_stem else None
-        self.searcher = make_search(kind, vectors, memory_budget_mb, params,
-                                    self._index_file(kind, memory_budget_mb, params))
+        self.searcher = searcher or make_search(kind, vectors, memory_budget_mb, params,
+                                                self._index_file(kind, memory_budget_mb, params))
         self._rows_of: dict[str, list[int]] | None = None
 
     def _index_file(self, kind: str, memory_budget_mb: float | None,
@@ -124,8 +135,15 @@ class EntityIndex:
               max_names_per_concept: int | None = None, kind: str = "auto",
               memory_budget_mb: float | None = None,
               params: SearchParams | None = None,
-              describe: dict | None = None) -> EntityIndex:
+              describe: dict | None = None,
+              packed: str | os.PathLike | None = None) -> EntityIndex:
         """Encode every name of ``kb`` (reusing cached vectors) and index them.
+
+        ``packed`` is a packed shortlist index shipped with the model
+        (:mod:`e2e_linker.kb_search.packed_index`). It is used, and only the shortlisted names
+        are encoded (on demand, cached), with ``kind="packed"``, or with ``kind="auto"`` as long
+        as the full matrix of this KB is not cached yet — the first runs on a new machine. It
+        must have been built for this encoder and this exact name list.
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
@@ -143,10 +161,49 @@ class EntityIndex:
                                      progress="encoding KB names" if progress else False)
             return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
         cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
+        searcher = cls._packed_search(cache, names, packed, kind, params, batch_size, progress)
+        if searcher is not None:
+            return cls(names, cids, types, searcher.vectors, "ivfpq", memory_budget_mb, params,
+                       searcher=searcher)
+        if kind == "packed":
+            kind = "auto"
         vectors, path = cache.kb_matrix(names, batch_size=batch_size, progress=progress,
                                         describe=describe)
         return cls(names, cids, types, vectors, kind, memory_budget_mb, params,
                    cache_stem=path.with_suffix(""))
+
+    @staticmethod
+    def _packed_search(cache: NameVectorCache, names: list[str],
+                       packed: str | os.PathLike | None, kind: str,
+                       params: SearchParams | None, batch_size: int,
+                       progress: bool) -> FaissShortlistSearch | None:
+        """The packed index's search when it applies (see :meth:`build`), else None."""
+        if kind not in ("auto", "packed"):
+            return None
+        found = packed is not None and Path(packed).is_file()
+        if kind == "packed" and not found:
+            raise UserError(f"--index packed: the model has no packed KB index ({packed}); "
+                            "`linker kb pack` writes one")
+        if not found:
+            return None
+        info = read_info(packed)
+        fits = (info.fingerprint == cache.folder.name
+                and info.names_digest == names_digest(names))
+        if not fits:
+            if kind == "packed":
+                raise UserError(f"--index packed: {packed} was built for another encoder or KB "
+                                f"name list ({info.kb or 'unknown'}, {info.names:,} names); "
+                                "`linker kb pack` rebuilds it")
+            return None
+        rows = PartialKBMatrix(cache.folder / "kb" / f"{names_digest(names)}.npy", names,
+                               cache.encoder, cache.folder, batch_size, progress)
+        if kind == "auto" and rows.full_path.is_file():
+            return None  # the full matrix is cached: the full-encoding path
+        if progress:
+            print(f"KB index: packed index shipped with the model ({info.names:,} names, "
+                  f"{info.pq_bytes} B/name); names a search shortlists are encoded on first use "
+                  f"and cached in {cache.folder} ({rows.present:,} so far)", file=sys.stderr)
+        return FaissShortlistSearch("ivfpq", rows, params, index=read_packed(packed))
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""

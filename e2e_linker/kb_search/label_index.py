@@ -182,6 +182,45 @@ class ExactIndex:
         return out
 
 
+class ShortlistIndex(ExactIndex):
+    """:class:`ExactIndex` over rows encoded on demand, searched through a packed shortlist.
+
+    Why: the normalizer's first run on a new machine would otherwise encode every KB text. A
+    packed IVF-PQ index (:mod:`e2e_linker.kb_search.packed_index`) proposes ``shortlist`` rows
+    per query; only those are encoded (once, cached:
+    :class:`e2e_linker.kb_search.partial_matrix.PartialKBMatrix` with unit rows) and scored
+    exactly, with the same tie and type rules, so only the shortlist's recall is approximate.
+    A typed query keeps the shortlisted rows its type may see.
+    """
+
+    def __init__(self, rows, row_labels: Sequence[tuple[str, ...]], index,
+                 label_types: dict[str, frozenset[str]] | None = None, shortlist: int = 256,
+                 nprobe: int = 64):
+        super().__init__(rows, row_labels, label_types, query_block=256)
+        self.index = index
+        self.index.nprobe = nprobe
+        self.shortlist = shortlist
+
+    def _top_rows(self, queries: np.ndarray, k_rows: int, mask: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        _, short = self.index.search(np.ascontiguousarray(queries, dtype=np.float32),
+                                     max(self.shortlist, k_rows))
+        self.vectors.ensure(np.unique(short[short >= 0]))
+        scores = np.full((len(queries), k_rows), -np.inf, np.float32)
+        rows = np.full((len(queries), k_rows), -1, np.int64)
+        for q, cand in enumerate(short):
+            cand = np.unique(cand[cand >= 0])
+            if mask is not None:
+                cand = cand[mask[cand]]
+            if not len(cand):
+                continue
+            exact = np.asarray(self.vectors.rows(cand), dtype=np.float32) @ queries[q]
+            best_s, best_i = order_ties(exact[None], cand[None], "lower")
+            n = min(k_rows, len(cand))
+            scores[q, :n], rows[q, :n] = best_s[0, :n], best_i[0, :n]
+        return scores, rows
+
+
 def centroids(parts: Sequence[tuple[np.ndarray, Sequence[tuple[str, ...]]]],
               block_rows: int = 65536) -> tuple[np.ndarray, list[str]]:
     """Unit mean vector per label (labels sorted) over ``(unit vectors, row labels)`` parts; fp16.

@@ -5,6 +5,8 @@ and ``linker normalize`` reads. This module alone knows its file names::
     adapter/          a LoRA adapter over a base encoder (see :mod:`e2e_linker.encoder.adapter`)
     normalizer.json   {"pooling", "max_length", "kb", "kb_hash", "lowercase", "punctuation", ...}
     mentions.tsv      (optional) the training mentions, the default D pool at search time
+    kb_index.safetensors  (optional) packed shortlist index of the KB texts under this encoder
+                      (``linker kb pack --normalizer``)
 
 Any plain Hugging Face folder or name also works as a model (mean pooling, the default text
 settings, no recorded KB). Without ``--model`` the embedded default normalizer
@@ -37,6 +39,16 @@ ADAPTER_DIR = "adapter"
 #: optional: the training mentions a model was trained with (``label<TAB>type<TAB>text``); used
 #: as the D pool when ``linker normalize`` is given no ``--train-mentions``
 MENTIONS_FILE = "mentions.tsv"
+
+
+#: optional: the packed shortlist index of the model's KB texts (first runs encode only shortlists)
+PACKED_INDEX_FILE = "kb_index.safetensors"
+
+
+def packed_index_of(model: str | os.PathLike | None) -> Path | None:
+    """The packed KB index of a normalizer model directory (None: not a directory or none)."""
+    path = (Path(model) if model is not None else default_model_dir()) / PACKED_INDEX_FILE
+    return path if path.is_file() else None
 
 
 @dataclass
@@ -108,14 +120,21 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
             raise UserError(f"{model}: no such model directory")
         settings = ModelSettings()
         source = str(model)
-    try:
-        encoder = TextEncoder.from_pretrained(source, pooling=settings.pooling,
-                                              max_length=settings.max_length)
-    except OSError as exc:
-        raise UserError(f"cannot load encoder from {source}: {exc}") from exc
+    encoder = encoder_from(source, settings, f"cannot load encoder from {source}")
     if device:
         encoder.to(device)
     return encoder.eval(), settings
+
+
+def encoder_from(source: str | os.PathLike, settings: ModelSettings, failure: str
+                 ) -> TextEncoder:
+    """A Hugging Face encoder with the model's pooling and length; a load failure becomes a
+    :class:`UserError` starting with ``failure``."""
+    try:
+        return TextEncoder.from_pretrained(source, pooling=settings.pooling,
+                                           max_length=settings.max_length)
+    except OSError as exc:
+        raise UserError(f"{failure}: {exc}") from exc
 
 
 def load_adapter_model(folder: Path, settings: ModelSettings, device: str | None
@@ -129,11 +148,7 @@ def load_adapter_model(folder: Path, settings: ModelSettings, device: str | None
         raise UserError(f"{folder}: the adapter config names no base encoder "
                         "(base_model_name_or_path)")
     base_folder = resolve_encoder_path(base)
-    try:
-        encoder = TextEncoder.from_pretrained(base_folder, pooling=settings.pooling,
-                                              max_length=settings.max_length)
-    except OSError as exc:
-        raise UserError(f"cannot load the adapter's base encoder {base}: {exc}") from exc
+    encoder = encoder_from(base_folder, settings, f"cannot load the adapter's base encoder {base}")
     apply_adapter(encoder.model, folder, base_folder)
     if device:
         encoder.to(device)
@@ -216,3 +231,33 @@ def read_mentions(path: str | os.PathLike) -> list[tuple[str, str, str]]:
                                   where=f"line {lineno}")
             out.append((parts[2], parts[0], parts[1]))
     return out
+
+
+def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None = None,
+                  pq_bytes: int = 32, nlist: int | None = None,
+                  output: str | os.PathLike | None = None, progress: bool = True) -> Path:
+    """Encode the model's ontology texts (or read them from the cache), build an IVF-PQ index
+    over them and store it packed in the model directory, so that ``linker normalize`` on a new
+    machine encodes only the texts its mentions shortlist (``linker kb pack --normalizer``)."""
+    from e2e_linker.collective.model_kb import assemble_kb
+    from e2e_linker.kb_search.backends import SearchParams, build_faiss
+    from e2e_linker.kb_search.cache import VectorCache
+    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.normalizer.pools import ontology_pool
+
+    directory = Path(model) if model is not None else default_model_dir()
+    encoder, settings = load_model(directory)
+    if not settings.kb:
+        raise UserError(f"{directory}: the model records no KB to pack")
+    pool = ontology_pool(assemble_kb(settings.kb),
+                         TextNormalizer(settings.lowercase, settings.punctuation))
+    cache = VectorCache(encoder, cache_dir, progress=progress)
+    vectors = cache.vectors(pool.texts, label="encoding ontology names")
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=pq_bytes, ivf_nlist=nlist),
+                        progress=progress)
+    target = Path(output) if output else directory / PACKED_INDEX_FILE
+    return write_packed(index, target, PackedInfo(
+        fingerprint=cache.fingerprint, names_digest=names_digest(pool.texts),
+        names=len(pool.texts), dim=int(vectors.shape[1]), nlist=int(index.nlist),
+        pq_bytes=pq_bytes, kb=settings.kb))

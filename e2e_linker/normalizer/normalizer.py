@@ -132,7 +132,8 @@ class Normalizer:
                  options: NormalizeOptions | None = None,
                  cache_dir: str | os.PathLike | None = None,
                  extra_synonyms: Iterable[tuple[str, str]] = (),
-                 mentions: Iterable[tuple[str, str, str]] | None = None):
+                 mentions: Iterable[tuple[str, str, str]] | None = None,
+                 packed: str | os.PathLike | None = None):
         self.encoder = encoder.eval()
         self.kb = kb
         self.options = options or NormalizeOptions()
@@ -158,7 +159,7 @@ class Normalizer:
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
                                         self.options.sieve_threshold,
-                                        extra_synonyms=synonyms)
+                                        extra_synonyms=synonyms, packed=packed)
 
     # -- steps, public so that evaluation can reuse one encoding for every mode --
     def queries(self, docs: Sequence[Document]) -> list[MentionQuery]:
@@ -324,6 +325,7 @@ def normalize_documents(documents: Iterable[Document], encoder: TextEncoder, kb,
                         cache_dir: str | os.PathLike | None = None,
                         extra_synonyms: Iterable[tuple[str, str]] = (),
                         mentions: Iterable[tuple[str, str, str]] | None = None,
+                        packed: str | os.PathLike | None = None,
                         **options) -> list[Document]:
     """Normalize every annotation of ``documents`` (in place; also returned).
 
@@ -331,8 +333,10 @@ def normalize_documents(documents: Iterable[Document], encoder: TextEncoder, kb,
     every mode that mentions D; without them D-searches find nothing and sieves fall through
     to their second search. ``options``
     are :class:`NormalizeOptions` fields (``top_k``, ``nil_threshold``, ``type_aware``,
-    ``composite``, ``abbreviations``, ``lowercase``, ``punctuation``...).
+    ``composite``, ``abbreviations``, ``lowercase``, ``punctuation``...). ``packed`` is the
+    model's packed KB index (:func:`e2e_linker.normalizer.model_dir.packed_index_of`).
     """
     opts = NormalizeOptions(mode=mode, **options)
-    normalizer = Normalizer(encoder, kb, training, opts, cache_dir, extra_synonyms, mentions)
+    normalizer = Normalizer(encoder, kb, training, opts, cache_dir, extra_synonyms, mentions,
+                            packed)
     return normalizer.normalize(documents)

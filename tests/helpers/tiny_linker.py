@@ -8,9 +8,13 @@ from tests.helpers.synthetic import CHEMICALS, DISEASES
 from tests.helpers.tiny import tiny_encoder_dir
 
 
-def tiny_linker_dir(root: Path, threshold: float = 0.0) -> tuple[Path, Path]:
+def tiny_linker_dir(root: Path, threshold: float = 0.0,
+                    filler_concepts: int = 0) -> tuple[Path, Path]:
     """``(model directory, KB file)``; loads in about a second, annotates hundreds of
-    documents per second, so CLI runs can be tested end to end on real corpora."""
+    documents per second, so CLI runs can be tested end to end on real corpora.
+
+    ``filler_concepts`` adds that many made-up concepts to the KB (a KB large enough for a
+    product-quantised index needs a few thousand names)."""
     from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
     from e2e_linker.collective.model_kb import assemble_kb, save_model_kb
 
@@ -19,6 +23,8 @@ def tiny_linker_dir(root: Path, threshold: float = 0.0) -> tuple[Path, Path]:
     rows = [f"{cid}\t{names[0]}\t{'|'.join(names[1:])}\t{t}"
             for table, t in ((CHEMICALS, "Chemical"), (DISEASES, "Disease"))
             for cid, names in table.items()]
+    rows += [f"F{i:05d}\tfiller compound {i}\t\t{'Chemical' if i % 2 else 'Disease'}"
+             for i in range(filler_concepts)]
     kb_file.write_text("\n".join(rows) + "\n")
     spec = f"tsv:{kb_file}"
     tiny = tiny_encoder_dir(root / "tiny")
@@ -30,3 +36,20 @@ def tiny_linker_dir(root: Path, threshold: float = 0.0) -> tuple[Path, Path]:
     kb = assemble_kb(spec)
     model.save(out, kb_manifest=save_model_kb(out, spec, None, kb))
     return out, kb_file
+
+
+def tiny_annotator(directory: Path, threshold: float = 0.0):
+    """An :class:`Annotator` over a random tiny BERT and the synthetic KB, built in memory
+    (no cache). Threshold 0: every valid span is a candidate, so overlap resolution and linking
+    run on every span."""
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+    from e2e_linker.kb_search.entity_index import EntityIndex
+    from e2e_linker.kb_search.sieves import NameDictionary
+    from tests.helpers.synthetic import synthetic_kb
+
+    encoder = tiny_encoder_dir(directory / "bert")
+    model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(encoder), max_length=64))
+    kb = synthetic_kb()
+    index = EntityIndex.build(kb, model.entity_encoder, cache_dir=False, progress=False)
+    return Annotator(model, index, NameDictionary.from_kb(kb), threshold=threshold, batch_size=3)

@@ -90,3 +90,35 @@ def test_two_builds_at_once_leave_one_valid_cache(tmp_path, tiny_dir):
     fresh = encoder.encode(sample, dtype=np.float16)
     assert np.allclose(np.asarray(vectors[rows], np.float32), fresh.astype(np.float32),
                        atol=1e-3)
+
+
+def _mentions(path) -> list[tuple]:
+    from e2e_linker import read_documents
+
+    return [(d.id, m.start, m.end, m.concept_ids) for d in read_documents(path)
+            for m in d.annotations]
+
+
+def test_pack_ships_an_index_that_a_first_annotate_uses(tmp_path):
+    model, _ = tiny_linker_dir(tmp_path / "m", filler_concepts=3000)
+    packed = _linker("kb", "pack", "--model", str(model), "--cache-dir", str(tmp_path / "c1"),
+                     "--pq-bytes", "8", "--nlist", "16")
+    assert packed.returncode == 0, packed.stderr
+    assert (model / "kb_index.safetensors").is_file() and "packed KB index" in packed.stdout
+    sample = "examples/bc5cdr_sample.bioc.xml"
+    first = _linker("annotate", sample, "-o", str(tmp_path / "a.bioc.xml"), "--replace",
+                    "--model", str(model), "--cache-dir", str(tmp_path / "empty"))
+    assert first.returncode == 0, first.stderr
+    assert "packed index shipped with the model" in first.stderr
+    assert "encoding KB names" not in first.stderr  # no full encode
+    full = _linker("annotate", sample, "-o", str(tmp_path / "b.bioc.xml"), "--replace",
+                   "--model", str(model), "--cache-dir", str(tmp_path / "c1"))
+    assert full.returncode == 0 and "packed index" not in full.stderr  # the full matrix wins
+    # detection does not depend on the KB; links may differ where the shortlist missed the
+    # best name (the random tiny encoder's vectors are nearly parallel, a hard case for PQ)
+    a, b = (_mentions(tmp_path / name) for name in ("a.bioc.xml", "b.bioc.xml"))
+    assert [m[:3] for m in a] == [m[:3] for m in b] and len(a) > 20
+    assert sum(x[3] == y[3] for x, y in zip(a, b, strict=True)) >= 0.9 * len(a)
+    forced = _linker("annotate", sample, "-o", str(tmp_path / "c.bioc.xml"), "--index",
+                     "packed", "--model", str(model), "--cache-dir", str(tmp_path / "c1"))
+    assert forced.returncode == 0 and "packed index shipped" in forced.stderr

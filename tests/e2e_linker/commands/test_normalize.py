@@ -137,3 +137,45 @@ def test_export_normalizer_records_kb_and_rebuilds_mentions(tiny_dir, tmp_path, 
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
     encoder, loaded = load_model(out)
     assert loaded.search == "OD-T" and encoder.hidden_size == 32
+
+
+def test_a_packed_normalizer_index_links_without_encoding_the_whole_kb(tiny_dir, tmp_path,
+                                                                        monkeypatch):
+    import shutil
+
+    import numpy as np
+
+    from e2e_linker.commands.kb import command as kb_command
+
+    kb = synthetic_kb()
+    from data_tools.kb import Concept
+
+    for i in range(3000):
+        kb.add(Concept(id=f"F{i:05d}", name=f"filler compound {i}", synonyms=[],
+                       type="Chemical" if i % 2 else "Disease", source="test"))
+    kb_file = tmp_path / "kb.tsv"
+    kb.save(kb_file)
+    directory = tmp_path / "model"
+    shutil.copytree(tiny_dir, directory / "encoder")
+    (directory / "normalizer.json").write_text(json.dumps(
+        {"pooling": "mean", "max_length": 32, "search": "O-T", "kb": f"kb:{kb_file}"}))
+    packed = CliRunner().invoke(kb_command, ["pack", "--normalizer", "--model", str(directory),
+                                             "--cache-dir", str(tmp_path / "c1"),
+                                             "--pq-bytes", "8", "--nlist", "16"])
+    assert packed.exit_code == 0, packed.output
+    assert (directory / "kb_index.safetensors").is_file()
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "empty"))
+    docs = synthetic_docs(5)
+    for doc in docs:
+        for ann in doc.annotations:
+            ann.concept_ids = []
+    src, dst = tmp_path / "in.json", tmp_path / "out.json"
+    write_documents(docs, src)
+    result = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(directory),
+                                          "--no-lexical"])
+    assert result.exit_code == 0, result.output
+    assert "packed index shipped with the normalizer" in result.output
+    assert [a.concept_ids for d in read_documents(dst) for a in d.annotations] == \
+        [a.concept_ids for d in synthetic_docs(5) for a in d.annotations]
+    (have,) = (tmp_path / "empty").rglob("*.partial-have.npy")
+    assert 0 < np.load(have).sum() < len(kb.names())  # only shortlisted texts were encoded

@@ -83,3 +83,73 @@ def test_empty_queries_and_kb_names_cap():
     kb = KB([Concept("A", "a1", ["a2", "a3"], "T"), Concept("B", "b1", [], "T")])
     assert kb_names(kb) == [("a1", "A"), ("a2", "A"), ("a3", "A"), ("b1", "B")]
     assert kb_names(kb, 2) == [("a1", "A"), ("a2", "A"), ("b1", "B")]
+
+
+def _big_kb(n: int = 3000):
+    import random
+
+    from data_tools.kb import KB, Concept
+
+    rng = random.Random(0)
+    syllables = ["ba", "co", "di", "fu", "ga", "hex", "ol", "ine", "yl", "ate", "pro", "tri"]
+    kb = KB()
+    for i in range(n):
+        name = " ".join("".join(rng.choice(syllables) for _ in range(3)) for _ in range(2))
+        kb.add(Concept(id=f"C{i:05d}", name=f"{name} {i}", synonyms=[],
+                       type="Chemical" if i % 2 else "Disease", source="test"))
+    return kb
+
+
+def _packed_for(kb, encoder, folder):
+    from e2e_linker.kb_search.backends import SearchParams, build_faiss
+    from e2e_linker.kb_search.cache import NameVectorCache
+    from e2e_linker.kb_search.entity_index import kb_names
+    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+
+    names = [n for n, _ in kb_names(kb)]
+    cache = NameVectorCache(folder / "full-cache", encoder)
+    vectors, _ = cache.kb_matrix(names, progress=False)
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16,
+                                                       train_size=len(names)), progress=False)
+    path = write_packed(index, folder / "kb_index.safetensors", PackedInfo(
+        cache.folder.name, names_digest(names), len(names), int(vectors.shape[1]), 16, 8, "t"))
+    return path, vectors
+
+
+def test_a_packed_index_links_as_the_full_one_and_encodes_only_shortlists(tiny_encoder, tmp_path):
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    params = SearchParams(ivf_nprobe=16, shortlist=64)
+    index = EntityIndex.build(kb, tiny_encoder, cache_dir=tmp_path / "fresh", progress=False,
+                              packed=packed, params=params)
+    assert index.searcher.on_demand and index.describe().startswith("packed ivfpq")
+    exact = EntityIndex(index.names, index.concept_ids, index.types, full_vectors, kind="exact")
+    queries = np.asarray(full_vectors[::300], dtype=np.float32)  # 10 names as queries
+    assert [r[0][0] for r in index.link(queries)] == [r[0][0] for r in exact.link(queries)]
+    assert 0 < index.searcher.vectors.present <= 10 * 64 < len(index)
+
+
+def test_the_full_matrix_once_cached_wins_over_the_packed_index(tiny_encoder, tmp_path):
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    index = EntityIndex.build(kb, tiny_encoder, cache_dir=tmp_path / "full-cache",
+                              progress=False, packed=packed)
+    assert index.describe() == "exact"
+
+
+def test_a_packed_index_for_another_name_list_is_not_used(tiny_encoder, tmp_path):
+    from e2e_linker.errors import UserError
+
+    packed, _ = _packed_for(_big_kb(), tiny_encoder, tmp_path)
+    other = _big_kb(2999)
+    index = EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
+                              packed=packed)
+    assert index.describe() == "exact"  # encoded in full instead
+    with pytest.raises(UserError, match="another encoder or KB"):
+        EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
+                          packed=packed, kind="packed")
+    with pytest.raises(UserError, match="no packed KB index"):
+        EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
+                          packed=tmp_path / "missing.safetensors", kind="packed")

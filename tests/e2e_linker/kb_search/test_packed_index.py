@@ -1,0 +1,82 @@
+"""The packed IVF-PQ index: plain arrays in, the same searches out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from e2e_linker.kb_search.backends import SearchParams, build_faiss
+from e2e_linker.kb_search.packed_index import (
+    PackedInfo,
+    names_digest,
+    read_info,
+    read_packed,
+    write_packed,
+)
+
+
+def _vectors(n: int = 4000, dim: int = 32, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _info(n: int, dim: int = 32) -> PackedInfo:
+    return PackedInfo(fingerprint="f" * 16, names_digest="d" * 16, names=n, dim=dim, nlist=16,
+                      pq_bytes=8, kb="test")
+
+
+def test_a_packed_index_searches_exactly_as_the_index_it_was_packed_from(tmp_path):
+    vectors = _vectors()
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16, train_size=4000),
+                        progress=False)
+    path = write_packed(index, tmp_path / "kb_index.safetensors", _info(len(vectors)))
+    again = read_packed(path)
+    assert again.ntotal == index.ntotal and again.nlist == index.nlist
+    index.nprobe = again.nprobe = 16  # every list: the coarse quantizers' kinds do not matter
+    queries = _vectors(50, seed=1)
+    d1, i1 = index.search(queries, 20)
+    d2, i2 = again.search(queries, 20)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_allclose(d1, d2, rtol=1e-5, atol=1e-5)
+
+
+def test_the_header_says_what_the_index_was_built_for(tmp_path):
+    vectors = _vectors(3000)
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16, train_size=3000),
+                        progress=False)
+    path = write_packed(index, tmp_path / "x.safetensors", _info(3000))
+    assert read_info(path) == _info(3000)
+
+
+def test_only_numbers_are_stored(tmp_path):
+    from safetensors.numpy import load_file
+
+    vectors = _vectors(3000)
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16, train_size=3000),
+                        progress=False)
+    path = write_packed(index, tmp_path / "x.safetensors", _info(3000))
+    arrays = load_file(str(path))
+    assert set(arrays) == {"coarse_centroids", "pq_codebooks", "codes", "row_ids", "list_sizes"}
+    assert arrays["codes"].shape == (3000, 8) and arrays["codes"].dtype == np.uint8
+    assert sorted(arrays["row_ids"].tolist()) == list(range(3000))
+
+
+def test_a_wrong_count_or_another_file_is_refused(tmp_path):
+    from safetensors.numpy import save_file
+
+    vectors = _vectors(3000)
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16, train_size=3000),
+                        progress=False)
+    with pytest.raises(ValueError, match="info says"):
+        write_packed(index, tmp_path / "x.safetensors", _info(2999))
+    other = tmp_path / "other.safetensors"
+    save_file({"w": np.zeros(3, np.float32)}, str(other))
+    with pytest.raises(ValueError, match="not a packed KB index"):
+        read_info(other)
+
+
+def test_the_names_digest_is_the_key_of_the_name_list():
+    assert names_digest(["a", "b"]) == names_digest(["a", "b"])
+    assert names_digest(["a", "b"]) != names_digest(["b", "a"])
+    assert names_digest(["a\nb"]) == names_digest(["a", "b"])  # names never hold a newline
