@@ -8,13 +8,9 @@ import json
 
 import pytest
 
-from e2e_linker.collective.annotator import Annotator
-from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
-from e2e_linker.kb_search.entity_index import EntityIndex
-from e2e_linker.kb_search.sieves import NameDictionary
 from eval import bench
-from tests.helpers.synthetic import synthetic_docs, synthetic_kb
-from tests.helpers.tiny import tiny_encoder_dir
+from tests.helpers.synthetic import synthetic_docs
+from tests.helpers.tiny_linker import tiny_annotator
 
 KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_s",
         "per_mention_mentions_per_s", "ratio_annotate_vs_encoder",
@@ -23,11 +19,7 @@ KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_
 
 @pytest.fixture(scope="module")
 def annotator(tmp_path_factory):
-    directory = tiny_encoder_dir(tmp_path_factory.mktemp("tiny") / "bert")
-    model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(directory), max_length=64))
-    kb = synthetic_kb()
-    index = EntityIndex.build(kb, model.entity_encoder, cache_dir=False, progress=False)
-    return Annotator(model, index, NameDictionary.from_kb(kb), threshold=0.0, batch_size=3)
+    return tiny_annotator(tmp_path_factory.mktemp("tiny"))
 
 
 def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):

@@ -9,22 +9,15 @@ import time
 import numpy as np
 import pytest
 
-from e2e_linker.collective.annotator import Annotator, SpanPrediction, resolve_overlaps
-from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
-from e2e_linker.kb_search.entity_index import EntityIndex
-from e2e_linker.kb_search.sieves import NameDictionary, choose_concept
+from e2e_linker.collective.annotator import SpanPrediction, resolve_overlaps
+from e2e_linker.kb_search.sieves import choose_concept
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
-from tests.helpers.tiny import tiny_encoder_dir
+from tests.helpers.tiny_linker import tiny_annotator
 
 
 @pytest.fixture(scope="module")
 def annotator(tmp_path_factory):
-    directory = tiny_encoder_dir(tmp_path_factory.mktemp("tiny") / "bert")
-    model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(directory), max_length=64))
-    kb = synthetic_kb()
-    index = EntityIndex.build(kb, model.entity_encoder, cache_dir=False, progress=False)
-    # threshold 0: every valid span is a candidate, so overlap resolution is exercised
-    return Annotator(model, index, NameDictionary.from_kb(kb), threshold=0.0, batch_size=3)
+    return tiny_annotator(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.mark.parametrize("mode", ["collective", "per-mention"])

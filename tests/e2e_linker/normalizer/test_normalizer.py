@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
 from e2e_linker.normalizer.normalizer import NormalizeOptions, Normalizer, normalize_documents
-
-
-def _kb() -> KB:
-    return KB([
-        Concept("D001943", "Breast Neoplasms", ["breast cancer"], "Disease"),
-        Concept("D010051", "Ovarian Neoplasms", ["ovarian cancer"], "Disease"),
-        Concept("D004833", "Epilepsy, Temporal Lobe", ["temporal lobe epilepsy"], "Disease"),
-        Concept("C001", "aspirin", ["acetylsalicylic acid"], "Chemical"),
-        Concept("D009203", "Myocardial Infarction", [], "Disease"),
-    ])
-
-
-def _doc(text: str, spans: list[tuple[str, str]]) -> Document:
-    doc = Document("1", [Passage(0, text, {"type": "abstract"})])
-    pos = 0
-    for surface, type_ in spans:
-        start = text.index(surface, pos)
-        doc.add_annotation(Annotation(start, start + len(surface), surface, type_, ["GOLD"]))
-        pos = start + 1
-    return doc
+from tests.helpers.small_kb import doc_with, small_kb
 
 
 def test_exact_names_composites_and_abbreviations(tiny_encoder, tmp_path):
     text = ("Women with breast and ovarian cancer took Aspirin. Temporal lobe epilepsy (TLE) "
             "was seen; TLE recurred.")
-    doc = _doc(text, [("breast and ovarian cancer", "Disease"), ("Aspirin", "Chemical"),
+    doc = doc_with(text, [("breast and ovarian cancer", "Disease"), ("Aspirin", "Chemical"),
                       ("Temporal lobe epilepsy", "Disease"), ("TLE", "Disease"),
                       ("TLE", "Disease")])
-    out = normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+    out = normalize_documents([doc], tiny_encoder, small_kb(), mode="O-T", cache_dir=tmp_path,
                               top_k=3, progress=False)
     anns = out[0].annotations
     assert anns[0].concept_ids == ["D001943", "D010051"]
@@ -48,42 +28,40 @@ def test_exact_names_composites_and_abbreviations(tiny_encoder, tmp_path):
         first = ann.infons["candidates"].split(";")[0]
         assert first.rsplit("|", 1)[0] in ann.concept_id
     # without abbreviation resolution "TLE" is not an exact name any more
-    doc2 = _doc(text, [("TLE", "Disease")])
-    normalize_documents([doc2], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+    doc2 = doc_with(text, [("TLE", "Disease")])
+    normalize_documents([doc2], tiny_encoder, small_kb(), mode="O-T", cache_dir=tmp_path,
                         abbreviations=False, progress=False)
     assert doc2.annotations[0].link_score < 0.999
 
 
 def test_composite_never_and_nil_threshold(tiny_encoder, tmp_path):
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
-    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+    doc = doc_with("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    normalize_documents([doc], tiny_encoder, small_kb(), mode="O-T", cache_dir=tmp_path,
                         composite="never", progress=False)
     ann = doc.annotations[0]
     assert len(ann.concept_ids) == 1 and ann.composite_texts is None
-    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+    normalize_documents([doc], tiny_encoder, small_kb(), mode="O-T", cache_dir=tmp_path,
                         composite="never", nil_threshold=1.01, progress=False)
     assert doc.annotations[0].concept_ids == [] and doc.annotations[0].concept_id == "-1"
 
 
 def test_training_mentions_and_extra_synonyms(tiny_encoder, tmp_path):
-    train = _doc("heart attack", [("heart attack", "Disease")])
+    train = doc_with("heart attack", [("heart attack", "Disease")])
     train.annotations[0].concept_ids = ["MESH:D009203"]
-    doc = _doc("a heart attack and an MI", [("heart attack", "Disease"), ("MI", "Disease")])
-    normalize_documents([doc], tiny_encoder, _kb(), mode="D-T+O-T", training=[train],
+    doc = doc_with("a heart attack and an MI", [("heart attack", "Disease"), ("MI", "Disease")])
+    normalize_documents([doc], tiny_encoder, small_kb(), mode="D-T+O-T", training=[train],
                         cache_dir=tmp_path, progress=False)
     assert doc.annotations[0].concept_ids == ["D009203"]
-    normalize_documents([doc], tiny_encoder, _kb(), mode="O-T", cache_dir=tmp_path,
+    normalize_documents([doc], tiny_encoder, small_kb(), mode="O-T", cache_dir=tmp_path,
                         extra_synonyms=[("D009203", "MI")], progress=False)
     assert doc.annotations[1].concept_ids == ["D009203"]
 
 
 def test_type_aware_search(tiny_encoder, tmp_path):
     kb = KB([Concept("X1", "lithium", [], "Chemical"), Concept("X2", "lithium", [], "Disease")])
-    doc = _doc("lithium lithium", [("lithium", "Disease"), ("lithium", "Chemical")])
+    doc = doc_with("lithium lithium", [("lithium", "Disease"), ("lithium", "Chemical")])
     normalize_documents([doc], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path, progress=False)
     assert [a.concept_ids for a in doc.annotations] == [["X2"], ["X1"]]
-
-
 
 
 def test_bad_options_are_refused():
@@ -94,33 +72,32 @@ def test_bad_options_are_refused():
 
 
 def test_normalizer_reuses_its_index(tiny_encoder, tmp_path):
-    normalizer = Normalizer(tiny_encoder, _kb(), options=NormalizeOptions(mode="O-C",
+    normalizer = Normalizer(tiny_encoder, small_kb(), options=NormalizeOptions(mode="O-C",
                                                                          progress=False),
                             cache_dir=tmp_path)
     for _ in range(2):
-        doc = _doc("aspirin", [("aspirin", "Chemical")])
+        doc = doc_with("aspirin", [("aspirin", "Chemical")])
         normalizer.normalize([doc])
         assert doc.annotations[0].concept_ids == ["C001"]
 
 
 def test_mention_types_unknown_to_the_kb_do_not_filter(tiny_encoder, tmp_path):
     """NCBI types (SpecificDisease...) are not KB types: D entries of any type stay reachable."""
-    train = _doc("galactosemia variant", [("galactosemia variant", "SpecificDisease")])
+    train = doc_with("galactosemia variant", [("galactosemia variant", "SpecificDisease")])
     train.annotations[0].concept_ids = ["OMIM:230400"]  # not in the KB
-    doc = _doc("galactosemia variant", [("galactosemia variant", "DiseaseClass")])
-    normalize_documents([doc], tiny_encoder, _kb(), mode="D-T+O-T", training=[train],
+    doc = doc_with("galactosemia variant", [("galactosemia variant", "DiseaseClass")])
+    normalize_documents([doc], tiny_encoder, small_kb(), mode="D-T+O-T", training=[train],
                         cache_dir=tmp_path, progress=False)
     assert doc.annotations[0].concept_ids == ["OMIM:230400"]
-
 
 
 def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
     """Over a KB with chemicals and diseases, an NCBI 'SpecificDisease' mention is a disease."""
     kb = KB([Concept("X1", "lithium", [], "Chemical"), Concept("X2", "lithium", [], "Disease")])
-    doc = _doc("lithium lithium", [("lithium", "SpecificDisease"), ("lithium", "Chemical")])
+    doc = doc_with("lithium lithium", [("lithium", "SpecificDisease"), ("lithium", "Chemical")])
     normalize_documents([doc], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path, progress=False)
     assert [a.concept_ids for a in doc.annotations] == [["X2"], ["X1"]]
-    off = _doc("lithium", [("lithium", "SpecificDisease")])
+    off = doc_with("lithium", [("lithium", "SpecificDisease")])
     normalize_documents([off], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path,
                         progress=False, type_aware=False)
     assert off.annotations[0].concept_ids == ["X1"]  # unfiltered: the tie breaks by ID

@@ -3,7 +3,7 @@ and the pairing of a composite's parts with its IDs."""
 
 from __future__ import annotations
 
-from data_tools.documents import Annotation, Document, Passage
+from data_tools.documents import Annotation
 from data_tools.kb import KB, Concept
 from e2e_linker.kb_search.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import (
@@ -13,34 +13,15 @@ from e2e_linker.normalizer.pools import (
     synonym_pool,
     training_triples,
 )
-
-
-def _kb() -> KB:
-    return KB([
-        Concept("D001943", "Breast Neoplasms", ["breast cancer"], "Disease"),
-        Concept("D010051", "Ovarian Neoplasms", ["ovarian cancer"], "Disease"),
-        Concept("D004833", "Epilepsy, Temporal Lobe", ["temporal lobe epilepsy"], "Disease"),
-        Concept("C001", "aspirin", ["acetylsalicylic acid"], "Chemical"),
-        Concept("D009203", "Myocardial Infarction", [], "Disease"),
-    ])
-
-
-def _doc(text: str, spans: list[tuple[str, str]]) -> Document:
-    doc = Document("1", [Passage(0, text, {"type": "abstract"})])
-    pos = 0
-    for surface, type_ in spans:
-        start = text.index(surface, pos)
-        doc.add_annotation(Annotation(start, start + len(surface), surface, type_, ["GOLD"]))
-        pos = start + 1
-    return doc
+from tests.helpers.small_kb import doc_with, small_kb
 
 
 def test_training_triples_use_gold_composite_parts():
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    doc = doc_with("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
     ann = doc.annotations[0]
     ann.concept_ids = ["D001943", "D010051"]
     ann.composite_texts = ["breast cancer", "ovarian cancer"]
-    triples = training_triples([doc], TextNormalizer(), _kb())
+    triples = training_triples([doc], TextNormalizer(), small_kb())
     assert ("breast and ovarian cancer", "D001943|D010051", "Disease") in triples
     assert ("breast cancer", "D001943", "Disease") in triples
     assert ("ovarian cancer", "D010051", "Disease") in triples
@@ -48,20 +29,20 @@ def test_training_triples_use_gold_composite_parts():
 
 def test_composite_parts_are_paired_with_ids_by_name_not_position():
     """NCBI lists composite IDs in any order: "breast and ovarian cancer" → D010051|D001943."""
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    doc = doc_with("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
     doc.annotations[0].concept_ids = ["D010051", "D001943"]
-    triples = training_triples([doc], TextNormalizer(), _kb())
+    triples = training_triples([doc], TextNormalizer(), small_kb())
     assert ("breast cancer", "D001943", "Disease") in triples
     assert ("ovarian cancer", "D010051", "Disease") in triples
-    assert align_parts(["foo", "bar"], ["D010051", "D001943"], _kb(), TextNormalizer()) is None
+    assert align_parts(["foo", "bar"], ["D010051", "D001943"], small_kb(), TextNormalizer()) is None
 
 
 def test_heuristic_composite_split_gives_parts_and_the_whole():
     """Without gold parts the split is used; the whole text is labelled with every ID and its
     type is the KB type an NCBI class stands for."""
-    doc = _doc("breast and ovarian cancer", [("breast and ovarian cancer", "CompositeMention")])
+    doc = doc_with("breast and ovarian cancer", [("breast and ovarian cancer", "CompositeMention")])
     doc.annotations[0].concept_ids = ["MESH:D001943", "MESH:D010051"]
-    triples = training_triples([doc], TextNormalizer(), _kb())
+    triples = training_triples([doc], TextNormalizer(), small_kb())
     assert sorted(triples) == [("breast and ovarian cancer", "D001943|D010051", "Disease"),
                                ("breast cancer", "D001943", "Disease"),
                                ("ovarian cancer", "D010051", "Disease")]
@@ -69,25 +50,25 @@ def test_heuristic_composite_split_gives_parts_and_the_whole():
 
 def test_a_short_form_is_added_a_second_time_expanded():
     text = "Temporal lobe epilepsy (TLE) was seen; TLE recurred."
-    doc = _doc(text, [("TLE", "Disease")])
+    doc = doc_with(text, [("TLE", "Disease")])
     doc.annotations[0].start = text.rindex("TLE")  # the second TLE, after the definition
     doc.annotations[0].end = doc.annotations[0].start + 3
     doc.annotations[0].concept_ids = ["D004833"]
-    assert sorted(training_triples([doc], TextNormalizer(), _kb())) == [
+    assert sorted(training_triples([doc], TextNormalizer(), small_kb())) == [
         ("temporal lobe epilepsy", "D004833", "Disease"), ("tle", "D004833", "Disease")]
-    assert training_triples([doc], TextNormalizer(), _kb(), abbreviations=False) == [
+    assert training_triples([doc], TextNormalizer(), small_kb(), abbreviations=False) == [
         ("tle", "D004833", "Disease")]
 
 
 def test_types_filter_and_mentions_without_concepts():
-    doc = _doc("Aspirin and a heart attack and fever",
+    doc = doc_with("Aspirin and a heart attack and fever",
                [("Aspirin", "Chemical"), ("heart attack", "Disease"), ("fever", "Disease")])
     doc.annotations[0].concept_ids = ["C001"]
     doc.annotations[1].concept_ids = ["D009203"]
     doc.annotations[2].concept_ids = [" "]  # no concept: not a training mention
-    assert training_triples([doc], TextNormalizer(), _kb()) == [
+    assert training_triples([doc], TextNormalizer(), small_kb()) == [
         ("aspirin", "C001", "Chemical"), ("heart attack", "D009203", "Disease")]
-    assert training_triples([doc], TextNormalizer(), _kb(), types=["Chemical"]) == [
+    assert training_triples([doc], TextNormalizer(), small_kb(), types=["Chemical"]) == [
         ("aspirin", "C001", "Chemical")]
     # without a KB the annotation's own type is used, NCBI classes mapped to Disease
     doc.annotations[1].type = "SpecificDisease"
@@ -95,7 +76,7 @@ def test_types_filter_and_mentions_without_concepts():
         "heart attack", "D009203", "Disease")
 
 
-def test_mention_ids_strip_the_mesh_prefix_and_resolve_through_the_kb():
+def test_mention_ids_strip_the_mesh_prefix_and_resolve_through_thesmall_kb():
     kb = KB([Concept("D001", "a", [], "Disease", alt_ids=["D999"])])
     ann = Annotation(0, 1, "a", "Disease", ["mesh:D999", "OMIM:123", " "])
     assert mention_ids(ann) == ["D999", "OMIM:123"]
@@ -104,26 +85,26 @@ def test_mention_ids_strip_the_mesh_prefix_and_resolve_through_the_kb():
 
 def test_align_parts_reorders_parts_to_match_the_ids():
     text = TextNormalizer()
-    assert align_parts(["ovarian cancer", "breast cancer"], ["D001943", "D010051"], _kb(),
+    assert align_parts(["ovarian cancer", "breast cancer"], ["D001943", "D010051"], small_kb(),
                        text) == ["breast cancer", "ovarian cancer"]
-    assert align_parts(["breast cancer", "ovarian cancer"], ["D001943", "D010051"], _kb(),
+    assert align_parts(["breast cancer", "ovarian cancer"], ["D001943", "D010051"], small_kb(),
                        text) == ["breast cancer", "ovarian cancer"]
     # no KB: positional; a count mismatch or a single part: no pairing
     assert align_parts(["ovarian cancer", "breast cancer"], ["D001943", "D010051"], None,
                        text) == ["ovarian cancer", "breast cancer"]
-    assert align_parts(["breast cancer"], ["D001943", "D010051"], _kb(), text) is None
-    assert align_parts(["breast cancer"], ["D001943"], _kb(), text) is None
+    assert align_parts(["breast cancer"], ["D001943", "D010051"], small_kb(), text) is None
+    assert align_parts(["breast cancer"], ["D001943"], small_kb(), text) is None
     # an ID the KB lacks overlaps nothing: no confident pairing
-    assert align_parts(["breast cancer", "ovarian cancer"], ["D001943", "D404"], _kb(),
+    assert align_parts(["breast cancer", "ovarian cancer"], ["D001943", "D404"], small_kb(),
                        text) is None
 
 
 def test_ontology_and_synonym_pools_label_every_name():
     text = TextNormalizer()
-    pool = ontology_pool(_kb(), text)
+    pool = ontology_pool(small_kb(), text)
     pairs = {(t, label) for t, labels in zip(pool.texts, pool.labels, strict=True)
              for label in labels}
     assert ("acetylsalicylic acid", "C001") in pairs and ("breast neoplasms", "D001943") in pairs
-    assert len(pairs) == _kb().num_names
-    extra = synonym_pool(_kb(), text, [("MESH:D009203", "Heart Attack")])
+    assert len(pairs) == small_kb().num_names
+    extra = synonym_pool(small_kb(), text, [("MESH:D009203", "Heart Attack")])
     assert list(extra.texts) == ["heart attack"] and list(extra.labels) == [("D009203",)]
