@@ -54,13 +54,18 @@ from e2e_linker.kb_search.concept_search import MODES
               default=None, help="Output format (default: from the extension).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
+@click.option("--index", "index_kind", type=click.Choice(["auto", "exact", "packed"]),
+              default="auto", show_default=True,
+              help="Ontology text search: exact over every vector, or packed (the model's "
+                   "shipped shortlist index, encoding only shortlisted texts); auto: packed "
+                   "while the ontology is not fully encoded, then exact.")
 def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | None,
             mode: str | None, train_mentions: tuple[str, ...], model_mentions: bool,
             extra_synonyms: str | None,
             top_k: int, nil_threshold: float | None, batch_size: int, composite: str,
             abbreviations: bool, inferred_abbreviations: bool, lexical: bool, salt_free: bool,
             type_aware: bool, fmt: str | None, device: str | None,
-            cache_dir: str | None) -> None:
+            cache_dir: str | None, index_kind: str = "auto") -> None:
     """Normalize the annotations of INPUT files (PubTator, BioC XML, BioC JSON)."""
     import itertools
 
@@ -109,8 +114,12 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
                                lowercase=settings.lowercase,
                                punctuation=settings.punctuation, batch_size=batch_size)
     synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()
+    packed = None if index_kind == "exact" else packed_index_of(model)
+    if index_kind == "packed" and packed is None:
+        raise UserError("--index packed: the model has no packed KB index; "
+                        "`linker kb pack --normalizer` writes one")
     normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved,
-                            packed_index_of(model))
+                            packed, packed_always=index_kind == "packed")
     docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
     info = read_collection_info(inputs[0])
     n_docs = n_mentions = 0

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache import VectorCache
 from e2e_linker.kb_search.label_index import (
     ExactIndex,
@@ -96,16 +97,17 @@ class ConceptSearcher:
     from them, so evaluating all 14 modes costs five searches, not fourteen.
 
     ``packed``: a packed shortlist index of the ontology texts under this encoder (shipped with
-    the normalizer model). While the ontology's full matrix is not cached, text searches over
-    O go through it and encode only shortlisted texts (:class:`ShortlistIndex`); centroid
-    searches still need every vector.
+    the normalizer model). While the ontology's full matrix is not cached (or always, with
+    ``packed_always``), text searches over O go through it and encode only shortlisted texts
+    (:class:`ShortlistIndex`); centroid searches still need every vector. A packed index built
+    for another encoder or text list is ignored (an error with ``packed_always``).
     """
 
     def __init__(self, encoder: TextEncoder, ontology: LabeledTexts,
                  training: LabeledTexts | None = None, cache: VectorCache | None = None,
                  sieve_threshold: float = SIEVE_THRESHOLD, progress: bool = True,
                  extra_synonyms: LabeledTexts | None = None,
-                 packed: str | os.PathLike | None = None):
+                 packed: str | os.PathLike | None = None, packed_always: bool = False):
         self.encoder = encoder
         self.pools: dict[str, list[LabeledTexts]] = {
             "O": [p for p in (ontology, extra_synonyms) if p is not None and len(p)],
@@ -114,6 +116,7 @@ class ConceptSearcher:
         self.cache = cache or VectorCache(encoder, progress=progress)
         self.sieve_threshold = sieve_threshold
         self.packed = Path(packed) if packed is not None else None
+        self.packed_always = packed_always
         self._vectors: dict[int, np.ndarray] = {}
         self._text_indices: dict[int, ExactIndex] = {}
         self._centroid_indices: dict[str, ExactIndex] = {}
@@ -142,9 +145,12 @@ class ConceptSearcher:
         info = read_info(self.packed)
         if info.fingerprint != self.cache.fingerprint or \
                 info.names_digest != names_digest(pool.texts):
+            if self.packed_always:
+                raise UserError(f"{self.packed} was built for another encoder or KB text list "
+                                f"({info.kb or 'unknown'}, {info.names:,} texts)")
             return None
         full = self.cache.path_for(pool.texts)
-        if full.is_file():
+        if full.is_file() and not self.packed_always:
             return None
         rows = PartialKBMatrix(full, pool.texts, self.encoder, self.cache.folder,
                                self.cache.batch_size, self.cache.progress, unit=True)

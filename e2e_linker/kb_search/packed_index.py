@@ -93,6 +93,9 @@ def write_packed(index, path: str | os.PathLike, info: PackedInfo) -> Path:
                         "dim": str(info.dim), "nlist": str(info.nlist),
                         "pq_bytes": str(info.pq_bytes), "kb": info.kb,
                         "by_residual": str(int(ivf.by_residual))})
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # a file to ship: as readable as any other
     os.replace(tmp, out)
     return out
 

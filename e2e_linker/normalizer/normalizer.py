@@ -133,7 +133,7 @@ class Normalizer:
                  cache_dir: str | os.PathLike | None = None,
                  extra_synonyms: Iterable[tuple[str, str]] = (),
                  mentions: Iterable[tuple[str, str, str]] | None = None,
-                 packed: str | os.PathLike | None = None):
+                 packed: str | os.PathLike | None = None, packed_always: bool = False):
         self.encoder = encoder.eval()
         self.kb = kb
         self.options = options or NormalizeOptions()
@@ -159,7 +159,8 @@ class Normalizer:
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
                                         self.options.sieve_threshold,
-                                        extra_synonyms=synonyms, packed=packed)
+                                        extra_synonyms=synonyms, packed=packed,
+                                        packed_always=packed_always)
 
     # -- steps, public so that evaluation can reuse one encoding for every mode --
     def queries(self, docs: Sequence[Document]) -> list[MentionQuery]:

@@ -179,3 +179,13 @@ def test_a_packed_normalizer_index_links_without_encoding_the_whole_kb(tiny_dir,
         [a.concept_ids for d in synthetic_docs(5) for a in d.annotations]
     (have,) = (tmp_path / "empty").rglob("*.partial-have.npy")
     assert 0 < np.load(have).sum() < len(kb.names())  # only shortlisted texts were encoded
+    for flag, packed_used in (("packed", True), ("exact", False)):
+        again = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(directory),
+                                             "--no-lexical", "--index", flag])
+        assert again.exit_code == 0, again.output
+        assert ("packed index shipped with the normalizer" in again.output) is packed_used
+        assert [a.concept_ids for d in read_documents(dst) for a in d.annotations] == \
+            [a.concept_ids for d in synthetic_docs(5) for a in d.annotations]
+    no_index = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(tiny_dir),
+                                            "--kb", f"kb:{kb_file}", "--index", "packed"])
+    assert "no packed KB index" in str(no_index.exception)  # a UserError: one line from `linker`
