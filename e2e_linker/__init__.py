@@ -2,7 +2,10 @@
 
 The public classes, importable from the package itself::
 
-    from e2e_linker import load_annotator, Normalizer, read_documents
+    from e2e_linker import Linker, load_annotator, Normalizer, read_documents
+
+    linker = Linker.load()          # the default model and KB
+    linker("Naloxone reverses the hypotensive effect of clonidine.")  # -> [Mention, ...]
 
 Names are resolved on first use (PEP 562), so ``import e2e_linker`` and ``linker --help`` stay
 fast: torch and transformers load only when a model class is touched. Where each lives:
@@ -15,6 +18,7 @@ fast: torch and transformers load only when a model class is touched. Where each
 ``encoder``            text encoder, LoRA adapters, precision and int8 quantization
 ``training``           collective and triplet training loops and losses
 ``runs``               corpus runs: shards, resume, several processes, memory settings
+``api``                ``Linker`` and ``Mention``: the Python door, shared by the command line
 ``commands``           the ``linker`` command line, one module a command
 =====================  ===================================================================
 """
@@ -26,6 +30,8 @@ from typing import Any
 
 #: public name → module that defines it
 _EXPORTS: dict[str, str] = {
+    "Linker": "e2e_linker.api",
+    "Mention": "e2e_linker.api",
     "Annotator": "e2e_linker.collective.annotator",
     "CollectiveLinker": "e2e_linker.collective.model",
     "LinkerConfig": "e2e_linker.collective.model",

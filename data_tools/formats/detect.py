@@ -4,6 +4,13 @@ The rest of the project never imports a format module directly: it reads with
 ``read_documents(path)`` and writes with ``open_writer(path)``, and the format comes from the
 file name (``.xml`` → BioC XML, ``.json``/``.jsonl`` → BioC JSON, ``.txt``/``.pubtator`` →
 PubTator; a trailing ``.gz`` is ignored) or, for reading an unknown name, from the first bytes.
+
+A ``.txt`` file being read is PubTator only when its first bytes look like PubTator
+(``PMID|t|``); any other ``.txt`` is plain text (:mod:`data_tools.formats.plaintext`), one
+document per file, or per line with the ``text-lines`` format. Two formats go one way only:
+plain text is read, never written, and ``mentions`` (one JSON object per mention,
+:mod:`data_tools.formats.mentions_jsonl`) is written, never read. The path ``-`` writes to
+standard output (not atomically: what was written before a failure stays written).
 """
 
 from __future__ import annotations
@@ -23,11 +30,21 @@ from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.textio import head_bytes
 
 FORMATS = ("pubtator", "bioc", "biocjson")
+#: plain text: read only (a whole file, or one document per line)
+TEXT_FORMATS = ("text", "text-lines")
+#: one JSON object per mention: written only
+MENTIONS = "mentions"
 ALIASES = {"biocxml": "bioc", "xml": "bioc", "bioc-xml": "bioc", "json": "biocjson",
-           "jsonl": "biocjson", "bioc-json": "biocjson", "txt": "pubtator"}
+           "jsonl": "biocjson", "bioc-json": "biocjson", "txt": "pubtator",
+           "plaintext": "text", "lines": "text-lines", "mentions-jsonl": MENTIONS}
+#: the path that means standard output for writers
+STDOUT = "-"
 _SUFFIXES = {".xml": "bioc", ".json": "biocjson", ".jsonl": "biocjson", ".txt": "pubtator",
              ".pubtator": "pubtator"}
 _PUBTATOR_HEAD = re.compile(rb"^[^|\t\n]+\|[ta]\|")
+#: a ``.txt`` file is PubTator when it starts with a header or (malformed, but PubTator to be
+#: reported as such) an annotation row
+_PUBTATOR_TXT = re.compile(rb"^[^|\t\n]+(?:\|[ta]\||\t-?\d+\t-?\d+\t)")
 
 
 class Writer(Protocol):
@@ -41,8 +58,9 @@ class Writer(Protocol):
 def canonical_format(fmt: str) -> str:
     """``"xml"`` → ``"bioc"`` etc.; an unknown name is a :class:`FormatError`."""
     name = ALIASES.get(fmt.lower(), fmt.lower())
-    if name not in FORMATS:
-        raise FormatError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if name not in (*FORMATS, *TEXT_FORMATS, MENTIONS):
+        raise FormatError(f"unknown format {fmt!r}; use one of "
+                          f"{', '.join((*FORMATS, *TEXT_FORMATS, MENTIONS))}")
     return name
 
 
@@ -51,8 +69,12 @@ def _from_name(path: Path) -> str | None:
     return _SUFFIXES.get(os.path.splitext(name)[1])
 
 
+def _head(path: Path) -> bytes:
+    return head_bytes(path).removeprefix(b"\xef\xbb\xbf").lstrip()
+
+
 def _sniff(path: Path) -> str | None:
-    head = head_bytes(path).removeprefix(b"\xef\xbb\xbf").lstrip()
+    head = _head(path)
     if head.startswith(b"<"):
         return "bioc"
     if head.startswith((b"{", b"[")):
@@ -70,12 +92,16 @@ def detect_format(path: str | os.PathLike, for_writing: bool = False) -> str:
     """
     path = Path(path)
     fmt = _from_name(path)
-    if fmt is None and not for_writing and path.is_file():
+    reading = not for_writing and path.is_file()
+    if reading and fmt == "pubtator" and path.name.lower().removesuffix(".gz").endswith(".txt"):
+        fmt = "pubtator" if _PUBTATOR_TXT.match(_head(path)) else "text"
+    if fmt is None and reading:
         fmt = _sniff(path)
     if fmt is None:
         hint = "" if for_writing else " nor from its first bytes"
         raise FormatError(f"cannot tell the format from the file name{hint}; name it .xml "
-                          "(BioC XML), .json (BioC JSON) or .txt (PubTator), or give the format",
+                          "(BioC XML), .json (BioC JSON) or .txt (PubTator or plain text), or "
+                          "give the format",
                           path=str(path))
     return fmt
 
@@ -138,7 +164,14 @@ def read_records(path: str | os.PathLike, fmt: str | None = None, *, strict: boo
             raise
         yield Skipped.from_error(exc, str(path))
         return
-    if fmt == "pubtator":
+    if fmt == MENTIONS:
+        raise FormatError("the mentions JSON Lines format is written only, not read; read "
+                          "BioC JSON Lines (.jsonl) instead", path=str(path))
+    if fmt in TEXT_FORMATS:
+        from data_tools.formats.plaintext import read_plaintext
+
+        yield from read_plaintext(path, lines=fmt == "text-lines", skip=skip)
+    elif fmt == "pubtator":
         from data_tools.formats.pubtator import read_pubtator
 
         yield from read_pubtator(path, strict=strict, skip=skip)
@@ -207,6 +240,42 @@ def _encoded(raw: IO[bytes], name: str, text: bool) -> Iterator[IO]:
         stream.close()  # flushes and writes the gzip trailer; raw is closed again harmlessly
 
 
+class _KeepOpen(io.RawIOBase):
+    """Standard output's bytes behind a wrapper whose closing leaves standard output open."""
+
+    def __init__(self, target: IO[bytes]):
+        self.target = target
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:  # type: ignore[override]
+        return self.target.write(data)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+
+@contextlib.contextmanager
+def _output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """``path`` written atomically, or standard output for ``-``."""
+    if str(path) != STDOUT:
+        with atomic_output(path, "wb") as raw:
+            yield raw
+        return
+    import sys
+
+    target = getattr(sys.stdout, "buffer", None)
+    if target is None:
+        raise FormatError("standard output takes no bytes here", path=STDOUT)
+    sys.stdout.flush()
+    raw = io.BufferedWriter(_KeepOpen(target))
+    yield raw
+    if not raw.closed:  # a text wrapper closes (and so flushes) it itself
+        raw.flush()
+    target.flush()
+
+
 @contextlib.contextmanager
 def open_writer(path: str | os.PathLike, fmt: str | None = None,
                 collection_info: dict | None = None) -> Iterator[Writer]:
@@ -219,10 +288,17 @@ def open_writer(path: str | os.PathLike, fmt: str | None = None,
     A ``.jsonl`` target gets JSON Lines; a ``.gz`` one is gzip-compressed.
     """
     fmt = canonical_format(fmt) if fmt else detect_format(path, for_writing=True)
+    if fmt in TEXT_FORMATS:
+        raise FormatError("plain text is read only; write pubtator, bioc, biocjson or "
+                          "mentions", path=str(path))
     label = str(path)
-    with atomic_output(path, "wb") as raw, _encoded(raw, label, text=fmt != "bioc") as handle:
+    with _output(path) as raw, _encoded(raw, label, text=fmt != "bioc") as handle:
         writer: Writer
-        if fmt == "bioc":
+        if fmt == MENTIONS:
+            from data_tools.formats.mentions_jsonl import MentionJSONLWriter
+
+            writer = MentionJSONLWriter(handle)
+        elif fmt == "bioc":
             from data_tools.formats.biocxml import BioCXMLWriter
 
             writer = BioCXMLWriter(handle, collection_info, path=label)

@@ -10,12 +10,23 @@ finishes the shards and merges.
 Several processes (``--num-processes N`` on one machine, or any launcher such as
 ``accelerate launch -m e2e_linker annotate``) share one shard directory, process ``i`` writing
 the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.runs.distributed_run`).
+
+Plain text: a ``.txt`` input that is not PubTator is one document (ID: the file name without
+``.txt``), or one document per non-blank line with ``--lines`` (IDs ``<name>-<line>``). ``-``
+as an input reads standard input (format sniffed, plain text when nothing else fits; ID
+``stdin``); ``-o -`` writes standard output, in ``--format jsonl`` (one JSON object per
+mention) unless another format is given, while progress and notes stay on stderr.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -38,15 +49,21 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 
 
 @click.command("annotate")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("-o", "--output", required=True, type=click.Path(),
-              help="Output file (format from --format or its extension), or a directory of "
-                   "resumable shards (an existing directory or a name without a suffix).")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
+@click.option("-o", "--output", required=True, type=click.Path(allow_dash=True),
+              help="Output file (format from --format or its extension), - for standard "
+                   "output, or a directory of resumable shards (an existing directory or a name "
+                   "without a suffix).")
 @click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
               help="Model directory (default: the embedded default model).")
 @click.option("--kb", default=None, help="KB spec to link against (default: the model's).")
-@click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]), default=None,
-              help="Output format (default: from the file name; BioC XML for a directory).")
+@click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator", "jsonl"]),
+              default=None,
+              help="Output format (default: from the file name; BioC XML for a directory; jsonl "
+                   "for -o -). jsonl: one JSON object per mention.")
+@click.option("--lines", is_flag=True,
+              help="Read the inputs as plain text, one document per non-blank line "
+                   "(IDs <file name>-<line number>).")
 @click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Chunks per batch.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
@@ -84,16 +101,90 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
             kb_memory_budget: float | None = None, quantize: bool = False,
-            precision: str = "fp32") -> None:
-    """Annotate INPUT files (PubTator, BioC XML, BioC JSON; or directories of them)."""
+            precision: str = "fp32", lines: bool = False) -> None:
+    """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
+    - for standard input)."""
+    from e2e_linker.errors import UserError
+
+    fmt = MENTIONS if fmt == "jsonl" else fmt
+    to_stdout = output == "-"
+    if to_stdout or "-" in inputs:
+        if num_processes > 1:
+            raise UserError("standard input or output (-) takes one process; drop "
+                            "--num-processes")
+        if resume:
+            raise UserError("--resume needs files, not standard input or output (-)")
+    if to_stdout:
+        fmt = fmt or MENTIONS
+    if fmt == MENTIONS and not to_stdout and (num_processes > 1
+                                              or _is_directory_target(output)):
+        raise UserError("--format jsonl writes one file (or -) from one process, not a shard "
+                        "directory")
+    with _stdin_as_file(inputs) as paths:
+        _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
+                  replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
+                  kb_memory_budget, quantize, precision, lines)
+
+
+#: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
+MENTIONS = "mentions"
+
+
+def _is_directory_target(output: str) -> bool:
+    from e2e_linker.runs import corpus_run
+
+    return corpus_run.is_directory_target(output)
+
+
+@contextmanager
+def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """``inputs`` with ``-`` replaced by a temporary copy of standard input, so that it is read
+    (twice: checked, then annotated) and detected like any file. Its name is ``stdin`` plus the
+    suffix of the format its first bytes show, ``stdin.txt`` (plain text) when none does."""
+    if "-" not in inputs:
+        yield inputs
+        return
+    from data_tools.documents import FormatError
     from data_tools.formats.detect import detect_format
-    from e2e_linker.collective.loading import load_annotator
+
+    folder = Path(tempfile.mkdtemp(prefix="linker-stdin-"))
+    try:
+        path = folder / "stdin"
+        with open(path, "wb") as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        try:
+            suffix = {"bioc": ".xml", "biocjson": ".json", "pubtator": ".pubtator"}[
+                detect_format(path)]
+        except FormatError:
+            suffix = ".txt"
+        path = path.rename(path.with_suffix(suffix))
+        yield tuple(str(path) if item == "-" else item for item in inputs)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
+              fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
+              mode: str, replace: bool, cache_dir: str | None, on_error: str,
+              shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
+              kb_memory_budget: float | None, quantize: bool, precision: str,
+              lines: bool) -> None:
+    from data_tools.formats.detect import detect_format, expand_inputs
+    from data_tools.formats.mentions_jsonl import CONCEPT_NAME
+    from e2e_linker.api import Linker, concept_name_in
     from e2e_linker.collective.model_dir import default_model_dir
     from e2e_linker.errors import UserError
     from e2e_linker.runs import corpus_run, distributed
     from e2e_linker.runs.model_guard import loading_model
 
-    to_directory = corpus_run.is_directory_target(output)
+    in_format = None
+    if lines:
+        in_format = "text-lines"
+        for path in expand_inputs(inputs):
+            if detect_format(path) != "text":
+                raise UserError(f"{path}: --lines reads plain text, and this file is "
+                                f"{detect_format(path)}")
+    to_directory = output != "-" and corpus_run.is_directory_target(output)
     several = num_processes > 1 or distributed.launched_distributed()
     merge_into = None  # a one-file target written through a shard directory beside it
     if not to_directory and (several or (resume and shard_directory_for(output).is_dir())):
@@ -105,7 +196,8 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
                         f"(nor a file whose shard directory {shard_directory_for(output)} is left "
                         "from an interrupted run with several processes)")
     if num_processes > 1 and not distributed.launched_distributed():
-        params = {**click.get_current_context().params, "output": output, "fmt": fmt}
+        params = {**click.get_current_context().params, "output": output,
+                  "fmt": "jsonl" if fmt == MENTIONS else fmt}
         args = distributed.render_argv(command, params, drop=("num_processes",))
         code = distributed.launch_local(["annotate", *args], num_processes)
         if code:
@@ -116,17 +208,24 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     world = distributed.init_world(device)
     out_format = fmt or ("bioc" if to_directory else detect_format(output, for_writing=True))
     if on_error == "raise":  # a bad document fails in seconds, not after the model and hours
-        world.on_main(lambda: corpus_run.check_inputs(inputs, out_format,
+        world.on_main(lambda: corpus_run.check_inputs(inputs, out_format, in_format,
                                                       progress=world.is_main))
     # the main process encodes and caches the KB vectors; the others then memory-map them
     with world.main_process_first(), loading_model(model_dir):
-        annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
-                                   batch_size=batch_size, mode=mode, cache_dir=cache_dir,
-                                   index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
-                                   quantize=quantize, precision=precision)
+        annotator = Linker.load(model_dir, kb=kb, device=device, threshold=threshold,
+                                batch_size=batch_size, mode=mode, cache_dir=cache_dir,
+                                index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
+                                quantize=quantize, precision=precision).annotator
 
     def transform(docs):
-        return annotator.annotate(docs, replace=replace)
+        annotated = annotator.annotate(docs, replace=replace)
+        if out_format == MENTIONS:  # the one format that names the concepts
+            for doc in annotated:
+                for ann in doc.annotations:
+                    name = concept_name_in(annotator.kb, "|".join(ann.concept_ids))
+                    if name is not None:
+                        ann.infons[CONCEPT_NAME] = name
+        return annotated
 
     size = shard_size or corpus_run.DEFAULT_SHARD_SIZE
     if to_directory:
@@ -140,14 +239,15 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
 
             report = run_to_directory_distributed(
                 world, inputs, output, transform, settings=settings, out_format=out_format,
-                on_error=on_error, shard_size=size, resume=resume)
+                in_format=in_format, on_error=on_error, shard_size=size, resume=resume)
         else:
             report = corpus_run.run_to_directory(
                 inputs, output, transform, settings=settings, out_format=out_format,
-                on_error=on_error, shard_size=size, resume=resume)
+                in_format=in_format, on_error=on_error, shard_size=size, resume=resume)
     else:
         report = corpus_run.run_to_file(inputs, output, transform, out_format=fmt,
-                                        on_error=on_error, shard_size=size)
+                                        in_format=in_format, on_error=on_error,
+                                        shard_size=size)
     mentions = sum(world.all_gather(annotator.stats["mentions"]))
     if world.is_main:
         for line in report.lines(output):

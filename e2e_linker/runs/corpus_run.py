@@ -262,12 +262,14 @@ def check_inputs(inputs: Sequence[str | os.PathLike], out_format: str,
     """
     from data_tools.formats.biocjson import BioCJSONWriter
     from data_tools.formats.biocxml import BioCXMLWriter
+    from data_tools.formats.mentions_jsonl import MentionJSONLWriter
     from data_tools.formats.pubtator import PubTatorWriter
 
     out_format = canonical_format(out_format)
     sink = _Sink()
     writer = {"bioc": lambda: BioCXMLWriter(sink), "biocjson": lambda: BioCJSONWriter(sink),
-              "pubtator": lambda: PubTatorWriter(sink)}[out_format]()
+              "pubtator": lambda: PubTatorWriter(sink),
+              "mentions": lambda: MentionJSONLWriter(sink)}[out_format]()
     bar = Progress(progress, desc="checking input")
     count = 0
     try:

@@ -89,3 +89,90 @@ def test_export_writes_fp16_and_a_loadable_model(model_dir, tmp_path):
     model = CollectiveLinker.load(out)
     assert next(model.encoder.parameters()).dtype.is_floating_point
     assert json.loads((out / "kb_manifest.json").read_text())["concepts"] == 8
+
+
+# ---- plain text in, mentions out ----------------------------------------------------------
+
+TEXT = "Café patients on aspirin 🙂 had nausea.\n\nαβ: ibuprofen and headache.\n"
+
+
+def _jsonl(output: str) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in output.splitlines()]
+
+
+def _annotate(directory, *args, input=None):
+    return CliRunner().invoke(main, ["annotate", *map(str, args), "--model", str(directory),
+                                     "--index", "exact"], input=input)
+
+
+def test_a_txt_file_is_one_document_and_jsonl_has_exact_offsets(model_dir, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    (tmp_path / "notes.txt").write_text(TEXT, encoding="utf-8")
+    result = _annotate(directory, tmp_path / "notes.txt", "-o", tmp_path / "out.mentions",
+                       "--format", "jsonl")
+    assert result.exit_code == 0, result.output
+    rows = _jsonl((tmp_path / "out.mentions").read_text(encoding="utf-8"))
+    assert rows and {r["document"] for r in rows} == {"notes"}
+    text = TEXT.rstrip("\n")
+    assert all(text[r["start"]:r["end"]] == r["text"] for r in rows)
+    assert any(r["start"] > text.index("🙂") for r in rows)
+    names = {"C001": "aspirin", "C002": "ibuprofen", "D001": "headache", "D002": "nausea"}
+    linked = [r for r in rows if r["concept_id"] in names]
+    assert linked and all(r["concept_name"] == names[r["concept_id"]] for r in linked)
+    assert set(rows[0]) >= {"document", "start", "end", "text", "type", "concept_id",
+                            "mention_score", "link_score"}
+    # the same text read as PubTator-free plain text into BioC keeps the whole text
+    result = _annotate(directory, tmp_path / "notes.txt", "-o", tmp_path / "out.xml")
+    assert result.exit_code == 0, result.output
+    [doc] = read_documents(tmp_path / "out.xml")
+    assert doc.id == "notes" and doc.text == text
+    assert [(a.start, a.end) for a in doc.annotations] == [(r["start"], r["end"]) for r in rows]
+
+
+def test_lines_make_one_document_per_non_blank_line(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    (tmp_path / "notes.txt").write_text(TEXT, encoding="utf-8")
+    result = _annotate(directory, tmp_path / "notes.txt", "--lines", "-o", "-")
+    assert result.exit_code == 0, result.output
+    rows = _jsonl(result.stdout)
+    lines = TEXT.split("\n")
+    assert {r["document"] for r in rows} == {"notes-1", "notes-3"}
+    for r in rows:
+        line = lines[int(r["document"].rsplit("-", 1)[1]) - 1]
+        assert line[r["start"]:r["end"]] == r["text"]
+    # --lines on something that is not plain text is refused, in one line
+    write_documents(synthetic_docs(1), tmp_path / "corpus.xml")
+    result = _annotate(directory, tmp_path / "corpus.xml", "--lines", "-o", "-")
+    assert result.exit_code == 2 and "--lines reads plain text" in result.output
+
+
+def test_stdin_to_stdout_holds_only_the_output(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    result = _annotate(directory, "-", "-o", "-", input=TEXT.encode("utf-8"))
+    assert result.exit_code == 0, result.output
+    rows = _jsonl(result.stdout)  # every stdout line is JSON: notes went to stderr
+    assert rows and {r["document"] for r in rows} == {"stdin"}
+    assert all(TEXT[r["start"]:r["end"]] == r["text"] for r in rows)
+    assert "mentions found" in result.stderr and "mentions found" not in result.stdout
+    # a BioC document on stdin is read as BioC; -o - takes any format
+    write_documents(synthetic_docs(2), tmp_path / "in.xml")
+    result = _annotate(directory, "-", "-o", "-", "--format", "pubtator",
+                       input=(tmp_path / "in.xml").read_bytes())
+    assert result.exit_code == 0, result.output
+    (tmp_path / "back.pubtator").write_text(result.stdout, encoding="utf-8")
+    assert [d.id for d in read_documents(tmp_path / "back.pubtator")] == \
+        [d.id for d in synthetic_docs(2)]
+
+
+def test_jsonl_is_refused_for_shard_directories(model_dir, tmp_path):
+    directory, _ = model_dir
+    (tmp_path / "notes.txt").write_text(TEXT, encoding="utf-8")
+    result = _annotate(directory, tmp_path / "notes.txt", "-o", tmp_path / "shards",
+                       "--format", "jsonl")
+    assert result.exit_code == 2 and "not a shard directory" in result.output

@@ -1,0 +1,137 @@
+"""The Python API (``e2e_linker.api``): ``Linker.load`` over a tiny model directory, mentions
+with exact string offsets (non-ASCII too), streaming ``pipe``, ``normalize`` of given mentions,
+and the same results as ``linker annotate``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import e2e_linker
+from data_tools.documents import Annotation, Document, Passage
+from e2e_linker.api import Linker, Mention, concept_name_in
+from e2e_linker.errors import UserError
+from tests.helpers.synthetic import CHEMICALS, DISEASES
+from tests.helpers.tiny import tiny_encoder_dir
+from tests.helpers.tiny_linker import tiny_linker_dir
+
+ROOT = Path(e2e_linker.__file__).resolve().parents[1]
+TEXTS = ["Aspirin caused a headache.",
+         "Ibuprofen (ä ß é) and nausea; αβ-blocker 🙂 with aspirin and café headache.",
+         "Nothing here."]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("api")
+    directory, kb_file = tiny_linker_dir(root / "tiny")
+    return directory, kb_file, root
+
+
+@pytest.fixture(scope="module")
+def linker(tiny):
+    directory, kb_file, root = tiny
+    return Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
+                       normalizer_model=str(tiny_encoder_dir(root / "norm")),
+                       kb=f"tsv:{kb_file}")
+
+
+def test_the_facade_exports_linker_and_mention_without_loading_torch():
+    assert e2e_linker.Linker is Linker and e2e_linker.Mention is Mention
+    code = ("import sys, json; from e2e_linker import Linker, Mention; "
+            "print(json.dumps('torch' in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120, cwd=ROOT)
+    assert json.loads(out.stdout) is False
+
+
+def test_call_gives_frozen_mentions_with_exact_offsets_on_non_ascii_text(linker):
+    for text in TEXTS[:2]:
+        mentions = linker(text)
+        assert mentions, text  # threshold 0: every valid span is a candidate
+        for m in mentions:
+            assert text[m.start:m.end] == m.text
+            assert m.type in {"Chemical", "Disease"}
+            assert m.mention_score is not None and m.link_score is not None
+        assert [m.start for m in mentions] == sorted(m.start for m in mentions)
+    # spans past the emoji and the Greek letters are still where they belong
+    late = [m for m in linker(TEXTS[1]) if m.start > TEXTS[1].index("🙂")]
+    assert late and all(TEXTS[1][m.start:m.end] == m.text for m in late)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        mentions[0].start = 1  # type: ignore[misc]
+
+
+def test_concept_names_come_from_the_kb(linker):
+    names = {cid: n[0] for table in (CHEMICALS, DISEASES) for cid, n in table.items()}
+    linked = [m for text in TEXTS for m in linker(text) if m.concept_id]
+    assert linked
+    for m in linked:
+        assert m.concept_name == names[m.concept_id]
+        assert linker.concept_name(m.concept_id) == names[m.concept_id]
+    assert concept_name_in(linker.kb, "NOPE") is None
+    assert concept_name_in(None, "C001") is None and concept_name_in(linker.kb, None) is None
+
+
+def test_pipe_streams_in_order_and_matches_single_calls(linker):
+    consumed = []
+
+    def texts():
+        for text in TEXTS * 2:
+            consumed.append(text)
+            yield text
+
+    results = linker.pipe(texts(), batch_size=2)
+    assert consumed == []  # lazy: nothing read before the first result is asked for
+    first = next(results)
+    assert len(consumed) == 2  # one batch read, not the whole stream
+    rest = list(results)
+    assert [first, *rest] == [linker(t) for t in TEXTS * 2]
+
+
+def test_pipe_takes_documents_and_leaves_them_untouched(linker):
+    gold = Annotation(start=0, end=7, text="Aspirin", type="Chemical", concept_ids=["C001"])
+    doc = Document(id="d1", passages=[Passage(offset=0, text="Aspirin caused a headache."),
+                                      Passage(offset=27, text="Then nausea.",
+                                              annotations=[])])
+    doc.passages[0].annotations.append(gold)
+    [mentions] = list(linker.pipe([doc]))
+    assert doc.annotations == [gold]  # the input keeps its own annotations only
+    assert mentions and all(doc.text_at(m.start, m.end) == m.text for m in mentions)
+    assert any(m.start >= 27 for m in mentions)  # document-level offsets into passage 2
+    with pytest.raises(UserError, match="str or a Document"):
+        list(linker.pipe([42]))  # type: ignore[list-item]
+    with pytest.raises(UserError, match="batch_size"):
+        list(linker.pipe(TEXTS, batch_size=0))
+
+
+def test_the_same_mentions_as_linker_annotate(tiny, linker, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from e2e_linker.cli import main
+
+    directory, kb_file, root = tiny
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(root / "cache"))
+    (tmp_path / "t.txt").write_text(TEXTS[1], encoding="utf-8")
+    result = CliRunner().invoke(main, ["annotate", str(tmp_path / "t.txt"), "-o", "-",
+                                       "--model", str(directory), "--index", "exact",
+                                       "--kb", f"tsv:{kb_file}"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(r["start"], r["end"], r["text"], r["type"], r["concept_id"]) for r in rows] == \
+        [(m.start, m.end, m.text, m.type, m.concept_id) for m in linker(TEXTS[1])]
+
+
+def test_normalize_links_given_mentions_in_order(linker):
+    results = linker.normalize([("aspirin", "Chemical"), ("nausea", "Disease"), "headache"])
+    assert [(m.text, m.type, m.start, m.end) for m in results] == [
+        ("aspirin", "Chemical", 0, 7), ("nausea", "Disease", 0, 6), ("headache", "", 0, 8)]
+    # exact KB names: the lexical sieve links them whatever the random encoder does
+    assert [m.concept_id for m in results] == ["C001", "D002", "D001"]
+    assert [m.concept_name for m in results] == ["aspirin", "nausea", "headache"]
+    assert all(m.mention_score is None for m in results)
+    assert linker.normalize([]) == []
