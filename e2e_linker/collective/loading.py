@@ -73,7 +73,7 @@ def build_entity_index(directory: Path, model, kb: str | None = None,
     return knowledge, index
 
 
-def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes: int = 32,
+def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes: int = 16,
                   nlist: int | None = None, output: str | os.PathLike | None = None,
                   progress: bool = True) -> Path:
     """Encode the model's whole KB (or read it from the cache), build an IVF-PQ index over it

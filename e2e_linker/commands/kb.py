@@ -68,7 +68,7 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
               help="Pack a normalizer model's ontology texts (`linker normalize`) instead of a "
                    "collective model's KB names (`linker annotate`).")
 @click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
-@click.option("--pq-bytes", type=click.IntRange(min=1), default=32, show_default=True,
+@click.option("--pq-bytes", type=click.IntRange(min=1), default=16, show_default=True,
               help="Bytes per name (8-bit sub-quantizers; must divide the vector size).")
 @click.option("--nlist", type=click.IntRange(min=1), default=None,
               help="Inverted lists (default: 4·√names, a power of two).")

@@ -234,7 +234,7 @@ def read_mentions(path: str | os.PathLike) -> list[tuple[str, str, str]]:
 
 
 def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None = None,
-                  pq_bytes: int = 32, nlist: int | None = None,
+                  pq_bytes: int = 16, nlist: int | None = None,
                   output: str | os.PathLike | None = None, progress: bool = True) -> Path:
     """Encode the model's ontology texts (or read them from the cache), build an IVF-PQ index
     over them and store it packed in the model directory, so that ``linker normalize`` on a new
