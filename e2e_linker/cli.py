@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "train-triplet": "train_triplet",
     "merge": "merge",
     "kb": "kb",
+    "view": "view",
 }
 
 
