@@ -81,25 +81,22 @@ def strict_key(annotation: Annotation) -> tuple[int, int, str]:
 def verdicts(pred: Sequence[Annotation], gold: Sequence[Annotation]
              ) -> tuple[list[str], list[str]]:
     """Per predicted annotation "tp"/"fp", per gold annotation "tp"/"fn" (multiset match)."""
-    left = Counter(strict_key(a) for a in gold)
-    pred_marks = []
-    for a in pred:
+    pred_found = found_in(pred, Counter(strict_key(a) for a in gold))
+    gold_found = found_in(gold, Counter(strict_key(a) for a in pred))
+    return (["tp" if hit else "fp" for hit in pred_found],
+            ["tp" if hit else "fn" for hit in gold_found])
+
+
+def found_in(annotations: Sequence[Annotation], other: Counter) -> list[bool]:
+    """Whether each annotation has a strict match left in ``other`` (a multiset of keys, used
+    up as matched, so two equal predictions of one gold mention count once)."""
+    hits = []
+    for a in annotations:
         key = strict_key(a)
-        if left[key] > 0:
-            left[key] -= 1
-            pred_marks.append("tp")
-        else:
-            pred_marks.append("fp")
-    found = Counter(strict_key(a) for a, v in zip(pred, pred_marks, strict=True) if v == "tp")
-    gold_marks = []
-    for a in gold:
-        key = strict_key(a)
-        if found[key] > 0:
-            found[key] -= 1
-            gold_marks.append("tp")
-        else:
-            gold_marks.append("fn")
-    return pred_marks, gold_marks
+        hits.append(other[key] > 0)
+        if hits[-1]:
+            other[key] -= 1
+    return hits
 
 
 def scored(doc: Document) -> list[Annotation]:
