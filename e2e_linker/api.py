@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.normalizer.normalizer import Normalizer
 
+#: how detected spans are linked: the collective span vectors (the model's own dense step), or
+#: the normalizer's text encoder and sieves on each span's text (issue 17's dev comparison:
+#: eval/results/linking_ablation_fair)
+LINKINGS = ("collective", "text")
 #: the ``annotator`` infon that marks the annotations this linker predicted
 ANNOTATOR = "e2e_linker"
 
@@ -92,10 +96,13 @@ class Linker:
              mode: str = "collective", cache_dir: str | None = None, quantize: bool = False,
              index_kind: str = "auto", kb_memory_budget_mb: float | None = None,
              precision: str = "fp32",
-             normalizer_model: str | os.PathLike | None = None) -> Linker:
+             normalizer_model: str | os.PathLike | None = None,
+             linking: str = "collective") -> Linker:
         """The default model and KB, or the ones named: every option means what the
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
-        :meth:`normalize` loads on its first call (default: the embedded normalizer).
+        :meth:`normalize` loads on its first call (default: the embedded normalizer);
+        ``linking="text"`` loads it at once and links every detected span with it (its text
+        encoder on the span's text and its sieves) instead of the collective span vectors.
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
         from e2e_linker.collective.loading import load_annotator
@@ -104,8 +111,17 @@ class Linker:
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                    quantize=quantize, index_kind=index_kind,
                                    kb_memory_budget_mb=kb_memory_budget_mb, precision=precision)
-        return cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
-                   cache_dir=cache_dir)
+        if linking not in LINKINGS:
+            raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
+        linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
+                     cache_dir=cache_dir)
+        if linking == "text":
+            # shortlists through the shipped packed index even with the full matrix cached:
+            # an exact search over every ontology text per span would cost more than the
+            # encoder pass that found the spans
+            linker._normalizer = linker._load_normalizer(packed_always=True)
+            annotator.text_linker = linker._normalizer
+        return linker
 
     @property
     def kb(self) -> Any:
@@ -166,7 +182,7 @@ class Linker:
             self._normalizer = self._load_normalizer()
         return self._normalizer
 
-    def _load_normalizer(self) -> Normalizer:
+    def _load_normalizer(self, packed_always: bool = False) -> Normalizer:
         from e2e_linker.collective.model_kb import assemble_kb
         from e2e_linker.errors import UserError
         from e2e_linker.normalizer.model_dir import load_model, model_mentions_of, packed_index_of
@@ -181,7 +197,9 @@ class Linker:
                                    punctuation=settings.punctuation)
         return Normalizer(encoder, assemble_kb(spec), None, options, self._cache_dir,
                           mentions=model_mentions_of(self.normalizer_model),
-                          packed=packed_index_of(self.normalizer_model))
+                          packed=packed_index_of(self.normalizer_model),
+                          packed_always=packed_always and packed_index_of(
+                              self.normalizer_model) is not None)
 
     def normalize(self, mentions: Iterable[str | tuple[str, str]]) -> list[Mention]:
         """Link mentions found elsewhere, given as ``(text, type)`` pairs (or bare texts,

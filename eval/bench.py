@@ -12,7 +12,9 @@ into slices, and for every slice the three stages run back to back:
 (b) ``annotate``: the full collective pipeline, file in → file out (read, chunk, encode, score
     spans, pool, search the KB, sieve, write the output file);
 (c) ``per_mention``: the paper's per-mention dual-encoder baseline, also file in → file out
-    (the same detection, then one ``context_window``-token forward per mention).
+    (the same detection, then one ``context_window``-token forward per mention);
+(d) with ``--text-linking``, ``annotate_text``: annotate with ``--linking text`` (the same
+    detection, every span linked by the normalizer's text encoder and sieves).
 
 Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
 meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
@@ -39,7 +41,12 @@ import torch
 
 from e2e_linker.encoder.precision import PRECISIONS
 
-STAGES = ("encoder", "annotate", "per_mention")
+STAGES = ("encoder", "annotate", "annotate_text", "per_mention")
+STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_text": "#2ca02c",
+                 "per_mention": "#d62728"}
+#: how each annotating stage runs: annotate's mode, and whether spans are linked by their text
+STAGE_SETTINGS = {"annotate": ("collective", False), "annotate_text": ("collective", True),
+                  "per_mention": ("per-mention", False)}
 
 #: The paper's GPU figures (Bhowmik et al. 2021, mentions/s at batch size 1), for orientation.
 PAPER_GPU_MENTIONS_PER_S = {"collective BC5CDR": 192.4, "per-mention BC5CDR": 65.0,
@@ -168,11 +175,23 @@ def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
 
 
 def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
-              warmup_docs: int = 4) -> dict[str, StageTotals]:
-    """The three stages, interleaved slice by slice (see the module docstring)."""
+              warmup_docs: int = 4, text_linker=None) -> dict[str, StageTotals]:
+    """The stages, interleaved slice by slice (see the module docstring); ``annotate_text``
+    (spans linked by ``text_linker``, ``linker annotate --linking text``) when one is given."""
     from data_tools.formats import read_documents
 
-    totals = {stage: StageTotals() for stage in STAGES if per_mention or stage != "per_mention"}
+    totals = {stage: StageTotals() for stage in STAGES
+              if (per_mention or stage != "per_mention")
+              and (text_linker is not None or stage != "annotate_text")}
+
+    def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
+        mode, by_text = STAGE_SETTINGS[stage]
+        annotator.text_linker = text_linker if by_text else None
+        try:
+            return annotate_file(annotator, source, target, mode)
+        finally:
+            annotator.text_linker = None
+
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
         warm = write_slices(docs[:warmup_docs], folder / "warm", warmup_docs) if warmup_docs \
@@ -184,8 +203,7 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
         for path in warm:  # first-call allocations and lazy imports, not timed
             for stage in totals:
                 if stage != "encoder":
-                    annotate_file(annotator, path, folder / "warm" / "out.bioc.xml",
-                                  "collective" if stage == "annotate" else "per-mention")
+                    annotate_stage(stage, path, folder / "warm" / "out.bioc.xml")
         for n, path in enumerate(slices):
             slice_docs_list = list(read_documents(path))
             tokens, run = encoder_only(annotator, slice_docs_list)
@@ -194,12 +212,12 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
                 run()
             enc.documents += len(slice_docs_list)
             enc.tokens += tokens
-            for stage, mode in (("annotate", "collective"), ("per_mention", "per-mention")):
+            for stage in STAGE_SETTINGS:
                 if stage not in totals:
                     continue
                 out = folder / f"out{n:04d}.{stage}.bioc.xml"
                 with totals[stage].timed():
-                    d, t, m = annotate_file(annotator, path, out, mode)
+                    d, t, m = annotate_stage(stage, path, out)
                 totals[stage].documents += d
                 totals[stage].tokens += t
                 totals[stage].mentions += m
@@ -219,6 +237,7 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
     stages = {s: t.rates() for s, t in totals.items()}
     enc, ann = stages["encoder"], stages["annotate"]
     pm = stages.get("per_mention")
+    text = stages.get("annotate_text")
     device = annotator.model.device
     result = {
         "command": command,
@@ -243,6 +262,9 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
         "annotate_tokens_per_s": ann["tokens_per_s"],
         "annotate_docs_per_s": ann["docs_per_s"],
         "annotate_mentions_per_s": ann["mentions_per_s"],
+        "annotate_text_mentions_per_s": text["mentions_per_s"] if text else None,
+        "ratio_text_vs_collective_linking": (text["mentions_per_s"] / ann["mentions_per_s"]
+                                             if text else None),
         "per_mention_mentions_per_s": pm["mentions_per_s"] if pm else None,
         "per_mention_docs_per_s": pm["docs_per_s"] if pm else None,
         "ratio_annotate_vs_encoder": ann["tokens_per_s"] / enc["tokens_per_s"],
@@ -260,6 +282,7 @@ def markdown(result: dict) -> str:
     lines = ["| stage | seconds | docs/s | tokens/s | mentions/s | peak RSS (MB) |",
              "|---|---|---|---|---|---|"]
     labels = {"encoder": "bare encoder forward (limit)", "annotate": "annotate, file → file",
+              "annotate_text": "annotate --linking text, file → file",
               "per_mention": "per-mention baseline, file → file"}
     for stage, row in result["stages"].items():
         lines.append(f"| {labels[stage]} | {row['seconds']:.1f} | {row['docs_per_s']:.2f} | "
@@ -270,6 +293,9 @@ def markdown(result: dict) -> str:
     if result["ratio_collective_vs_per_mention"] is not None:
         ratios += (f"; ratio collective / per-mention (mentions/s): "
                    f"**{result['ratio_collective_vs_per_mention']:.2f}**")
+    if result.get("ratio_text_vs_collective_linking") is not None:
+        ratios += (f"; ratio --linking text / collective (mentions/s): "
+                   f"**{result['ratio_text_vs_collective_linking']:.3f}**")
     lines.append(ratios + ".")
     lines.append("")
     lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
@@ -300,7 +326,7 @@ def plot(result: dict, path: Path) -> bool:
     for ax, key, title in ((axes[0], "tokens_per_s", "tokens/s"),
                            (axes[1], "mentions_per_s", "mentions/s")):
         values = [result["stages"][s][key] for s in stages]
-        bars = ax.bar(stages, values, color=["#888888", "#1f77b4", "#d62728"][:len(stages)])
+        bars = ax.bar(stages, values, color=[STAGE_COLOURS[s] for s in stages])
         ax.bar_label(bars, fmt="%.0f")
         ax.set_title(title)
         ax.set_ylim(0, max(values) * 1.2)
@@ -339,10 +365,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--kb-memory-budget", type=float, default=None,
                         help="MB the KB index may use (drives --index auto)")
     parser.add_argument("--no-per-mention", action="store_true")
+    parser.add_argument("--text-linking", action="store_true",
+                        help="also time annotate --linking text (spans linked by the "
+                             "normalizer), interleaved with the collective linking")
     args = parser.parse_args(argv)
 
     from data_tools.formats import read_documents
-    from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.api import Linker
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -354,12 +383,16 @@ def main(argv: list[str] | None = None) -> dict:
         if args.max_docs is not None and len(docs) >= args.max_docs:
             break
     start = time.perf_counter()
-    annotator = load_annotator(args.model, kb=args.kb, device=args.device,
-                               batch_size=args.batch_size, quantize=args.quantize,
-                               precision=args.precision,
-                               index_kind=args.index, kb_memory_budget_mb=args.kb_memory_budget)
+    linker = Linker.load(args.model, kb=args.kb, device=args.device,
+                         batch_size=args.batch_size, quantize=args.quantize,
+                         precision=args.precision, index_kind=args.index,
+                         kb_memory_budget_mb=args.kb_memory_budget,
+                         linking="text" if args.text_linking else "collective")
+    annotator = linker.annotator
     load_seconds = time.perf_counter() - start
-    totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention)
+    text_linker, annotator.text_linker = annotator.text_linker, None
+    totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention,
+                       text_linker=text_linker)
     command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     result = summarise(totals, annotator, args, load_before, load_seconds, command)
     out = Path(args.json)

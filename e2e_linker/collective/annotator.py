@@ -13,11 +13,12 @@ import bisect
 import copy
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from data_tools.documents import Annotation, Document
+from data_tools.documents import Annotation, Document, Passage
 from e2e_linker.collective.batches import collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.model import CollectiveLinker
@@ -46,13 +47,25 @@ class SpanPrediction:
     vector: np.ndarray
 
 
+class TextLinker(Protocol):
+    """What links detected spans by their text: ``linker normalize``'s engine
+    (:class:`e2e_linker.normalizer.normalizer.Normalizer`) fits. The collective layer does not
+    import the normalizer; the caller that wants it (:class:`e2e_linker.api.Linker`) hands it
+    in."""
+
+    def normalize(self, docs: Iterable[Document]) -> list[Document]:
+        """Fill each annotation's ``concept_ids`` and ``link_score`` in place."""
+        ...
+
+
 class Annotator:
     """Runs a :class:`CollectiveLinker` with an entity index over batches of documents."""
 
     def __init__(self, model: CollectiveLinker, index: EntityIndex,
                  names: NameDictionary | None = None, threshold: float | None = None,
                  batch_size: int = 16, max_batch_tokens: int = 16384, mode: str = "collective",
-                 context_window: int = 128, sieves: SieveStack | None = None, kb=None):
+                 context_window: int = 128, sieves: SieveStack | None = None, kb=None,
+                 text_linker: TextLinker | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.model = model.eval()
@@ -62,6 +75,9 @@ class Annotator:
         self.sieves = sieves
         #: the KB the index was built from (None when the caller did not say)
         self.kb = kb
+        #: links the kept spans by their text instead (``linker annotate --linking
+        #: normalizer``); None: the collective span vectors link them
+        self.text_linker = text_linker
         self.threshold = model.config.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -231,9 +247,37 @@ class Annotator:
                 mention_score=round(span.mention_score, 4),
                 link_score=None if score is None else round(score, 4),
             ))
-        if self.model.config.resolve_abbreviations:
+        if self.text_linker is not None:
+            self.link_by_text(spans, out, docs)
+        elif self.model.config.resolve_abbreviations:
             self.resolve_abbreviations(spans, out, docs)
         return out
+
+    def link_by_text(self, spans: Sequence[SpanPrediction],
+                     annotations: list[Annotation | None], docs: Sequence[Document]) -> None:
+        """Relink every span with :attr:`text_linker`, in place.
+
+        Each document goes to it as a bare view: its passages' text with only the detected
+        spans, so abbreviations are read from the whole text and the spans (as
+        ``linker normalize`` reads them) and the input's own annotations are never touched.
+        ``link_score`` becomes the text linker's (the normalizer's cosine, ≤ 1); the
+        candidates list it writes is dropped, so the output carries the same infons as with
+        collective linking.
+        """
+        views: dict[int, Document] = {}
+        for span, ann in zip(spans, annotations, strict=True):
+            if ann is None:
+                continue
+            if span.doc_index not in views:
+                doc = docs[span.doc_index]
+                views[span.doc_index] = Document(id=doc.id, passages=[
+                    Passage(offset=p.offset, text=p.text) for p in doc.passages])
+            views[span.doc_index].add_annotation(ann)
+        self.text_linker.normalize(list(views.values()))
+        for ann in annotations:
+            if ann is not None:
+                ann.infons.pop("candidates", None)
+                ann.infons["link_method"] = "text"
 
     def span_expansions(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
                         docs: Sequence[Document]) -> dict[int, dict[str, str]]:

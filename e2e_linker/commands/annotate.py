@@ -31,6 +31,7 @@ from pathlib import Path
 
 import click
 
+from e2e_linker.api import LINKINGS
 from e2e_linker.collective.annotator import MODES
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
@@ -69,6 +70,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 @click.option("--mode", type=click.Choice(MODES), default="collective", show_default=True,
               help="collective: one pass per chunk; per-mention: the paper's baseline.")
+@click.option("--linking", type=click.Choice(LINKINGS), default="collective", show_default=True,
+              help="How detected spans are linked: collective span vectors, or text: the "
+                   "normalizer's text encoder and sieves on each span's text.")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
@@ -101,7 +105,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
             kb_memory_budget: float | None = None, quantize: bool = False,
-            precision: str = "fp32", lines: bool = False) -> None:
+            precision: str = "fp32", lines: bool = False, linking: str = "collective") -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -123,7 +127,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
                   replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
-                  kb_memory_budget, quantize, precision, lines)
+                  kb_memory_budget, quantize, precision, lines, linking)
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -168,7 +172,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
               mode: str, replace: bool, cache_dir: str | None, on_error: str,
               shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
               kb_memory_budget: float | None, quantize: bool, precision: str,
-              lines: bool) -> None:
+              lines: bool, linking: str) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
     from data_tools.formats.mentions_jsonl import CONCEPT_NAME
     from e2e_linker.api import Linker, concept_name_in
@@ -215,7 +219,8 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
         annotator = Linker.load(model_dir, kb=kb, device=device, threshold=threshold,
                                 batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                 index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
-                                quantize=quantize, precision=precision).annotator
+                                quantize=quantize, precision=precision,
+                                linking=linking).annotator
 
     def transform(docs):
         annotated = annotator.annotate(docs, replace=replace)
@@ -233,7 +238,8 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
         settings = {"model": str(model_path.resolve()), "model_sha256": model_fingerprint(
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace,
-            "precision": annotator.model.precision, "quantize": annotator.quantized}
+            "precision": annotator.model.precision, "quantize": annotator.quantized,
+            "linking": linking}
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed
 

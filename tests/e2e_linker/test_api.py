@@ -135,3 +135,19 @@ def test_normalize_links_given_mentions_in_order(linker):
     assert [m.concept_name for m in results] == ["aspirin", "nausea", "headache"]
     assert all(m.mention_score is None for m in results)
     assert linker.normalize([]) == []
+
+
+def test_text_linking_links_the_detected_spans_with_the_normalizer(tiny):
+    directory, kb_file, root = tiny
+    by_text = Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
+                          normalizer_model=str(tiny_encoder_dir(root / "norm")),
+                          kb=f"tsv:{kb_file}", linking="text")
+    assert by_text.annotator.text_linker is by_text.normalizer
+    mentions = by_text(TEXTS[1])
+    assert mentions
+    # the same engine on the same texts, one mention at a time (no abbreviations here)
+    alone = by_text.normalize([(m.text, m.type) for m in mentions])
+    assert [m.concept_id for m in mentions] == [m.concept_id for m in alone]
+    with pytest.raises(ValueError, match="linking"):
+        Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
+                    kb=f"tsv:{kb_file}", linking="bm25")

@@ -22,10 +22,23 @@ def annotator(tmp_path_factory):
     return tiny_annotator(tmp_path_factory.mktemp("tiny"))
 
 
+class FirstCandidate:
+    """A text linker that links every span to one concept (stands in for the normalizer)."""
+
+    def normalize(self, docs):
+        for doc in docs:
+            for ann in doc.annotations:
+                ann.concept_ids, ann.link_score = ["T1"], 1.0
+        return docs
+
+
 def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     docs = synthetic_docs(7)
-    totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2)
+    totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
+                             text_linker=FirstCandidate())
     assert set(totals) == set(bench.STAGES)
+    assert totals["annotate_text"].mentions == totals["annotate"].mentions
+    assert annotator.text_linker is None  # the text stage leaves the annotator as it found it
     assert all(t.documents == 7 for t in totals.values())
     # annotate counts the chunk tokens the bare encoder ran over, so the ratio compares like
     # with like
@@ -39,6 +52,7 @@ def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(result))
     assert "| annotate, file → file |" in bench.markdown(result)
+    assert result["ratio_text_vs_collective_linking"] > 0
     pytest.importorskip("matplotlib")
     assert bench.plot(result, tmp_path / "bench.png")
     assert (tmp_path / "bench.png").stat().st_size > 0

@@ -50,6 +50,47 @@ def test_replace_drops_old_annotations(annotator):
     assert all(a.infons.get("annotator") == "e2e_linker" for d in out for a in d.annotations)
 
 
+class RecordingTextLinker:
+    """Links every span it is given to "TEXT:<span text>" and records what it saw."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, list[tuple[int, int]], str]] = []
+
+    def normalize(self, docs):
+        for doc in docs:
+            self.seen.append((doc.id, [(a.start, a.end) for a in doc.annotations], doc.text))
+            for ann in doc.annotations:
+                ann.concept_ids, ann.link_score = [f"TEXT:{ann.text}"], 0.5
+                ann.infons["candidates"] = "TEXT:x 0.5"
+        return docs
+
+
+def test_text_linking_relinks_only_the_detected_spans(annotator):
+    docs = synthetic_docs(3)
+    plain = annotator.annotate(docs)
+    annotator.text_linker = RecordingTextLinker()
+    try:
+        out = annotator.annotate(docs)
+    finally:
+        seen, annotator.text_linker = annotator.text_linker.seen, None
+    for before, collective, by_text in zip(docs, plain, out, strict=True):
+        old = [(a.start, a.end, a.concept_ids) for a in before.annotations]
+        assert [(a.start, a.end, a.concept_ids) for a in by_text.annotations
+                if a.infons.get("annotator") != "e2e_linker"] == old  # input untouched
+        new = [a for a in by_text.annotations if a.infons.get("annotator") == "e2e_linker"]
+        assert [(a.start, a.end) for a in new] == [
+            (a.start, a.end) for a in collective.annotations
+            if a.infons.get("annotator") == "e2e_linker"]  # same detection
+        for a in new:
+            assert a.concept_ids == [f"TEXT:{a.text}"] and a.link_score == 0.5
+            assert a.infons["link_method"] == "text" and "candidates" not in a.infons
+    # the linker saw each document's whole text with the detected spans only
+    for (doc_id, spans, text), doc in zip(seen, out, strict=True):
+        assert doc_id == doc.id and text == doc.text
+        assert spans == [(a.start, a.end) for a in doc.annotations
+                         if a.infons.get("annotator") == "e2e_linker"]
+
+
 def test_encode_spans_matches_detected_vectors(annotator):
     docs = synthetic_docs(2)
     spans, _ = annotator.detect(docs)
