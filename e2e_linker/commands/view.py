@@ -3,6 +3,8 @@ what the linker found (:mod:`e2e_linker.viewer.html_page`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 
@@ -12,38 +14,63 @@ import click
               help="The HTML file to write.")
 @click.option("--gold", default=None, type=click.Path(exists=True),
               help="Gold annotations of the same documents: shown side by side, with false "
-                   "positives and negatives marked (strict match, as `linker score`).")
+                   "positives and negatives marked and counted as `linker score --strict` does.")
+@click.option("--format", "fmt", default=None,
+              help="Format of ANNOTATED: pubtator | bioc | biocjson (default: detected).")
+@click.option("--gold-format", default=None, help="Format of GOLD (default: detected).")
 @click.option("--kb", "kb_spec", default=None,
-              help="KB for the concepts' preferred names (default: the default model's KB).")
+              help="KB for the concepts' preferred names (default: the model's, as annotate).")
 @click.option("--no-names", is_flag=True, help="Do not load a KB; show concept IDs only.")
 @click.option("--max-docs", type=click.IntRange(min=1), default=None,
-              help="Show only the first N documents.")
-def command(annotated: str, output: str, gold: str | None, kb_spec: str | None, no_names: bool,
+              help="Show only the first N documents (and count only those).")
+def command(annotated: str, output: str, gold: str | None, fmt: str | None,
+            gold_format: str | None, kb_spec: str | None, no_names: bool,
             max_docs: int | None) -> None:
-    """Write ANNOTATED (BioC XML/JSON, PubTator) as one HTML page, mentions highlighted."""
+    """Write ANNOTATED (a file or directory: BioC XML/JSON, PubTator) as one HTML page, the
+    mentions highlighted by type; hover a mention for its concepts."""
     from itertools import islice
     from pathlib import Path
 
-    from data_tools.formats import read_documents
     from data_tools.formats.atomic import atomic_output
-    from e2e_linker.api import concept_name_in
+    from data_tools.formats.source import CorpusSource
     from e2e_linker.viewer.html_page import render_page
 
-    documents = list(islice(read_documents(annotated), max_docs))
-    reference = list(read_documents(gold)) if gold else None
-    name_of = None
-    if not no_names:
-        kb = load_names_kb(kb_spec)
-        name_of = lambda cid: concept_name_in(kb, cid)  # noqa: E731
+    # read as `linker score` reads (duplicate document IDs are an error there too)
+    documents = list(islice(CorpusSource([annotated], fmt).documents(), max_docs))
+    reference = None
+    if gold:
+        reference = list(CorpusSource([gold], gold_format).documents())
+        if max_docs is not None:  # the page and its counts cover the shown documents only
+            shown = {d.id for d in documents}
+            reference = [d for d in reference if d.id in shown]
+    name_of = None if no_names else concept_names(kb_spec)
     page = render_page(documents, reference, name_of, title=Path(annotated).name)
     with atomic_output(output) as handle:
         handle.write(page)
-    click.echo(f"wrote {len(documents)} documents -> {output}", err=True)
+    count = len(documents) + len({d.id for d in reference or ()} - {d.id for d in documents})
+    click.echo(f"wrote {count} documents -> {output}", err=True)
 
 
-def load_names_kb(spec: str | None):
-    """The KB whose preferred names label the concepts: ``spec``, else the default model's."""
+def concept_names(spec: str | None) -> Callable[[str], str | None] | None:
+    """A concept's preferred name from KB ``spec``, else from the default model's KB.
+
+    Names are a convenience: when the default KB cannot be had (no shared data folder, a KB
+    that differs from the model's), the page is written with IDs only and a warning. A KB the
+    user named with ``--kb`` that fails is an error.
+    """
+    from functools import partial
+
+    from e2e_linker.api import concept_name_in
     from e2e_linker.collective.model_dir import default_model_dir
     from e2e_linker.collective.model_kb import assemble_kb, load_model_kb
+    from e2e_linker.errors import UserError
 
-    return assemble_kb(spec) if spec else load_model_kb(default_model_dir())
+    try:
+        kb = assemble_kb(spec) if spec else load_model_kb(default_model_dir())
+    except UserError as exc:
+        if spec:
+            raise
+        click.echo(f"warning: no concept names ({str(exc).splitlines()[0]}); showing IDs only",
+                   err=True)
+        return None
+    return partial(concept_name_in, kb)

@@ -2,16 +2,19 @@
 
 Why a page: before trusting a linker, users look at what it did. The page needs no network
 when it is opened (CSS inline, no scripts, no fonts), so it can be mailed or archived with the
-run. Every piece of document text is escaped: the input is untrusted.
+run. Every piece of document text, ID and type is escaped: the input is untrusted.
 
 Mentions are highlighted by type; hovering one shows its concept IDs, the concepts' preferred
 names (when a KB is given) and scores, with a link to each MeSH ID's page. Given the gold
 documents, gold and prediction stand side by side and each mention is marked true positive,
-false positive or false negative by the strict criterion of ``linker score --strict``: same
-document, same span, same concept IDs (:func:`e2e_linker.scoring.kbid`).
+false positive or false negative by ``linker score --strict`` itself: the keys come from
+:func:`e2e_linker.scoring.mentions_of` (its ID policy: ``MESH:`` prefixes, composites, NIL)
+and the counts from :func:`e2e_linker.scoring.score`, so the page's numbers are the scorer's.
+That criterion is span and concept IDs; the type is not compared, as in ``linker score``.
 
 Overlapping mentions: the page highlights the outermost of a group of overlapping mentions and
-lists the others in its tooltip, so no text is drawn twice.
+lists the others (with their verdicts) in its tooltip, so no text is drawn twice; a red ``+``
+flags an outer mention that hides an error.
 """
 
 from __future__ import annotations
@@ -22,15 +25,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from data_tools.documents import Annotation, Document
-from e2e_linker.scoring import is_scored, kbid
+from data_tools.documents import Annotation, Document, Passage
+from e2e_linker.scoring import is_scored, mentions_of, score
 
 #: MeSH descriptor (D…) and supplementary concept (C…) IDs, with or without "MESH:"
 MESH_ID = re.compile(r"^(?:MESH:)?([CD]\d{6,9})$", re.IGNORECASE)
 MESH_PAGE = "https://meshb.nlm.nih.gov/record/ui?ui={}"
-#: highlight colours: the two BC5CDR types first, then any other type in order of appearance
+#: highlight colours: the two BC5CDR types first, then any other type in sorted order
 PALETTE = ("#ffd27f", "#9fd4ff", "#c6f0a6", "#f5b5e8", "#d9c8ff", "#ffb3a7", "#b8f2e6")
 KNOWN_TYPES = ("Chemical", "Disease")
+VERDICTS = {"tp": "true positive", "fp": "false positive", "fn": "false negative"}
+#: a concept's preferred name, or None when unknown
+NameOf = Callable[[str], str | None]
 
 STYLE = """
 body{font:15px/1.6 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
@@ -39,25 +45,26 @@ h1{font-size:20px}h2{font-size:16px;margin:28px 0 6px}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:24px}
 .col h3{font-size:13px;text-transform:uppercase;color:#666;margin:4px 0}
 .m{position:relative;border-radius:3px;padding:1px 2px}
-.m .tip{display:none;position:absolute;left:0;top:1.5em;z-index:9;min-width:260px;
-  background:#fff;border:1px solid #999;border-radius:4px;padding:6px 8px;font-size:13px;
-  box-shadow:0 2px 6px rgba(0,0,0,.2)}
+.m .tip{display:none;position:absolute;left:0;top:100%;z-index:9;min-width:260px;
+  max-width:420px;background:#fff;border:1px solid #999;border-radius:4px;padding:6px 8px;
+  font-size:13px;line-height:1.5;text-decoration:none;box-shadow:0 2px 6px rgba(0,0,0,.2)}
 .m:hover .tip{display:block}
 .fp{outline:2px dashed #d00}.fn{outline:2px dashed #d00;text-decoration:line-through}
 .tp{outline:1px solid #2a2}
+.hid::after{content:"+";color:#d00;font-weight:bold;font-size:11px;vertical-align:super}
 .legend span{margin-right:12px}.counts{font-size:13px;color:#444}
-.nav{columns:4;font-size:13px}
+.nav{columns:4;font-size:13px}.err{color:#d00}
 """
 
 
 @dataclass
 class Marked:
     """An annotation on the page: its verdict against gold ("tp", "fp", "fn" or "") and the
-    annotations it hides (overlapping ones, listed in its tooltip)."""
+    overlapping annotations it hides (listed in its tooltip)."""
 
     annotation: Annotation
     verdict: str = ""
-    hidden: tuple[Annotation, ...] = ()
+    hidden: tuple[Marked, ...] = ()
 
 
 def mesh_link(concept_id: str) -> str | None:
@@ -68,76 +75,87 @@ def mesh_link(concept_id: str) -> str | None:
 
 def type_colours(types: Iterable[str]) -> dict[str, str]:
     """A colour per mention type, stable for the BC5CDR types."""
-    ordered = [t for t in KNOWN_TYPES if t in set(types)]
-    ordered += sorted(set(types) - set(ordered))
+    types = set(types)
+    ordered = [t for t in KNOWN_TYPES if t in types]
+    ordered += sorted(types - set(ordered))
     return {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(ordered)}
 
 
-def strict_key(annotation: Annotation) -> tuple[int, int, str]:
-    """What ``linker score --strict`` compares within a document: span and concept IDs."""
-    return annotation.start, annotation.end, kbid(annotation)
+def scored(doc: Document | None) -> list[Annotation]:
+    """The annotations ``linker score`` counts, in document order. Empty spans, which the
+    scorer rejects and the page cannot draw, are left out."""
+    if doc is None:
+        return []
+    return [a for a in doc.annotations if is_scored(a) and a.end > a.start]
 
 
-def verdicts(pred: Sequence[Annotation], gold: Sequence[Annotation]
-             ) -> tuple[list[str], list[str]]:
-    """Per predicted annotation "tp"/"fp", per gold annotation "tp"/"fn" (multiset match)."""
-    pred_found = found_in(pred, Counter(strict_key(a) for a in gold))
-    gold_found = found_in(gold, Counter(strict_key(a) for a in pred))
-    return (["tp" if hit else "fp" for hit in pred_found],
-            ["tp" if hit else "fn" for hit in gold_found])
+def compare(doc_id: str, pred: Sequence[Annotation], gold: Sequence[Annotation]
+            ) -> tuple[list[str], list[str], Counter]:
+    """Verdicts of one document's annotations by ``linker score --strict``: "tp"/"fp" per
+    predicted one, "tp"/"fn" per gold one, and the document's TP/FP/FN counts.
+
+    The scorer matches sets (as neleval does), so a duplicate of a found mention is also "tp"
+    and the counts take it once.
+    """
+    pred_doc, gold_doc = holder(doc_id, pred), holder(doc_id, gold)
+    pred_keys, gold_keys = strict_keys(pred_doc), strict_keys(gold_doc)
+    report = score([gold_doc], [pred_doc], "strict")
+    found_pred, found_gold = set(pred_keys), set(gold_keys)
+    return (["tp" if k in found_gold else "fp" for k in pred_keys],
+            ["tp" if k in found_pred else "fn" for k in gold_keys],
+            Counter(tp=report.tp, fp=report.fp, fn=report.fn))
 
 
-def found_in(annotations: Sequence[Annotation], other: Counter) -> list[bool]:
-    """Whether each annotation has a strict match left in ``other`` (a multiset of keys, used
-    up as matched, so two equal predictions of one gold mention count once)."""
-    hits = []
-    for a in annotations:
-        key = strict_key(a)
-        hits.append(other[key] > 0)
-        if hits[-1]:
-            other[key] -= 1
-    return hits
+def holder(doc_id: str, annotations: Sequence[Annotation]) -> Document:
+    """A text-less document holding ``annotations``, to hand them to the scorer."""
+    return Document(id=doc_id, passages=[Passage(offset=0, text="",
+                                                 annotations=list(annotations))])
 
 
-def scored(doc: Document) -> list[Annotation]:
-    """The annotations ``linker score`` counts, in offset order."""
-    return sorted((a for a in doc.annotations if is_scored(a)), key=lambda a: (a.start, -a.end))
+def strict_keys(doc: Document) -> list[tuple[int, int, str | None]]:
+    """Per annotation (in order), what ``--strict`` compares: span and linked concept."""
+    return [(m.start, m.end, m.link) for m in mentions_of([doc], include_parts=True)]
 
 
-def outermost(marked: list[Marked]) -> list[Marked]:
-    """Drop annotations that overlap an earlier (longer) one into that one's ``hidden``."""
+def outermost(marked: Iterable[Marked]) -> list[Marked]:
+    """Fold annotations that overlap an earlier (longer) one into that one's ``hidden``."""
     kept: list[Marked] = []
     for item in sorted(marked, key=lambda m: (m.annotation.start, -m.annotation.end)):
         if kept and item.annotation.start < kept[-1].annotation.end:
-            kept[-1].hidden += (item.annotation,)
+            kept[-1].hidden += (item,)
         else:
             kept.append(item)
     return kept
 
 
-def describe(annotation: Annotation, name_of: Callable[[str], str | None] | None) -> str:
-    """Tooltip lines of one annotation: type, IDs with names and MeSH links, scores."""
-    parts = [f"<b>{html.escape(annotation.type or 'untyped')}</b> "
-             f"“{html.escape(annotation.text or '')}”"]
-    for cid in annotation.concept_ids or ["(no concept)"]:
+def describe(item: Marked, name_of: NameOf | None) -> str:
+    """Tooltip lines of one annotation: verdict, type, IDs with names and MeSH links, scores."""
+    a = item.annotation
+    parts = [f'<b class="err">{VERDICTS[item.verdict]}</b>'] if item.verdict in ("fp", "fn") \
+        else []
+    parts.append(f"<b>{html.escape(a.type or 'untyped')}</b> “{html.escape(a.text or '')}”")
+    for cid in a.concept_ids or ["(no concept)"]:
         link = mesh_link(cid)
-        label = html.escape(cid)
-        line = f'<a href="{html.escape(link)}">{label}</a>' if link else label
-        name = name_of(cid) if name_of and annotation.concept_ids else None
+        line = f'<a href="{html.escape(link)}">{html.escape(cid)}</a>' if link \
+            else html.escape(cid)
+        name = name_of(cid) if name_of and a.concept_ids else None
         if name:
             line += f" {html.escape(name)}"
         parts.append(line)
     scores = [f"{label} {value:.3f}" for label, value in
-              (("mention", annotation.mention_score), ("link", annotation.link_score))
-              if value is not None]
+              (("mention", a.mention_score), ("link", a.link_score)) if value is not None]
     if scores:
         parts.append(html.escape(", ".join(scores)))
     return "<br>".join(parts)
 
 
-def render_text(doc: Document, marked: list[Marked], colours: dict[str, str],
-                name_of: Callable[[str], str | None] | None) -> str:
-    """The document's passages with the marked annotations highlighted."""
+def render_text(doc: Document, marked: Iterable[Marked], colours: dict[str, str],
+                name_of: NameOf | None) -> str:
+    """The document's passages with the marked annotations highlighted.
+
+    Offsets are document offsets in characters (code points), as the readers give them, so
+    slicing the passage's ``str`` is exact on non-ASCII text.
+    """
     out = []
     items = outermost(marked)
     for passage in doc.passages:
@@ -146,15 +164,16 @@ def render_text(doc: Document, marked: list[Marked], colours: dict[str, str],
         pieces = []
         for item in items:
             a = item.annotation
-            if a.start < passage.offset or a.end > passage.offset + len(text) or a.start < cursor:
-                continue
+            if a.start < cursor or a.end > passage.offset + len(text):
+                continue  # another passage's (or crossing passages: not drawn)
             pieces.append(html.escape(text[cursor - passage.offset:a.start - passage.offset]))
-            tip = describe(a, name_of)
+            tip = describe(item, name_of)
             for other in item.hidden:
                 tip += "<hr>also: " + describe(other, name_of)
-            verdict = f" {item.verdict}" if item.verdict else ""
+            hides_error = any(h.verdict in ("fp", "fn") for h in item.hidden)
+            classes = " ".join(c for c in ("m", item.verdict, "hid" * hides_error) if c)
             pieces.append(
-                f'<span class="m{verdict}" style="background:{colours.get(a.type, "#ddd")}">'
+                f'<span class="{classes}" style="background:{colours.get(a.type, "#ddd")}">'
                 f'{html.escape(text[a.start - passage.offset:a.end - passage.offset])}'
                 f'<span class="tip">{tip}</span></span>')
             cursor = a.end
@@ -164,52 +183,61 @@ def render_text(doc: Document, marked: list[Marked], colours: dict[str, str],
 
 
 def render_page(documents: Sequence[Document], gold: Sequence[Document] | None = None,
-                name_of: Callable[[str], str | None] | None = None,
-                title: str = "e2e_linker") -> str:
-    """The whole page. ``gold`` documents are matched by ID; ``name_of`` gives a concept's
-    preferred name (or None)."""
-    gold_by_id = {d.id: d for d in gold} if gold is not None else None
-    types = {a.type for d in documents for a in scored(d)}
-    if gold_by_id:
-        types |= {a.type for d in gold_by_id.values() for a in scored(d)}
-    colours = type_colours(types)
-    totals = Counter()
-    sections = []
-    for number, doc in enumerate(documents):
-        pred = scored(doc)
-        header = f'<h2 id="doc-{number}">{html.escape(doc.id)}</h2>'
-        if gold_by_id is None:
-            body = render_text(doc, [Marked(a) for a in pred], colours, name_of)
+                name_of: NameOf | None = None, title: str = "e2e_linker") -> str:
+    """The whole page: a legend, the counts, a list of the documents and each document.
+
+    With ``gold`` (matched by document ID), each document shows gold and prediction side by
+    side; gold documents without a prediction come last, their mentions all misses, so the
+    totals equal ``linker score --strict`` on the same two files. ``name_of`` gives a concept's
+    preferred name (or None).
+    """
+    with_gold = gold is not None
+    gold_by_id = {d.id: d for d in gold or ()}
+    pairs: list[tuple[Document | None, Document | None]] = [
+        (d, gold_by_id.get(d.id)) for d in documents]
+    seen = {d.id for d in documents}
+    pairs += [(None, g) for g in gold_by_id.values() if g.id not in seen]
+    colours = type_colours(a.type for p, g in pairs for a in scored(p) + scored(g))
+    totals: Counter = Counter()
+    sections, nav = [], []
+    for number, (pred_doc, gold_doc) in enumerate(pairs):
+        doc_id = (pred_doc or gold_doc).id
+        header = f'<h2 id="doc-{number}">{html.escape(doc_id)}</h2>'
+        label = html.escape(doc_id)
+        if not with_gold:
+            body = render_text(pred_doc, [Marked(a) for a in scored(pred_doc)], colours, name_of)
             sections.append(f'<div class="doc">{header}{body}</div>')
+            nav.append(f'<li><a href="#doc-{number}">{label}</a></li>')
             continue
-        reference = gold_by_id.get(doc.id)
-        gold_anns = scored(reference) if reference is not None else []
-        pred_marks, gold_marks = verdicts(pred, gold_anns)
-        counts = Counter(pred_marks) + Counter(m for m in gold_marks if m == "fn")
+        pred, ref = scored(pred_doc), scored(gold_doc)
+        pred_marks, gold_marks, counts = compare(doc_id, pred, ref)
         totals.update(counts)
-        gold_html = (render_text(reference, [Marked(a, v) for a, v in
-                                             zip(gold_anns, gold_marks, strict=True)],
-                                 colours, name_of)
-                     if reference is not None else "<p><i>not in the gold file</i></p>")
-        pred_html = render_text(doc, [Marked(a, v) for a, v in
-                                      zip(pred, pred_marks, strict=True)], colours, name_of)
-        sections.append(
-            f'<div class="doc">{header}<div class="counts">{count_line(counts)}</div>'
-            f'<div class="cols"><div class="col"><h3>gold</h3>{gold_html}</div>'
-            f'<div class="col"><h3>predicted</h3>{pred_html}</div></div></div>')
+        columns = []
+        for name, doc, anns, marks, missing in (
+                ("gold", gold_doc, ref, gold_marks, "not in the gold file"),
+                ("predicted", pred_doc, pred, pred_marks, "not in the predictions")):
+            text = (render_text(doc, [Marked(a, v) for a, v in zip(anns, marks, strict=True)],
+                                colours, name_of)
+                    if doc is not None else f"<p><i>{missing}</i></p>")
+            columns.append(f'<div class="col"><h3>{name}</h3>{text}</div>')
+        sections.append(f'<div class="doc">{header}<div class="counts">{count_line(counts)}'
+                        f'</div><div class="cols">{"".join(columns)}</div></div>')
+        errors = counts["fp"] + counts["fn"]
+        flag = (f' <span class="err">{errors} error{"s" * (errors > 1)}</span>'
+                if errors else "")
+        nav.append(f'<li><a href="#doc-{number}">{label}</a>{flag}</li>')
     legend = "".join(f'<span class="m" style="background:{c}">{html.escape(t)}</span>'
                      for t, c in colours.items())
-    if gold_by_id is not None:
-        legend += ('<span class="m tp">true positive</span><span class="m fp">false positive'
-                   '</span><span class="m fn">false negative</span>')
-    summary = (f'<p class="counts">all documents: {count_line(totals)}</p>'
-               if gold_by_id is not None else "")
-    nav = "".join(f'<li><a href="#doc-{n}">{html.escape(d.id)}</a></li>'
-                  for n, d in enumerate(documents))
+    summary = ""
+    if with_gold:
+        legend += "".join(f'<span class="m {v}">{label}</span>' for v, label in VERDICTS.items())
+        legend += '<span class="m hid">hides an error (hover)</span>'
+        summary = (f'<p class="counts">{len(pairs)} documents: {count_line(totals)}'
+                   " (strict, as <code>linker score</code>)</p>")
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
             f"<h1>{html.escape(title)}</h1><p class=\"legend\">{legend}</p>{summary}"
-            f"<ul class=\"nav\">{nav}</ul>{''.join(sections)}</body></html>\n")
+            f"<ul class=\"nav\">{''.join(nav)}</ul>{''.join(sections)}</body></html>\n")
 
 
 def count_line(counts: Counter) -> str:
@@ -218,5 +246,5 @@ def count_line(counts: Counter) -> str:
     line = f"TP {tp} · FP {fp} · FN {fn}"
     if tp:
         p, r = tp / (tp + fp), tp / (tp + fn)
-        line += f" · strict P {p:.3f} R {r:.3f} F1 {2 * p * r / (p + r):.3f}"
+        line += f" · P {p:.3f} R {r:.3f} F1 {2 * p * r / (p + r):.3f}"
     return line

@@ -1,11 +1,13 @@
-"""The HTML page of `linker view`: escaping, MeSH links, strict verdicts, exact offsets."""
+"""The HTML page of `linker view`: escaping, MeSH links, strict verdicts as `linker score`
+counts them, overlaps, exact offsets."""
 
 from __future__ import annotations
 
 import re
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.viewer.html_page import Marked, mesh_link, outermost, render_page, verdicts
+from e2e_linker.scoring import score
+from e2e_linker.viewer.html_page import Marked, compare, mesh_link, outermost, render_page
 
 
 def doc(text: str, *anns: tuple[int, int, str, list[str]], doc_id: str = "d1") -> Document:
@@ -14,50 +16,88 @@ def doc(text: str, *anns: tuple[int, int, str, list[str]], doc_id: str = "d1") -
     return Document(id=doc_id, passages=[Passage(offset=0, text=text, annotations=annotations)])
 
 
+def totals(page: str) -> str:
+    return re.search(r"documents: (TP \d+ · FP \d+ · FN \d+)", page).group(1)
+
+
 def test_mesh_ids_link_to_the_mesh_browser_and_other_ids_do_not():
     assert mesh_link("D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
+    assert mesh_link("MESH:D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
     assert mesh_link("MESH:c000601") == "https://meshb.nlm.nih.gov/record/ui?ui=C000601"
     assert mesh_link("OMIM:601665") is None and mesh_link("-1") is None
+    assert mesh_link('D003920"><script>') is None
 
 
-def test_hostile_text_and_ids_are_escaped():
+def test_hostile_text_types_ids_and_names_are_escaped():
     text = '<script>alert(1)</script> "x" & <b>'
-    page = render_page([doc(text, (0, 8, "Chem<i>", ['D1"><script>']))], title="<t>")
+    page = render_page([doc(text, (0, 8, "Chem<i>", ['D1"><script>']))],
+                       name_of=lambda cid: "<img src=x onerror=alert(2)>", title="<t>")
     assert "<script>" not in page and "<i>" not in page and "<t>" not in page
+    assert "<img" not in page and "&lt;img src=x onerror=alert(2)&gt;" in page
     assert "alert(1)&lt;/script&gt; &quot;x&quot; &amp; &lt;b&gt;" in page
+    assert "D1&quot;&gt;&lt;script&gt;" in page
+
+
+def test_hostile_document_ids_are_escaped_in_headers_and_the_list():
+    page = render_page([doc("a", doc_id="<svg onload=alert(1)>")])
+    assert "<svg" not in page and page.count("&lt;svg onload=alert(1)&gt;") == 2
 
 
 def test_composite_ids_get_a_link_each_and_names_come_from_name_of():
     names = {"D000001": "First", "D000002": "Second"}
-    page = render_page([doc("a b", (0, 1, "Disease", ["D000001", "D000002"]))],
+    page = render_page([doc("a b", (0, 1, "Disease", ["D000001", "MESH:D000002"]))],
                        name_of=names.get)
-    assert page.count('href="https://meshb.nlm.nih.gov/record/ui?ui=D00000') == 2
-    assert "First" in page and "Second" in page
+    assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D000001">D000001</a> First' in page
+    assert 'href="https://meshb.nlm.nih.gov/record/ui?ui=D000002">MESH:D000002</a>' in page
+
+
+def test_every_type_gets_a_colour_and_a_legend_entry():
+    page = render_page([doc("a b c", (0, 1, "Chemical", ["D1"]), (2, 3, "Gene", ["G1"]),
+                            (4, 5, "Species", ["S1"]))])
+    backgrounds = set(re.findall(r'class="m"[^>]*background:(#[0-9a-f]{6})', page))
+    assert len(backgrounds) == 3
+    assert all(f">{t}</span>" in page for t in ("Chemical", "Gene", "Species"))
 
 
 def test_verdicts_follow_the_strict_criterion():
     gold = doc("aa bb cc", (0, 2, "X", ["D1"]), (3, 5, "X", ["D2"]), (6, 8, "X", ["D3"])).annotations
-    pred = doc("aa bb cc", (0, 2, "X", ["D1"]), (3, 5, "X", ["D9"]), (6, 7, "X", ["D3"])).annotations
-    assert verdicts(pred, gold) == (["tp", "fp", "fp"], ["tp", "fn", "fn"])
+    pred = doc("aa bb cc", (0, 2, "Y", ["MESH:D1"]), (3, 5, "X", ["D9"]),
+               (6, 7, "X", ["D3"])).annotations
+    pred_marks, gold_marks, counts = compare("d1", pred, gold)
+    # the type is not compared and MESH: is dropped, as in `linker score --strict`
+    assert (pred_marks, gold_marks) == (["tp", "fp", "fp"], ["tp", "fn", "fn"])
+    assert counts == {"tp": 1, "fp": 2, "fn": 2}
 
 
-def test_counts_with_gold_match_linker_score():
-    from e2e_linker.scoring import score
-
-    gold = [doc("aa bb cc", (0, 2, "X", ["D1"]), (3, 5, "X", ["D2"]))]
-    pred = [doc("aa bb cc", (0, 2, "X", ["D1"]), (6, 8, "X", ["D3"]))]
+def test_counts_with_gold_equal_linker_score_duplicates_and_missing_documents_included():
+    gold = [doc("aa bb cc", (0, 2, "X", ["D1"]), (3, 5, "X", ["D2"])),
+            doc("only gold", (0, 4, "X", ["D7"]), doc_id="d2")]
+    pred = [doc("aa bb cc", (0, 2, "X", ["D1"]), (0, 2, "X", ["D1"]), (6, 8, "X", ["D3"])),
+            doc("only predicted", (0, 4, "X", ["D8"]), doc_id="d3")]
     page = render_page(pred, gold)
     report = score(gold, pred, "strict")
-    assert f"all documents: TP {report.tp} · FP {report.fp} · FN {report.fn}" in page
+    assert totals(page) == f"TP {report.tp} · FP {report.fp} · FN {report.fn}" == \
+        "TP 1 · FP 2 · FN 2"
+    assert "not in the predictions" in page and "not in the gold file" in page
     assert 'class="m fp"' in page and 'class="m fn"' in page and 'class="m tp"' in page
 
 
 def test_offsets_are_exact_on_non_ascii_text():
-    text = "Naïve β-blocker ☃ use: propranolol"
+    text = "Naïve β-blocker ☃ 😀 use: propranolol"
     start = text.index("propranolol")
-    page = render_page([doc(text, (start, start + 11, "Chemical", ["D011433"]))])
-    highlighted = re.search(r'<span class="m"[^>]*>([^<]*)<span class="tip">', page).group(1)
-    assert highlighted == "propranolol"
+    page = render_page([doc(text, (start, start + 11, "Chemical", ["D011433"]),
+                            (6, 15, "Chemical", ["D000319"]))])
+    highlighted = re.findall(r'<span class="m"[^>]*>([^<]*)<span class="tip">', page)
+    assert highlighted == ["β-blocker", "propranolol"]
+
+
+def test_passages_at_offsets_keep_their_mentions():
+    title, abstract = "Ca²⁺ in rats.", "Lidocaine caused hypotension."
+    passages = [Passage(offset=0, text=title), Passage(offset=len(title) + 1, text=abstract)]
+    start = len(title) + 1 + abstract.index("hypotension")
+    passages[1].annotations = [Annotation(start, start + 11, "hypotension", "Disease", ["D1"])]
+    page = render_page([Document(id="p", passages=passages)])
+    assert re.search(r'<span class="m"[^>]*>hypotension<span class="tip">', page)
 
 
 def test_overlapping_mentions_show_the_outer_one_and_list_the_inner():
@@ -65,4 +105,12 @@ def test_overlapping_mentions_show_the_outer_one_and_list_the_inner():
                                      (5, 11, "Disease", ["D2"])).annotations]
     kept = outermost(marked)
     assert len(kept) == 1 and kept[0].annotation.end == 11
-    assert [a.concept_ids for a in kept[0].hidden] == [["D2"]]
+    assert [m.annotation.concept_ids for m in kept[0].hidden] == [["D2"]]
+
+
+def test_an_error_hidden_under_an_outer_mention_is_flagged():
+    gold = [doc("lung cancer", (0, 11, "Disease", ["D1"]), (5, 11, "Disease", ["D2"]))]
+    pred = [doc("lung cancer", (0, 11, "Disease", ["D1"]))]
+    page = render_page(pred, gold)
+    assert 'class="m tp hid"' in page and "also: <b class=\"err\">false negative</b>" in page
+    assert page.count("lung cancer<span") == 2  # each column draws the text once
