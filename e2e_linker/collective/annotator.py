@@ -65,7 +65,8 @@ class Annotator:
                  names: NameDictionary | None = None, threshold: float | None = None,
                  batch_size: int = 16, max_batch_tokens: int = 16384, mode: str = "collective",
                  context_window: int = 128, sieves: SieveStack | None = None, kb=None,
-                 text_linker: TextLinker | None = None):
+                 text_linker: TextLinker | None = None,
+                 propagation_threshold: float | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.model = model.eval()
@@ -78,6 +79,9 @@ class Annotator:
         #: links the kept spans by their text instead (``linker annotate --linking
         #: normalizer``); None: the collective span vectors link them
         self.text_linker = text_linker
+        #: a span scored above this (but not above ``threshold``) is kept when its text, case
+        #: folded, was detected above ``threshold`` elsewhere in the same document; None: off
+        self.propagation_threshold = propagation_threshold
         self.threshold = model.config.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -100,6 +104,9 @@ class Annotator:
         """
         cfg = self.model.config
         threshold = self.threshold if threshold is None else threshold
+        keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
+        if self.propagation_threshold is not None and resolve:
+            threshold = min(threshold, self.propagation_threshold)
         tokenizer = self.model.tokenizer
         chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
                                  cfg.chunk_overlap)
@@ -138,7 +145,25 @@ class Annotator:
                     chunk.doc_index, chunk.starts[ii], chunk.ends[jj], float(p[k]),
                     cfg.types[type_ids[k]] if cfg.types else "", vecs_np[k],
                 ))
-        return (resolve_overlaps(spans) if resolve else spans), chunks
+        if not resolve:
+            return spans, chunks
+        if threshold < keep:
+            return self.propagate(spans, keep, docs), chunks
+        return resolve_overlaps(spans), chunks
+
+    def propagate(self, spans: list[SpanPrediction], keep: float,
+                  docs: Sequence[Document]) -> list[SpanPrediction]:
+        """The spans above ``keep``, plus the weaker ones whose text (case folded) one of
+        them has in the same document — a name is often spelled out once with context and
+        repeated bare later ("... cisplatin (CDDP) ... cisplatin"), where the model is less
+        sure. Overlaps are resolved after, so a kept span always wins against a propagated
+        one it overlaps (its score is higher)."""
+        strong = resolve_overlaps([s for s in spans if s.mention_score > keep])
+        seen = {(s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold())
+                for s in strong}
+        weak = [s for s in spans if s.mention_score <= keep and (
+            s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold()) in seen]
+        return resolve_overlaps(strong + weak) if weak else strong
 
     @torch.inference_mode()
     def encode_spans(self, docs: Sequence[Document],

@@ -158,3 +158,25 @@ def test_a_hundred_thousand_candidates_resolve_in_seconds():
     kept = resolve_overlaps(spans)
     assert time.monotonic() - started < 10
     assert all(a.end <= b.start for a, b in zip(kept, kept[1:], strict=False))
+
+
+def test_propagation_keeps_weak_repeats_of_a_detected_surface_form(annotator):
+    from data_tools.documents import Document, Passage
+
+    text = "cisplatin and aspirin; later Cisplatin again, cisplatin-induced"
+    doc = Document(id="p", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+
+    def span(start, end, p):
+        return SpanPrediction(0, start, end, p, "Chemical", vec)
+
+    later = text.index("Cisplatin")
+    induced = text.index("cisplatin-induced")
+    spans = [span(0, 9, 0.9),                      # detected: the surface form
+             span(14, 21, 0.3),                    # weak, never detected strongly: dropped
+             span(later, later + 9, 0.3),          # weak repeat, other case: kept
+             span(induced, induced + 17, 0.95),    # strong, overlaps the weak repeat below
+             span(induced, induced + 9, 0.35)]     # weak repeat inside a strong span: loses
+    kept = annotator.propagate(spans, 0.6, [doc])
+    assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
+                                                (induced, induced + 17)]
