@@ -102,17 +102,19 @@ class Linker:
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
         ``linking="text"`` loads it at once and links every detected span with it (its text
-        encoder on the span's text and its sieves) instead of the collective span vectors.
+        encoder on the span's text and its sieves) instead of the collective span vectors; it
+        then searches through the model's packed shortlist, for :meth:`normalize` too.
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
         from e2e_linker.collective.loading import load_annotator
+
+        if linking not in LINKINGS:  # before minutes of loading, not after
+            raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
 
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                    quantize=quantize, index_kind=index_kind,
                                    kb_memory_budget_mb=kb_memory_budget_mb, precision=precision)
-        if linking not in LINKINGS:
-            raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
         linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
                      cache_dir=cache_dir)
         if linking == "text":
