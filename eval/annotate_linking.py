@@ -14,14 +14,13 @@ Decided on dev; run on test once.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 from pathlib import Path
 
 from data_tools.registry import data_dir
+from e2e_linker.kb_search.cache import default_cache_dir
 from eval.first_run import linker, scores
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "annotate_linking"
 LINKINGS = ("collective", "text")
@@ -34,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stem = {"dev": "CDR_DevelopmentSet", "test": "CDR_TestSet"}[args.split]
     gold = data_dir() / "bc5cdr" / f"{stem}.BioC.xml"
-    cache = Path(os.environ.get("E2E_LINKER_CACHE", Path.home() / ".cache" / "e2e_linker"))
+    cache = default_cache_dir()
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for linking in LINKINGS:
@@ -49,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
                              "partial_f1": partial.get("f1")}
             print(linking, strict["f1"], partial.get("f1"), flush=True)
     result = {"command": command_line("annotate_linking", argv),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, no GPU",
+              "machine": machine(),
               "split": args.split, "rows": rows}
     lines = [f"| BC5CDR {args.split}, `linker annotate --linking` | strict P | strict R | "
              "strict F1 | Chemical | Disease | partial F1 |", "|---|---|---|---|---|---|---|"]

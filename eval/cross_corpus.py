@@ -15,15 +15,14 @@ of the gap is detection.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import tempfile
 from pathlib import Path
 
 from data_tools.formats import read_documents, write_documents
 from data_tools.registry import get_dataset
+from e2e_linker.kb_search.cache import default_cache_dir
 from eval.first_run import linker, scores
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "cross_corpus_ncbi"
 MODES = ("strict", "partial", "mentions")
@@ -47,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     gold = get_dataset("ncbi_disease", args.split).path
-    cache = Path(os.environ.get("E2E_LINKER_CACHE", Path.home() / ".cache" / "e2e_linker"))
+    cache = default_cache_dir()
     with tempfile.TemporaryDirectory() as tmp:
         raw, pred = Path(tmp) / "all.pubtator", Path(tmp) / "diseases.pubtator"
         seconds, _, _ = linker(["annotate", str(gold), "-o", str(raw), "--replace"], cache)
@@ -55,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = {mode: scores(linker(["score", str(gold), str(pred), f"--{mode}", "--kb",
                                      "medic", "--json"], cache)[1]) for mode in MODES}
     result = {"command": command_line("cross_corpus", argv),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, no GPU",
+              "machine": machine(),
               "corpus": f"ncbi_disease:{args.split}", "predicted_disease_mentions": mentions,
               "annotate_s": round(seconds, 1), "scores": rows}
     lines = [f"| default model on NCBI disease {args.split}, diseases only | P | R | F1 |",

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import resource
 import subprocess
@@ -39,7 +38,7 @@ import time
 from pathlib import Path
 
 from data_tools.registry import data_dir
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "first_run"
 REPO = Path(__file__).resolve().parent.parent
@@ -158,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         accuracy = accuracy_rows(Path(args.full_cache), args.split, tmp) \
             if args.accuracy else None
     result = {"command": command_line("first_run", argv),
-              "machine": f"{platform.machine()} {platform.processor() or ''}, "
-                         f"{os.cpu_count()} cores, no GPU".strip(),
+              "machine": machine(),
               "bound_s": BOUND_S, "jobs": jobs, "peak_child_rss_mb": round(peak_child_mb()),
               "split": args.split if accuracy else None, "accuracy": accuracy}
     table = ["| first run, empty cache | wall s | ≤ 180 s | packed index used | result |",

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import re
 import subprocess
@@ -60,7 +59,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "kb_build"
 REPO = Path(__file__).resolve().parent.parent
@@ -287,22 +286,6 @@ def bare_forward_bounded(names: list[str], sample: int, seed: int, batch_size: i
     if done.returncode != 0:
         raise SystemExit(f"bare forward with bound heap failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def machine() -> str:
-    """CPU model, cores and accelerator, in words."""
-    import torch
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
-    return f"{cpu}, {os.cpu_count()} cores, {gpu}"
 
 
 def heap_line(result: dict) -> list[str]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -35,8 +34,7 @@ from e2e_linker.collective.loading import load_annotator
 from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
 from e2e_linker.kb_search.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import training_triples
-from e2e_linker.scoring import score
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, f1_fields, machine, write_results
 
 #: cumulative rows: each adds one step to the row above it
 ROWS: list[tuple[str, SieveSwitches]] = [
@@ -76,11 +74,7 @@ def scored_row(label: str, switches: dict | None, gold, pred, build_s: float,
                link_s: float) -> dict:
     """One table row: strict and partial F1, overall and by type, as ``linker score``."""
     row = {"row": label, "switches": switches, "build_s": round(build_s, 1),
-           "link_s": round(link_s, 1)}
-    for mode in ("strict", "partial"):
-        report = score(gold, pred, mode, by_type=True)
-        row[mode] = round(report.f1, 4)
-        row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+           "link_s": round(link_s, 1), **f1_fields(gold, pred)}
     print(row, flush=True)
     return row
 
@@ -145,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append(scored_row("normalizer on every detected span (text encoder + its sieves)",
                            None, gold, pred, build_s, link_s))
     result = {"command": command_line("linking_ablation", argv),
-              "machine": platform.processor() or platform.machine(), "docs": args.docs,
+              "machine": machine(), "docs": args.docs,
               "documents": len(gold), "train_pool": args.train_pool,
               "kb_names_from": args.kb_names_from, "index": args.index,
               "spans": len(spans), "detect_s": round(detect_s, 1), "rows": rows}

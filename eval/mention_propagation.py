@@ -17,16 +17,14 @@ also holds dev's names, which would make dev's linking optimistic
 from __future__ import annotations
 
 import argparse
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
-from e2e_linker.scoring import score
 from eval.linking_ablation import model_with_names_from
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, f1_fields, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "mention_propagation"
 
@@ -52,16 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         spans, _ = annotator.detect(gold)
         pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
         row = {"propagation_threshold": value, "spans": len(spans),
-               "seconds": round(time.perf_counter() - started, 1)}
-        for mode in ("strict", "partial", "mentions"):
-            report = score(gold, pred, mode, by_type=True)
-            row[mode] = round(report.f1, 4)
-            row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+               "seconds": round(time.perf_counter() - started, 1),
+               **f1_fields(gold, pred, ("strict", "partial", "mentions"))}
         rows.append(row)
         print(row, flush=True)
     annotator.propagation_threshold = None
     result = {"command": command_line("mention_propagation", argv),
-              "machine": platform.processor() or platform.machine(), "docs": args.docs,
+              "machine": machine(), "docs": args.docs,
               "documents": len(gold), "threshold": annotator.threshold,
               "kb_names_from": args.kb_names_from, "rows": rows}
     lines = [f"`{args.docs}`, {len(gold)} documents, default model (γ = {annotator.threshold}), "

@@ -17,7 +17,6 @@ The KB's mined names come from ``--kb-names-from`` (default BC5CDR train only, a
 from __future__ import annotations
 
 import argparse
-import platform
 import tempfile
 from pathlib import Path
 
@@ -25,9 +24,8 @@ import numpy as np
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
-from e2e_linker.scoring import score
 from eval.linking_ablation import model_with_names_from
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, f1_fields, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "nil_threshold"
 
@@ -58,15 +56,12 @@ def main(argv: list[str] | None = None) -> int:
                 for a in links]
         pred = attach_annotations(gold, spans, kept, replace=True)
         row = {"quantile": q, "thresholds": {t: round(c, 3) for t, c in cut.items()},
-               "dropped": sum(a is not None for a in links) - sum(a is not None for a in kept)}
-        for mode in ("strict", "partial"):
-            report = score(gold, pred, mode, by_type=True)
-            row[mode] = round(report.f1, 4)
-            row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+               "dropped": sum(a is not None for a in links) - sum(a is not None for a in kept),
+               **f1_fields(gold, pred)}
         rows.append(row)
         print(row, flush=True)
     result = {"command": command_line("nil_threshold", argv),
-              "machine": platform.processor() or platform.machine(), "docs": args.docs,
+              "machine": machine(), "docs": args.docs,
               "documents": len(gold), "spans": len(spans),
               "kb_names_from": args.kb_names_from, "rows": rows}
     lines = [f"`{args.docs}`, {len(gold)} documents, {len(spans)} detected spans, default "

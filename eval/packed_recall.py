@@ -18,14 +18,12 @@ full matrices must be in the cache (``E2E_LINKER_CACHE``): ``linker kb build`` a
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
-from eval.reporting import command_line, write_results
+from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "packed_recall"
 
@@ -125,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                       "rows": recall_rows(vectors, queries, args.pq_bytes, args.shortlist,
                                           args.nlist, args.nprobe)}
     result = {"command": command_line("packed_recall", argv),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, no GPU", "models": rows}
+              "machine": machine(), "models": rows}
     table = ["| model | names | dev queries | B/name | nprobe | shortlist | recall of the best "
              "name | shortlist ms/query | packed MB |", "|---|---|---|---|---|---|---|---|---|"]
     for name, block in rows.items():

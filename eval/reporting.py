@@ -4,6 +4,8 @@ folder, the table printed, and the exact command line recorded so anyone can rer
 from __future__ import annotations
 
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -20,3 +22,32 @@ def write_results(out: str | Path, result: dict, table: str) -> None:
     (out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "results.md").write_text(table)
     print(table)
+
+
+def machine() -> str:
+    """CPU model, cores and accelerator, in words: what every figure is measured on."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return f"{cpu}, {os.cpu_count()} cores, {gpu}"
+
+
+def f1_fields(gold, pred, modes: tuple[str, ...] = ("strict", "partial")) -> dict:
+    """``linker score``'s F1 of ``pred`` against ``gold`` per mode, overall (``mode``) and by
+    type (``mode_by_type``), rounded as the tables print them."""
+    from e2e_linker.scoring import score
+
+    fields: dict = {}
+    for mode in modes:
+        report = score(gold, pred, mode, by_type=True)
+        fields[mode] = round(report.f1, 4)
+        fields[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+    return fields
