@@ -81,10 +81,9 @@ def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes
     machine encode only the names their mentions shortlist (``linker kb pack``)."""
     from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
-    from e2e_linker.kb_search.backends import SearchParams, build_faiss
     from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
     from e2e_linker.kb_search.entity_index import kb_names
-    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+    from e2e_linker.kb_search.packed_index import pack_vectors
 
     knowledge = load_model_kb(directory, None)
     names = [name for name, _ in kb_names(knowledge)]
@@ -92,10 +91,7 @@ def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes
     vectors, _ = cache.kb_matrix(names, progress=progress,
                                  describe={"kb": read_manifest(directory).get("kb"),
                                            "model": str(directory), "concepts": len(knowledge)})
-    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=pq_bytes, ivf_nlist=nlist),
-                        progress=progress)
-    target = Path(output) if output else packed_index_file(directory)
-    return write_packed(index, target, PackedInfo(
-        fingerprint=cache.folder.name, names_digest=names_digest(names), names=len(names),
-        dim=int(vectors.shape[1]), nlist=int(index.nlist), pq_bytes=pq_bytes,
-        kb=str(read_manifest(directory).get("kb") or "")))
+    return pack_vectors(vectors, names, cache.folder.name,
+                        str(read_manifest(directory).get("kb") or ""),
+                        Path(output) if output else packed_index_file(directory), pq_bytes,
+                        nlist, progress)

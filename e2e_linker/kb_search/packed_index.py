@@ -100,6 +100,21 @@ def write_packed(index, path: str | os.PathLike, info: PackedInfo) -> Path:
     return out
 
 
+def pack_vectors(vectors: np.ndarray, texts: Sequence[str], fingerprint: str, kb: str,
+                 target: str | os.PathLike, pq_bytes: int = 16, nlist: int | None = None,
+                 progress: bool = True) -> Path:
+    """Build an IVF-PQ index over ``vectors`` (one row per text of ``texts``, under the encoder
+    ``fingerprint``) and store it packed at ``target``: what ``linker kb pack`` writes, for a
+    collective model's KB names and a normalizer's ontology texts alike."""
+    from e2e_linker.kb_search.backends import SearchParams, build_faiss
+
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=pq_bytes, ivf_nlist=nlist),
+                        progress=progress)
+    return write_packed(index, target, PackedInfo(
+        fingerprint=fingerprint, names_digest=names_digest(texts), names=len(texts),
+        dim=int(vectors.shape[1]), nlist=int(index.nlist), pq_bytes=pq_bytes, kb=kb))
+
+
 def read_info(path: str | os.PathLike) -> PackedInfo:
     """The header of a packed index, without reading its arrays."""
     from safetensors import safe_open

@@ -240,9 +240,8 @@ def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None 
     over them and store it packed in the model directory, so that ``linker normalize`` on a new
     machine encodes only the texts its mentions shortlist (``linker kb pack --normalizer``)."""
     from e2e_linker.collective.model_kb import assemble_kb
-    from e2e_linker.kb_search.backends import SearchParams, build_faiss
     from e2e_linker.kb_search.cache import VectorCache
-    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+    from e2e_linker.kb_search.packed_index import pack_vectors
     from e2e_linker.kb_search.text_forms import TextNormalizer
     from e2e_linker.normalizer.pools import ontology_pool
 
@@ -254,10 +253,6 @@ def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None 
                          TextNormalizer(settings.lowercase, settings.punctuation))
     cache = VectorCache(encoder, cache_dir, progress=progress)
     vectors = cache.vectors(pool.texts, label="encoding ontology names")
-    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=pq_bytes, ivf_nlist=nlist),
-                        progress=progress)
-    target = Path(output) if output else directory / PACKED_INDEX_FILE
-    return write_packed(index, target, PackedInfo(
-        fingerprint=cache.fingerprint, names_digest=names_digest(pool.texts),
-        names=len(pool.texts), dim=int(vectors.shape[1]), nlist=int(index.nlist),
-        pq_bytes=pq_bytes, kb=settings.kb))
+    return pack_vectors(vectors, pool.texts, cache.fingerprint, settings.kb,
+                        Path(output) if output else directory / PACKED_INDEX_FILE, pq_bytes,
+                        nlist, progress)

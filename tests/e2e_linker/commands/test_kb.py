@@ -122,3 +122,19 @@ def test_pack_ships_an_index_that_a_first_annotate_uses(tmp_path):
     forced = _linker("annotate", sample, "-o", str(tmp_path / "c.bioc.xml"), "--index",
                      "packed", "--model", str(model), "--cache-dir", str(tmp_path / "c1"))
     assert forced.returncode == 0 and "packed index shipped" in forced.stderr
+
+
+def test_pack_stores_an_index_of_every_kb_name_under_the_models_encoder(tmp_path):
+    from e2e_linker.kb_search.packed_index import read_info
+
+    model, _ = tiny_linker_dir(tmp_path / "m", filler_concepts=400)
+    cache, target = tmp_path / "cache", tmp_path / "packed.safetensors"
+    done = _linker("kb", "pack", "--model", str(model), "--cache-dir", str(cache),
+                   "--pq-bytes", "8", "--nlist", "4", "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    info = read_info(target)
+    listing = json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout)
+    (entry,) = [e for e in listing["entries"] if e["store"] == "entity_vectors"]
+    (kb,) = entry["kbs"]
+    assert (info.names, info.dim, info.nlist, info.pq_bytes) == (kb["rows"], 32, 4, 8)
+    assert info.fingerprint == entry["fingerprint"]
