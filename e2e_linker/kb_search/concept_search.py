@@ -34,7 +34,7 @@ from e2e_linker.kb_search.label_index import (
     centroids,
     merged_label_types,
 )
-from e2e_linker.kb_search.packed_index import names_digest, read_info, read_packed
+from e2e_linker.kb_search.packed_index import built_for, read_info, read_packed
 from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
 
 #: Cosine at or above which a sieve keeps its first search's answer.
@@ -143,8 +143,7 @@ class ConceptSearcher:
         if self.packed is None or not self.packed.is_file() or id(pool) in self._vectors:
             return None
         info = read_info(self.packed)
-        if info.fingerprint != self.cache.fingerprint or \
-                info.names_digest != names_digest(pool.texts):
+        if not built_for(info, self.cache.fingerprint, pool.texts):
             if self.packed_always:
                 raise UserError(f"{self.packed} was built for another encoder or KB text list "
                                 f"({info.kb or 'unknown'}, {info.names:,} texts)")

@@ -34,7 +34,7 @@ from e2e_linker.kb_search.backends import (
     make_search,
 )
 from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
-from e2e_linker.kb_search.packed_index import names_digest, read_info, read_packed
+from e2e_linker.kb_search.packed_index import built_for, names_digest, read_info, read_packed
 from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
@@ -187,9 +187,7 @@ class EntityIndex:
         if not found:
             return None
         info = read_info(packed)
-        fits = (info.fingerprint == cache.folder.name
-                and info.names_digest == names_digest(names))
-        if not fits:
+        if not built_for(info, cache.folder.name, names):
             if kind == "packed":
                 raise UserError(f"--index packed: {packed} was built for another encoder or KB "
                                 f"name list ({info.kb or 'unknown'}, {info.names:,} names); "

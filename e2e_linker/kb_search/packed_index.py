@@ -100,6 +100,12 @@ def write_packed(index, path: str | os.PathLike, info: PackedInfo) -> Path:
     return out
 
 
+def built_for(info: PackedInfo, fingerprint: str, texts: Sequence[str]) -> bool:
+    """Whether a packed index (its header ``info``) holds the vectors of exactly ``texts``
+    under the encoder ``fingerprint``: only then may its shortlists stand for a full search."""
+    return info.fingerprint == fingerprint and info.names_digest == names_digest(texts)
+
+
 def pack_vectors(vectors: np.ndarray, texts: Sequence[str], fingerprint: str, kb: str,
                  target: str | os.PathLike, pq_bytes: int = 16, nlist: int | None = None,
                  progress: bool = True) -> Path:
