@@ -19,9 +19,16 @@ import click
 @click.option("--num-processes", type=click.IntRange(min=1), default=1, show_default=True,
               help="Data-parallel processes on this machine (one GPU each, or CPU processes "
                    "with cores/N threads each); each batch is split between them.")
+@click.option("--restart", is_flag=True,
+              help="Discard the resumable state an interrupted run left in the output folder "
+                   "and start over (by default the run continues from it).")
 def command(config: str, output_dir: str | None, epochs: int | None, device: str | None,
-            max_train_docs: int | None, max_dev_docs: int | None, num_processes: int) -> None:
-    """Train on the config's corpora, validate on dev each epoch, keep the best checkpoint."""
+            max_train_docs: int | None, max_dev_docs: int | None, num_processes: int,
+            restart: bool) -> None:
+    """Train on the config's corpora, validate on dev each epoch, keep the best checkpoint.
+
+    The run saves its state every epoch and every checkpoint_minutes: run the same command
+    again after an interruption and it continues where it stopped."""
     from e2e_linker.runs import distributed
 
     if num_processes > 1 and not distributed.launched_distributed():
@@ -39,7 +46,7 @@ def command(config: str, output_dir: str | None, epochs: int | None, device: str
                        ("max_train_docs", max_train_docs), ("max_dev_docs", max_dev_docs)):
         if value is not None:
             setattr(cfg, key, value)
-    trainer = CollectiveTrainer(cfg)
+    trainer = CollectiveTrainer(cfg, resume=not restart)
     summary = trainer.train()
     if trainer.world.is_main:
         click.echo(f"best: {summary['best']}")

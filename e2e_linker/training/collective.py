@@ -41,6 +41,13 @@ from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
 from e2e_linker.kb_search.sieves import NameDictionary
 from e2e_linker.runs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
+from e2e_linker.training.checkpoint import (
+    TrainingState,
+    discard_training_state,
+    load_training_state,
+    save_training_state,
+    saved_state_exists,
+)
 from e2e_linker.training.collective_losses import linking_ce, mention_bce
 from e2e_linker.training.config import TrainConfig
 from e2e_linker.training.examples import ChunkExample, build_examples
@@ -117,8 +124,10 @@ class CollectiveTrainer:
     """Holds the model, data, KB index and optimiser for one training run."""
 
     def __init__(self, cfg: TrainConfig, train_docs=None, dev_docs=None, kb=None, extra=None,
-                 model: CollectiveLinker | None = None):
-        """Data, KB and model come from ``cfg`` unless passed in (tests, notebooks)."""
+                 model: CollectiveLinker | None = None, resume: bool = True):
+        """Data, KB and model come from ``cfg`` unless passed in (tests, notebooks). With
+        ``resume``, a state left in ``cfg.output_dir/resume`` by an interrupted run with the
+        same config is continued; without, it is discarded and the run starts over."""
         from accelerate import Accelerator, DataLoaderConfiguration, InitProcessGroupKwargs
 
         self.cfg = cfg
@@ -141,6 +150,7 @@ class CollectiveTrainer:
         if cfg.num_threads:
             torch.set_num_threads(cfg.num_threads)
         self.out = Path(cfg.output_dir)
+        self.resume = resume
 
     # ---- data ---------------------------------------------------------------------------
     def prepare(self) -> None:
@@ -369,6 +379,10 @@ class CollectiveTrainer:
 
         Why validate before training each epoch rather than after: the index used for dev is
         the one the next epoch's hard negatives come from, so each KB encoding is used twice.
+
+        The whole state is saved to ``output_dir/resume`` after every epoch and every
+        ``cfg.checkpoint_minutes`` within one (:mod:`e2e_linker.training.checkpoint`); a run
+        started with ``resume`` continues from it, drawing what the uninterrupted run would.
         """
         cfg = self.cfg
         self.prepare()
@@ -402,13 +416,27 @@ class CollectiveTrainer:
             self.model, optimizer, scheduler = self.accelerator.prepare(model, optimizer,
                                                                         scheduler)
             self.model = self.accelerator.unwrap_model(self.model)
-        history: list[dict] = []
         self.step_losses: list[float] = []
         self.step_components: list[dict[str, float]] = []
-        best = {"strict_f1": -1.0}
-        for epoch in range(cfg.epochs + 1):
+        config = self.cfg.to_dict()
+        state = TrainingState(epoch=0)
+        if self.resume and saved_state_exists(self.out):
+            state = load_training_state(self.out, self.model, optimizer, scheduler, config)
+            _log(f"resuming {self.out}: epoch {state.epoch + 1}, batch {state.next_batch}")
+        elif world.is_main:
+            discard_training_state(self.out)
+        history, best = state.history, state.best
+
+        def checkpoint(epoch: int, next_batch: int, order: list[int], hard) -> None:
+            if world.is_main:
+                save_training_state(self.out, self.model, optimizer, scheduler, TrainingState(
+                    epoch, next_batch, order, hard, history, best), config)
+
+        for epoch in range(state.epoch, cfg.epochs + 1):
             index = self.refresh_index()
-            if epoch > 0 and self.dev_docs and world.is_main:
+            mid_epoch = epoch == state.epoch and state.next_batch > 0
+            # a run resumed within an epoch was validated and mined before the interruption
+            if epoch > 0 and not mid_epoch and self.dev_docs and world.is_main:
                 results = evaluate_dev(self.model, index, self.names_dict, self.dev_docs,
                                        cfg.thresholds)
                 gamma, res = max(results.items(), key=lambda kv: kv[1]["strict_f1"])
@@ -418,21 +446,26 @@ class CollectiveTrainer:
                 if res["strict_f1"] > best["strict_f1"]:
                     best = {"epoch": epoch, "threshold": gamma, **res}
                     self.save(gamma)
-            elif epoch > 0 and world.is_main:
+            elif epoch > 0 and not mid_epoch and world.is_main:
                 self.save(self.cfg.model.threshold)
             if epoch == cfg.epochs:
                 break
-            # mined once, on the main process, and broadcast
-            hard = world.on_main(lambda idx=index: self.mine_hard_negatives(idx)) \
-                if cfg.n_hard > 0 else {}
+            if mid_epoch:
+                hard, order, first = state.hard, state.order, state.next_batch
+            else:  # mined once, on the main process, and broadcast
+                hard = world.on_main(lambda idx=index: self.mine_hard_negatives(idx)) \
+                    if cfg.n_hard > 0 else {}
+                order = list(range(len(self.examples)))
+                random.shuffle(order)
+                first = 0
             self.model.train()
-            order = list(range(len(self.examples)))
-            random.shuffle(order)
-            bar = tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch + 1}",
+            starts = range(0, len(order), cfg.batch_size)
+            bar = tqdm(total=len(starts), initial=first, desc=f"epoch {epoch + 1}",
                        unit="batch", disable=not world.is_main)
             seen_tokens = 0
-            started = time.time()
-            for start in bar:
+            started = last_saved = time.time()
+            for step in range(first, len(starts)):
+                start = starts[step]
                 ids = order[start:start + cfg.batch_size]
                 local = ids[world.rank::world.size]
                 rows = self.candidate_rows(ids, index, hard)  # the whole batch's candidates
@@ -464,13 +497,21 @@ class CollectiveTrainer:
                 scheduler.step()
                 optimizer.zero_grad()
                 seen_tokens += sum(len(self.examples[k].chunk) for k in ids)
+                bar.update(1)
                 bar.set_postfix({k: f"{v:.3f}" for k, v in self.step_components[-1].items()}
                                 | {"tok/s": f"{seen_tokens / (time.time() - started):.0f}"})
+                if time.time() - last_saved >= cfg.checkpoint_minutes * 60 \
+                        and step + 1 < len(starts):
+                    checkpoint(epoch, step + 1, order, hard)
+                    last_saved = time.time()
+            bar.close()
+            checkpoint(epoch + 1, 0, [], {})
         summary = {"best": best, "history": history, "config": self.cfg.to_dict()}
         if world.is_main:
             self.out.mkdir(parents=True, exist_ok=True)
             (self.out / "training_summary.json").write_text(json.dumps(summary, indent=2)
                                                             + "\n")
+            discard_training_state(self.out)
         return world.broadcast(summary)
 
     def save(self, threshold: float) -> None:

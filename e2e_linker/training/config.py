@@ -70,6 +70,9 @@ class TrainConfig:
     num_threads: int | None = None
     cache_dir: str | None = None
     save_half: bool = False
+    #: minutes between the resumable saves within an epoch (one is also made at every epoch
+    #: end); an interrupted `linker train` loses at most this much work
+    checkpoint_minutes: float = 10.0
     model: LinkerConfig = field(default_factory=LinkerConfig)
 
     @classmethod
