@@ -97,16 +97,18 @@ class Linker:
              index_kind: str = "auto", kb_memory_budget_mb: float | None = None,
              precision: str = "fp32",
              normalizer_model: str | os.PathLike | None = None,
-             linking: str = "collective") -> Linker:
+             linking: str = "collective", sieves: bool = True) -> Linker:
         """The default model and KB, or the ones named: every option means what the
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
         ``linking="text"`` loads it at once and links every detected span with it (its text
         encoder on the span's text and its sieves) instead of the collective span vectors; it
         then searches through the model's packed shortlist, for :meth:`normalize` too.
+        ``sieves=False`` links a span the exact-name sieve misses by dense search alone,
+        without the lexical steps of :class:`~e2e_linker.kb_search.sieve_stack.SieveStack`.
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
-        from e2e_linker.collective.loading import load_annotator
+        from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
 
         if linking not in LINKINGS:  # before minutes of loading, not after
             raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
@@ -114,7 +116,8 @@ class Linker:
         annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                    quantize=quantize, index_kind=index_kind,
-                                   kb_memory_budget_mb=kb_memory_budget_mb, precision=precision)
+                                   kb_memory_budget_mb=kb_memory_budget_mb, precision=precision,
+                                   sieves=DEFAULT_SIEVES if sieves else None)
         linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
                      cache_dir=cache_dir)
         if linking == "text":

@@ -9,7 +9,12 @@ import torch
 
 from e2e_linker.collective.annotator import Annotator
 from e2e_linker.collective.model_dir import default_model_dir
+from e2e_linker.collective.model_kb import mined_name_triples
 from e2e_linker.errors import UserError
+from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
+
+#: annotate's lexical steps by default: all of them (eval/results/linking_ablation_fair)
+DEFAULT_SIEVES = SieveSwitches()
 
 
 def pick_device(device: str | None) -> str:
@@ -26,13 +31,17 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                    cache_dir: str | None = None, quantize: bool = False,
                    index_kind: str = "auto",
                    kb_memory_budget_mb: float | None = None,
-                   precision: str = "fp32") -> Annotator:
+                   precision: str = "fp32",
+                   sieves: SieveSwitches | None = DEFAULT_SIEVES) -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
     :meth:`CollectiveLinker.quantize_mention_encoder`); ``index_kind`` and
     ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.kb_search.backends`);
-    ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`).
+    ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`);
+    ``sieves`` the lexical steps tried on a span the exact-name sieve does not resolve, before
+    the dense choice (:class:`~e2e_linker.kb_search.sieve_stack.SieveStack`, its training pool
+    the model's mined names; None: exact-name sieve and dense search alone).
     """
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.kb_search.sieves import NameDictionary
@@ -45,8 +54,11 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
         model.quantize_mention_encoder()
     model.set_precision(precision)
     names = NameDictionary.from_kb(knowledge)
+    stack = None
+    if sieves is not None and sieves != SieveSwitches.none():
+        stack = SieveStack(knowledge, names, mined_name_triples(directory), sieves)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
-                     kb=knowledge)
+                     kb=knowledge, sieves=stack)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,

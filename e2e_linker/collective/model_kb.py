@@ -52,6 +52,18 @@ def save_model_kb(directory: str | os.PathLike, spec: str, extra, kb) -> dict:
     }
 
 
+def mined_name_triples(directory: str | os.PathLike) -> list[tuple[str, str, str]]:
+    """The model's mined names as ``(text, concept_id, type)`` triples: annotate's pool of
+    training mentions for the sieve stack (empty for a model without mined names)."""
+    from data_tools.kb import KB
+
+    directory = Path(directory)
+    name = read_manifest(directory).get("extra_names")
+    if not name:
+        return []
+    return [(text, c.id, c.type) for c in KB.load(directory / name) for text in c.all_names()]
+
+
 def load_model_kb(directory: str | os.PathLike, spec: str | None = None):
     """The KB for a model directory: its manifest's spec (or ``spec``) plus its mined names."""
     from data_tools.kb import KB

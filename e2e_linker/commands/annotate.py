@@ -73,6 +73,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--linking", type=click.Choice(LINKINGS), default="collective", show_default=True,
               help="How detected spans are linked: collective span vectors, or text: the "
                    "normalizer's text encoder and sieves on each span's text.")
+@click.option("--sieves/--no-sieves", default=True, show_default=True,
+              help="Try the normalizer's lexical steps (in-document abbreviations, the model's "
+                   "mined mentions, letters-and-digits keys, salt-free forms) on a span the "
+                   "exact-name sieve does not resolve, before the dense choice.")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
@@ -105,7 +109,8 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             mode: str, replace: bool, cache_dir: str | None, on_error: str,
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
             kb_memory_budget: float | None = None, quantize: bool = False,
-            precision: str = "fp32", lines: bool = False, linking: str = "collective") -> None:
+            precision: str = "fp32", lines: bool = False, linking: str = "collective",
+            sieves: bool = True) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -127,7 +132,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
                   replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
-                  kb_memory_budget, quantize, precision, lines, linking)
+                  kb_memory_budget, quantize, precision, lines, linking, sieves)
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -172,7 +177,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
               mode: str, replace: bool, cache_dir: str | None, on_error: str,
               shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
               kb_memory_budget: float | None, quantize: bool, precision: str,
-              lines: bool, linking: str) -> None:
+              lines: bool, linking: str, sieves: bool) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
     from data_tools.formats.mentions_jsonl import CONCEPT_NAME
     from e2e_linker.api import Linker, concept_name_in
@@ -220,7 +225,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
                                 batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                 index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
                                 quantize=quantize, precision=precision,
-                                linking=linking).annotator
+                                linking=linking, sieves=sieves).annotator
 
     def transform(docs):
         annotated = annotator.annotate(docs, replace=replace)
@@ -239,7 +244,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace,
             "precision": annotator.model.precision, "quantize": annotator.quantized,
-            "linking": linking}
+            "linking": linking, "sieves": sieves}
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed
 
