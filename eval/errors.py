@@ -1,177 +1,228 @@
-"""Where ``linker annotate`` loses points: detection and linking errors by cause, on dev.
+"""Where the strict errors of ``linker annotate`` come from, counted by cause on dev.
 
-    python -m eval.errors PRED [--gold bc5cdr:dev] [--kb bc5cdr] [--out eval/results/errors]
+    python -m eval.errors [--docs bc5cdr:dev] [--kb-names-from bc5cdr:train] [--model DIR]
+                          [--no-sieves] [--out eval/results/errors_dev]
 
-``PRED`` is annotate's output for the gold split's documents (annotations stripped, e.g.
-``linker annotate CDR_DevelopmentSet.BioC.xml -o pred.xml --replace``). Gold and predicted
-mentions are matched by exact span (composite parts in BioC gold are not scored, as in
-``linker score``). Each error gets one cause, tested in this order:
+The documents are annotated as ``linker annotate --replace`` would (the model's threshold,
+its sieve stack unless ``--no-sieves``); the KB's mined names come from ``--kb-names-from``
+(train only by default: the shipped KB also holds dev's names, which would hide dev's linking
+errors). Every strict error is then given one cause, the first that applies:
 
-detection, a gold mention not found with its exact span (false negative):
-  ``type`` — the exact span was predicted with another type;
-  ``composite`` — the gold mention names several concepts ("breast and ovarian cancer");
-  ``abbreviation`` — the gold text is a short form defined in the document, or looks like one
-  (one token, two capitals or more);
-  ``boundary`` — a predicted span overlaps it;
-  ``missed`` — nothing overlaps it.
-detection, a predicted span that is no gold mention (false positive): ``type``,
-  ``abbreviation``, ``boundary`` as above, else ``spurious`` (overlaps no gold mention); the most
-  frequent spurious texts are listed.
-linking, span and type right but the concept wrong:
-  ``outside KB`` — no gold concept is in the KB; ``short form`` — linked by the abbreviation
-  step; ``sieve wrong`` — linked by the exact-name sieve; ``dense wrong`` — by dense search;
-  ``composite`` — several gold concepts.
+Detection — a gold mention no prediction matches (false negative) or a prediction no gold
+mention matches (false positive), by span and concept as ``linker score --strict`` counts:
 
-Why: the accuracy work picks its changes from the largest rows, measured on dev, not test.
+* ``type``: a prediction at exactly the gold span, of another type;
+* ``boundary``: an overlapping span of the same type at other offsets;
+* ``composite``: (FN only) a gold mention with several concepts (``D1|D2``) nothing overlaps;
+* ``abbreviation``: a short form (an in-document Schwartz–Hearst short form, or an upper-case
+  token of 2–6 characters) nothing overlaps;
+* ``missed`` / ``spurious``: nothing of either side overlaps.
+
+Linking — a prediction at exactly the gold span, of the gold type, with another concept:
+
+* ``gold has no concept`` (``-1``), ``composite`` (gold joins several concepts);
+* ``concept outside the KB``: a gold concept the linking KB does not hold;
+* ``short form``: the mention is a short form (above);
+* ``sieve wrong (<step>)``: an exact-name or sieve-stack step chose the concept;
+* ``dense wrong``: dense search chose it.
+
+The most frequent texts of the larger classes follow the table (what a filter would meet).
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-from collections import Counter
+import re
+import tempfile
+from collections import Counter, defaultdict
 from pathlib import Path
 
-from data_tools.documents import Annotation, Document, strip_prefix
-from data_tools.formats import read_documents
-from data_tools.registry import load_corpus, load_kb
 from e2e_linker.kb_search.abbreviations import abbreviation_map
-from e2e_linker.scoring import is_scored
-from eval.reporting import command_line, write_results
+from e2e_linker.scoring import mentions_of
+from eval.linking_ablation import model_with_names_from
+from eval.reporting import command_line, f1_fields, machine, write_results
 
-DETECTION_CAUSES = ("type", "composite", "abbreviation", "boundary", "missed")
-FP_CAUSES = ("type", "abbreviation", "boundary", "spurious")
-LINK_CAUSES = ("outside KB", "composite", "short form", "sieve wrong", "dense wrong")
-
-
-def looks_short(text: str) -> bool:
-    """One token with two capitals or more ("TLE", "5-FU", "MPO-ANCA")."""
-    return " " not in text.strip() and sum(c.isupper() for c in text) >= 2 and len(text) <= 10
+RESULTS = Path(__file__).parent / "results" / "errors_dev"
+#: an upper-case token of 2–6 characters ("PD", "NMS", "5-HT" is not one): a short form
+ACRONYM = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Za-z0-9]{1,5}$")
+DETECTION_CAUSES = ("type", "boundary", "composite", "abbreviation", "missed / spurious")
+SIEVE_METHODS = ("exact", "abbreviation", "training", "compact_key", "text")
 
 
-def ids_of(ann: Annotation) -> tuple[str, ...]:
-    """Concept IDs without prefixes; ``-1`` and empty IDs dropped."""
-    return tuple(strip_prefix(c) for c in ann.concept_ids if c.strip() and c.strip() != "-1")
+def short_forms(docs) -> dict[str, set[str]]:
+    """Each document's in-document short forms (Schwartz–Hearst)."""
+    return {doc.id: {short for p in doc.passages for short in abbreviation_map(p.text)}
+            for doc in docs}
 
 
-def classify_document(gold: Document, pred: Document, kb) -> dict[str, Counter]:
-    """Error counts of one document, keyed ``"fn"``, ``"fp"``, ``"link"``, ``"tp"`` and
-    ``"fp_texts"``, each counting ``(type, cause)`` (``fp_texts``: ``(type, text)``)."""
-    out = {key: Counter() for key in ("fn", "fp", "link", "tp", "fp_texts")}
-    golds = [a for a in gold.annotations if is_scored(a)]
-    preds = [a for a in pred.annotations if is_scored(a)]
-    short_forms = set(abbreviation_map(gold.text))
-    pred_at = {(a.start, a.end): a for a in preds}
-    gold_at = {(a.start, a.end): a for a in golds}
+def is_short_form(text: str, defined: set[str]) -> bool:
+    """A defined short form of its document, or an acronym-shaped token."""
+    return text in defined or bool(ACRONYM.match(text))
 
-    def overlaps(a: Annotation, others: list[Annotation]) -> bool:
-        return any(o.start < a.end and a.start < o.end for o in others)
 
-    def is_short(a: Annotation) -> bool:
-        return a.text.strip() in short_forms or looks_short(a.text)
+def detection_cause(m, others, shorts: set[str], text: str, gold_side: bool) -> str:
+    """The cause of a strict detection error ``m`` given the other side's mentions of its
+    document (``others``)."""
+    same_span = [o for o in others if o.start == m.start and o.end == m.end]
+    if any(o.type != m.type for o in same_span):
+        return "type"
+    if any(o.overlaps(m) for o in others):
+        return "boundary"
+    if gold_side and len(m.ids) > 1:
+        return "composite"
+    if is_short_form(text, shorts):
+        return "abbreviation"
+    return "missed / spurious"
 
-    for g in golds:
-        p = pred_at.get((g.start, g.end))
-        if p is not None and p.type == g.type:
-            out["tp"][(g.type, "span")] += 1
-            gold_ids, pred_ids = ids_of(g), ids_of(p)
-            if not gold_ids or pred_ids == gold_ids:
-                continue
-            if len(gold_ids) > 1:
-                cause = "composite"
-            elif not all(kb.resolve(i) in kb.concepts for i in gold_ids):
-                cause = "outside KB"
-            elif p.infons.get("link_method") == "abbreviation":
-                cause = "short form"
-            elif p.infons.get("link_method") == "exact":
-                cause = "sieve wrong"
-            else:
-                cause = "dense wrong"
-            out["link"][(g.type, cause)] += 1
+
+def linking_cause(gold_m, pred_ann, kb, shorts: set[str], text: str) -> str:
+    """The cause of a wrong concept at a correctly detected span."""
+    if gold_m.kbid == "-1":
+        return "gold has no concept"
+    if len(gold_m.ids) > 1:
+        return "composite"
+    if any(kb.get(kb.resolve(c)) is None for c in gold_m.ids):
+        return "concept outside the KB"
+    if is_short_form(text, shorts):
+        return "short form"
+    method = pred_ann.infons.get("link_method", "dense")
+    if method in SIEVE_METHODS:
+        return f"sieve wrong ({method})"
+    return "dense wrong"
+
+
+def classify(gold_docs, pred_docs, kb) -> dict:
+    """Counts by cause and type, and example texts, for one prediction run."""
+    texts = {(d.id, a.start, a.end - 1): a for d in pred_docs for a in d.annotations}
+    gold_texts = {(d.id, a.start, a.end - 1): a.text for d in gold_docs for a in d.annotations}
+    shorts = short_forms(gold_docs)
+    gold = mentions_of(gold_docs)
+    pred = mentions_of(pred_docs)
+    by_doc_gold: dict[str, list] = defaultdict(list)
+    by_doc_pred: dict[str, list] = defaultdict(list)
+    for m in gold:
+        by_doc_gold[m.docid].append(m)
+    for m in pred:
+        by_doc_pred[m.docid].append(m)
+    pred_keys = {(m.docid, m.start, m.end, m.kbid) for m in pred}
+    gold_keys = {(m.docid, m.start, m.end, m.kbid) for m in gold}
+    fn: Counter = Counter()
+    fp: Counter = Counter()
+    linking: Counter = Counter()
+    examples: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    linked_pairs = set()
+    for m in gold:
+        if (m.docid, m.start, m.end, m.kbid) in pred_keys:
             continue
-        if p is not None:
-            cause = "type"
-        elif len(ids_of(g)) > 1:
-            cause = "composite"
-        elif is_short(g):
-            cause = "abbreviation"
-        elif overlaps(g, preds):
-            cause = "boundary"
-        else:
-            cause = "missed"
-        out["fn"][(g.type, cause)] += 1
-    for p in preds:
-        g = gold_at.get((p.start, p.end))
-        if g is not None and g.type == p.type:
+        text = gold_texts[(m.docid, m.start, m.end)]
+        same = [p for p in by_doc_pred[m.docid]
+                if p.start == m.start and p.end == m.end and p.type == m.type]
+        if same:
+            cause = linking_cause(m, texts[(m.docid, m.start, m.end)], kb, shorts[m.docid], text)
+            linking[(cause, m.type)] += 1
+            examples[("linking", cause, m.type)][text] += 1
+            linked_pairs.update((p.docid, p.start, p.end) for p in same)
             continue
-        if g is not None:
-            cause = "type"
-        elif is_short(p):
-            cause = "abbreviation"
-        elif overlaps(p, golds):
-            cause = "boundary"
-        else:
-            cause = "spurious"
-            out["fp_texts"][(p.type, p.text)] += 1
-        out["fp"][(p.type, cause)] += 1
-    return out
+        cause = detection_cause(m, by_doc_pred[m.docid], shorts[m.docid], text, True)
+        fn[(cause, m.type)] += 1
+        examples[("FN", cause, m.type)][text] += 1
+    for m in pred:
+        if (m.docid, m.start, m.end, m.kbid) in gold_keys:
+            continue
+        if (m.docid, m.start, m.end) in linked_pairs:
+            continue  # counted once, as a linking error
+        text = texts[(m.docid, m.start, m.end)].text
+        cause = detection_cause(m, by_doc_gold[m.docid], shorts[m.docid], text, False)
+        fp[(cause, m.type)] += 1
+        examples[("FP", cause, m.type)][text] += 1
+    methods: Counter = Counter()
+    correct: Counter = Counter()
+    for m in pred:
+        method = texts[(m.docid, m.start, m.end)].infons.get("link_method", "dense")
+        methods[method] += 1
+        correct[method] += (m.docid, m.start, m.end, m.kbid) in gold_keys
+    return {"fn": fn, "fp": fp, "linking": linking, "examples": examples,
+            "by_method": {k: {"predicted": methods[k], "strict_correct": correct[k]}
+                          for k in sorted(methods)}}
+
+
+def table(counts: dict, types: list[str], gold_total: dict, pred_total: dict) -> list[str]:
+    """The Markdown tables of :func:`classify`'s counts."""
+    lines = ["| detection error | " + " | ".join(f"{t} FN | {t} FP" for t in types) + " |",
+             "|---" * (1 + 2 * len(types)) + "|"]
+    for cause in DETECTION_CAUSES:
+        cells = [f"{counts['fn'][(cause, t)]} | {counts['fp'][(cause, t)]}" for t in types]
+        lines.append(f"| {cause} | " + " | ".join(cells) + " |")
+    totals = [f"{sum(v for (c, tt), v in counts['fn'].items() if tt == t)} | "
+              f"{sum(v for (c, tt), v in counts['fp'].items() if tt == t)}" for t in types]
+    lines.append("| **all detection** | " + " | ".join(totals) + " |")
+    lines += ["", "| linking error (span and type right) | " + " | ".join(types) + " |",
+              "|---" * (1 + len(types)) + "|"]
+    for cause in sorted({c for c, _ in counts["linking"]},
+                        key=lambda c: -sum(counts["linking"][(c, t)] for t in types)):
+        lines.append(f"| {cause} | " + " | ".join(str(counts["linking"][(cause, t)])
+                                                   for t in types) + " |")
+    lines.append("| **all linking** | " + " | ".join(
+        str(sum(v for (c, tt), v in counts["linking"].items() if tt == t)) for t in types)
+        + " |")
+    lines += ["", "Gold mentions " + ", ".join(f"{t} {gold_total[t]}" for t in types)
+              + "; predicted " + ", ".join(f"{t} {pred_total[t]}" for t in types) + ".", "",
+              "| link method | predicted | strict-correct | precision |", "|---|---|---|---|"]
+    for method, row in counts["by_method"].items():
+        precision = row["strict_correct"] / max(1, row["predicted"])
+        lines.append(f"| {method} | {row['predicted']} | {row['strict_correct']} | "
+                     f"{precision:.3f} |")
+    lines += ["", "Most frequent texts (count) of the larger classes:", ""]
+    ranked = sorted(counts["examples"].items(), key=lambda kv: -sum(kv[1].values()))
+    for (side, cause, type_), texts in ranked[:10]:
+        common = ", ".join(f"{t} ({n})" for t, n in texts.most_common(15))
+        lines.append(f"- {side} {cause}, {type_} ({sum(texts.values())}): {common}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pred", help="annotate's output for the gold documents")
-    parser.add_argument("--gold", default="bc5cdr:dev", help="corpus spec or path")
-    parser.add_argument("--kb", default="bc5cdr", help="KB spec (for 'outside KB')")
-    parser.add_argument("--out", default="eval/results/errors")
-    parser.add_argument("--top", type=int, default=25, help="spurious texts listed")
+    parser.add_argument("--docs", default="bc5cdr:dev")
+    parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"],
+                        help="corpora whose annotation texts extend the KB")
+    parser.add_argument("--model", default=None, help="model directory (default: shipped)")
+    parser.add_argument("--no-sieves", action="store_true")
+    parser.add_argument("--max-docs", type=int, default=None)
+    parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    gold_docs = {d.id: d for d in load_corpus(args.gold)}
-    kb = load_kb(args.kb)
-    totals = {key: Counter() for key in ("fn", "fp", "link", "tp", "fp_texts")}
-    seen = set()
-    for pred in read_documents(args.pred):
-        gold = gold_docs.get(pred.id)
-        if gold is None:
-            raise SystemExit(f"{args.pred}: document {pred.id} is not in {args.gold}")
-        seen.add(pred.id)
-        for key, counts in classify_document(gold, pred, kb).items():
-            totals[key].update(counts)
-    missing = sorted(set(gold_docs) - seen)
-    if missing:
-        raise SystemExit(f"{args.pred} lacks {len(missing)} gold documents (first: {missing[0]})")
-    types = sorted({t for key in ("fn", "fp", "link", "tp") for t, _ in totals[key]})
-
-    def table(key: str, causes: tuple[str, ...]) -> dict[str, dict[str, int]]:
-        return {t: {c: totals[key][(t, c)] for c in causes} for t in types}
-
-    result = {
-        "command": command_line("errors", argv),
-        "machine": platform.processor() or platform.machine(),
-        "pred": str(Path(args.pred)), "gold": args.gold, "kb": args.kb, "documents": len(seen),
-        "true_positive_spans": {t: totals["tp"][(t, "span")] for t in types},
-        "false_negatives": table("fn", DETECTION_CAUSES),
-        "false_positives": table("fp", FP_CAUSES),
-        "linking_errors": table("link", LINK_CAUSES),
-        "spurious_texts": [{"type": t, "text": x, "count": n}
-                           for (t, x), n in totals["fp_texts"].most_common(args.top)],
-    }
-    lines = [f"Errors of `{args.pred}` against `{args.gold}` ({len(seen)} documents).", ""]
-    for title, key, causes in (("False negatives (gold mention not found)", "false_negatives",
-                                DETECTION_CAUSES),
-                               ("False positives (predicted span not in gold)", "false_positives",
-                                FP_CAUSES),
-                               ("Linking errors (span and type right)", "linking_errors",
-                                LINK_CAUSES)):
-        lines += [f"**{title}**", "", "| entity type | " + " | ".join(causes) + " | total |",
-                  "|---" * (len(causes) + 2) + "|"]
-        for t in types:
-            row = result[key][t]
-            lines.append(f"| {t} | " + " | ".join(str(row[c]) for c in causes)
-                         + f" | {sum(row.values())} |")
-        lines.append("")
-    lines += ["**Most frequent spurious spans**", "", "| entity type | text | count |", "|---|---|---|"]
-    lines += [f"| {s['type']} | {s['text']} | {s['count']} |" for s in result["spurious_texts"]]
-    write_results(args.out, result, "\n".join(lines) + "\n")
+    gold = load_corpus(args.docs, args.max_docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = model_with_names_from(args.kb_names_from, Path(tmp),
+                                          Path(args.model) if args.model else None)
+        annotator = load_annotator(model_dir, sieves=None if args.no_sieves else DEFAULT_SIEVES)
+    pred = annotator.annotate(gold, replace=True)
+    counts = classify(gold, pred, annotator.kb)
+    types = sorted({m.type for m in mentions_of(gold)})
+    gold_total = Counter(m.type for m in mentions_of(gold))
+    pred_total = Counter(m.type for m in mentions_of(pred))
+    scores = f1_fields(gold, pred, ("strict", "partial", "mentions"))
+    result = {"command": command_line("errors", argv), "machine": machine(),
+              "docs": args.docs, "documents": len(gold), "model": args.model or "shipped",
+              "kb_names_from": args.kb_names_from, "sieves": not args.no_sieves,
+              "threshold": annotator.threshold, **scores,
+              "false_negatives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fn"].items())},
+              "false_positives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fp"].items())},
+              "linking_errors": {f"{c}/{t}": n
+                                 for (c, t), n in sorted(counts["linking"].items())},
+              "by_link_method": counts["by_method"],
+              "examples": {f"{s}/{c}/{t}": dict(texts.most_common(30))
+                           for (s, c, t), texts in counts["examples"].items()}}
+    head = (f"`{args.docs}`, {len(gold)} documents, model {args.model or 'shipped'}, KB names "
+            f"mined from {', '.join(args.kb_names_from) or 'nothing'}, sieves "
+            f"{'off' if args.no_sieves else 'on'}, threshold {annotator.threshold}: strict F1 "
+            f"{scores['strict']:.4f} (" + ", ".join(f"{t} {v:.4f}" for t, v in
+                                                   scores["strict_by_type"].items())
+            + f"), partial {scores['partial']:.4f}, mentions {scores['mentions']:.4f}.")
+    write_results(args.out, result,
+                  "\n".join([head, "", *table(counts, types, gold_total, pred_total)]) + "\n")
     return 0
 
 

@@ -46,9 +46,10 @@ ROWS: list[tuple[str, SieveSwitches]] = [
 ]
 
 
-def model_with_names_from(corpora: list[str], tmp: Path) -> Path:
-    """The default model's files (linked, not copied) with names mined from ``corpora`` in
-    place of its own mined names, and a manifest for that KB."""
+def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None) -> Path:
+    """The files of the model in ``source`` (default: the shipped one; linked, not copied)
+    with names mined from ``corpora`` in place of its own mined names, and a manifest for
+    that KB."""
     from e2e_linker.collective.model_dir import (
         EXTRA_NAMES_FILE,
         MANIFEST_FILE,
@@ -58,7 +59,7 @@ def model_with_names_from(corpora: list[str], tmp: Path) -> Path:
     )
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
-    source = default_model_dir()
+    source = source or default_model_dir()
     for item in source.iterdir():
         if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
             (tmp / item.name).symlink_to(item)
