@@ -98,6 +98,34 @@ def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDiction
     return results
 
 
+@torch.inference_mode()
+def tagging_f1(model: CollectiveLinker, examples: list[ChunkExample],
+               batch_size: int = 16) -> float:
+    """seqeval's mention-level F1 of the BIO head's argmax tags against the gold tags, over
+    the tokens each chunk owns: the tagger's own score, before thresholds, overlaps and
+    linking (the paper's Table 7 reports the BIO variant; this is its tagging quality).
+    Gold mentions longer than ``max_span_len`` tokens are left out, as in training."""
+    from seqeval.metrics import f1_score
+
+    model.eval()
+    gold_seqs: list[list[str]] = []
+    pred_seqs: list[list[str]] = []
+    names = [f"{t}-MENTION" if t != "O" else "O" for t in BIO_TAGS]
+    for start in range(0, len(examples), batch_size):
+        group = examples[start:start + batch_size]
+        batch = collate_chunks([e.chunk for e in group], model.tokenizer.pad_token_id or 0,
+                               model.device)
+        length = batch["input_ids"].shape[1]
+        gold = gold_tensors(group, length, model.config.max_span_len, bio=True)
+        pred = model.span_scorer(model.token_states(batch)).argmax(-1).cpu()
+        mask = (batch["owned"] & batch["attention_mask"].bool()).cpu()
+        for b in range(len(group)):
+            keep = mask[b]
+            gold_seqs.append([names[t] for t in gold[b][keep].tolist()])
+            pred_seqs.append([names[t] for t in pred[b][keep].tolist()])
+    return float(f1_score(gold_seqs, pred_seqs))
+
+
 class NameTable:
     """The index's names and concept IDs without vectors: what a process other than the main
     one needs of a re-encoded (unfrozen) index, whose vectors only the main process uses."""
@@ -184,6 +212,10 @@ class CollectiveTrainer:
             cfg.max_mentions_per_chunk,
         )
         _log(f"{len(self.examples)} training chunks; mention stats {stats}")
+        self.dev_examples = build_examples(
+            self.dev_docs, self.tokenizer, cfg.model.types, None, cfg.model.max_length,
+            cfg.model.max_span_len, cfg.model.chunk_overlap, 10**9)[0] \
+            if cfg.model.mention_head == "bio" else []
         self.names_dict = NameDictionary.from_kb(self.train_kb)
 
     # ---- index and hard negatives -----------------------------------------------------------
@@ -440,6 +472,8 @@ class CollectiveTrainer:
                 results = evaluate_dev(self.model, index, self.names_dict, self.dev_docs,
                                        cfg.thresholds)
                 gamma, res = max(results.items(), key=lambda kv: kv[1]["strict_f1"])
+                if cfg.model.mention_head == "bio":
+                    res["tagging_f1"] = tagging_f1(self.model, self.dev_examples)
                 _log(f"epoch {epoch} dev: best threshold {gamma} " + json.dumps(res))
                 history.append({"epoch": epoch, "threshold": gamma, **res,
                                 "all_thresholds": {str(k): v for k, v in results.items()}})

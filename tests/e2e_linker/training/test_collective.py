@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
+import torch
 
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.training.collective import CollectiveTrainer
@@ -34,6 +35,42 @@ def test_loss_falls_and_checkpoint_loads(tiny_dir, tmp_path, head):
     mention = [c["mention"] for c in trainer.step_components]
     assert statistics.mean(mention[-4:]) < 0.7 * statistics.mean(mention[:4])
     assert len(summary["history"]) == 3
+    if head == "bio":  # seqeval's tagging F1 of each validated epoch
+        assert all(0.0 <= h["tagging_f1"] <= 1.0 for h in summary["history"])
+    else:
+        assert "tagging_f1" not in summary["history"][0]
     loaded = CollectiveLinker.load(tmp_path / "run")
     assert loaded.config.mention_head == head
     assert (tmp_path / "run" / "encoder" / "model.safetensors").is_file()
+
+
+def test_tagging_f1_is_seqeval_over_owned_tokens(tiny_dir):
+    from e2e_linker.training.collective import gold_tensors, tagging_f1
+    from e2e_linker.training.examples import build_examples
+
+    model_cfg = LinkerConfig(encoder=str(tiny_dir), mention_head="bio", max_length=64,
+                             kb="synthetic")
+    model = CollectiveLinker.from_encoder(model_cfg)
+    examples, _ = build_examples(synthetic_docs(6), model.tokenizer, model_cfg.types, None,
+                                 64, model_cfg.max_span_len, model_cfg.chunk_overlap)
+    assert sum(len(e.spans) for e in examples) > 0
+
+    class Oracle(torch.nn.Module):
+        """batch_size=1: call k scores examples[k] and returns its gold tags' one-hot logits."""
+
+        calls = 0
+
+        def forward(self, states, *args):
+            example = examples[self.calls]
+            self.calls += 1
+            tags = gold_tensors([example], states.shape[1], model_cfg.max_span_len, True)
+            return torch.nn.functional.one_hot(tags, 3).float() * 10
+
+    class AllOutside(torch.nn.Module):
+        def forward(self, states, *args):
+            return torch.zeros(*states.shape[:2], 3) + torch.tensor([5.0, 0.0, 0.0])
+
+    model.span_scorer = Oracle()
+    assert tagging_f1(model, examples, batch_size=1) == pytest.approx(1.0)
+    model.span_scorer = AllOutside()
+    assert tagging_f1(model, examples, batch_size=1) == 0.0
