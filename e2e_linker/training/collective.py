@@ -98,6 +98,17 @@ def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDiction
     return results
 
 
+def rename_types(docs, type_map: dict[str, str]) -> int:
+    """Rename the annotation types of ``docs`` in place by ``type_map``; how many changed."""
+    changed = 0
+    for doc in docs:
+        for ann in doc.annotations:
+            if ann.type in type_map:
+                ann.type = type_map[ann.type]
+                changed += 1
+    return changed
+
+
 @torch.inference_mode()
 def tagging_f1(model: CollectiveLinker, examples: list[ChunkExample],
                batch_size: int = 16) -> float:
@@ -193,6 +204,9 @@ class CollectiveTrainer:
             _log(f"loading corpora {cfg.train} / {cfg.dev}")
             self.train_docs = [d for s in cfg.train for d in load_corpus(s, cfg.max_train_docs)]
             self.dev_docs = load_corpus(cfg.dev, cfg.max_dev_docs) if cfg.dev else []
+        if cfg.type_map:
+            renamed = rename_types(self.train_docs + self.dev_docs, cfg.type_map)
+            _log(f"renamed {renamed} annotation types ({cfg.type_map})")
         if given["kb"] is not None:
             self.extra = given["extra"]
             self.kb = self.train_kb = given["kb"]

@@ -46,6 +46,10 @@ class TrainConfig:
     #: so that validation does not see its own answers)
     train_kb_corpus_names: list[str] = field(default_factory=lambda: ["bc5cdr:train"])
     max_names_per_concept: int | None = None
+    #: corpus annotation types renamed before training and validation, so a corpus whose
+    #: classes are finer than the KB's types trains one model type (NCBI disease's
+    #: SpecificDisease / DiseaseClass / Modifier / CompositeMention → Disease)
+    type_map: dict[str, str] = field(default_factory=dict)
     epochs: int = 4
     batch_size: int = 4
     lr: float = 5e-5

@@ -74,3 +74,18 @@ def test_tagging_f1_is_seqeval_over_owned_tokens(tiny_dir):
     assert tagging_f1(model, examples, batch_size=1) == pytest.approx(1.0)
     model.span_scorer = AllOutside()
     assert tagging_f1(model, examples, batch_size=1) == 0.0
+
+
+def test_type_map_renames_corpus_types_before_examples_are_built(tiny_dir, tmp_path):
+    model_cfg = LinkerConfig(encoder=str(tiny_dir), max_length=64, kb="synthetic",
+                             types=["Disease"])
+    cfg = TrainConfig(output_dir=str(tmp_path / "run"), kb_corpus_names=[], model=model_cfg,
+                      device="cpu", type_map={"Chemical": "Disease"})
+    docs, dev = synthetic_docs(4), synthetic_docs(2, 1)
+    trainer = CollectiveTrainer(cfg, train_docs=docs, dev_docs=dev, kb=synthetic_kb(),
+                                model=CollectiveLinker.from_encoder(model_cfg))
+    trainer.prepare()
+    assert {a.type for d in trainer.train_docs + trainer.dev_docs for a in d.annotations} \
+        == {"Disease"}
+    gold = sum(len(d.annotations) for d in docs)
+    assert sum(len(e.spans) for e in trainer.examples) == gold  # none dropped as unknown type
