@@ -1,19 +1,22 @@
 """Where the strict errors of ``linker annotate`` come from, counted by cause on dev.
 
     python -m eval.errors [--docs bc5cdr:dev] [--kb-names-from bc5cdr:train] [--model DIR]
-                          [--no-sieves] [--out eval/results/errors_dev]
+                          [--no-sieves] [--pred FILE] [--out eval/results/errors_dev]
 
 The documents are annotated as ``linker annotate --replace`` would (the model's threshold,
-its sieve stack unless ``--no-sieves``); the KB's mined names come from ``--kb-names-from``
-(train only by default: the shipped KB also holds dev's names, which would hide dev's linking
-errors). Every strict error is then given one cause, the first that applies:
+sieve stack and lexical gate; ``--no-sieves``); the KB's mined names come from
+``--kb-names-from`` (train only by default: the shipped KB also holds dev's names, which would
+hide dev's linking errors). ``--pred FILE`` scores that file's predictions instead (any
+annotate output, or another system's), the KB for "outside the KB" then being the model's.
+Every strict error is given one cause, the first that applies:
 
 Detection — a gold mention no prediction matches (false negative) or a prediction no gold
 mention matches (false positive), by span and concept as ``linker score --strict`` counts:
 
 * ``type``: a prediction at exactly the gold span, of another type;
-* ``boundary``: an overlapping span of the same type at other offsets;
-* ``composite``: (FN only) a gold mention with several concepts (``D1|D2``) nothing overlaps;
+* ``composite``: (FN only) a gold mention with several concepts (``D1|D2``), which one span of
+  the model cannot link;
+* ``boundary``: an overlapping span at other offsets;
 * ``abbreviation``: a short form (an in-document Schwartz–Hearst short form, or an upper-case
   token of 2–6 characters) nothing overlaps;
 * ``missed`` / ``spurious``: nothing of either side overlaps.
@@ -45,7 +48,7 @@ from eval.reporting import command_line, f1_fields, machine, write_results
 RESULTS = Path(__file__).parent / "results" / "errors_dev"
 #: an upper-case token of 2–6 characters ("PD", "NMS", "5-HT" is not one): a short form
 ACRONYM = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Za-z0-9]{1,5}$")
-DETECTION_CAUSES = ("type", "boundary", "composite", "abbreviation", "missed / spurious")
+DETECTION_CAUSES = ("type", "composite", "boundary", "abbreviation", "missed / spurious")
 SIEVE_METHODS = ("exact", "abbreviation", "training", "compact_key", "text")
 
 
@@ -66,10 +69,10 @@ def detection_cause(m, others, shorts: set[str], text: str, gold_side: bool) -> 
     same_span = [o for o in others if o.start == m.start and o.end == m.end]
     if any(o.type != m.type for o in same_span):
         return "type"
-    if any(o.overlaps(m) for o in others):
-        return "boundary"
     if gold_side and len(m.ids) > 1:
         return "composite"
+    if any(o.overlaps(m) for o in others):
+        return "boundary"
     if is_short_form(text, shorts):
         return "abbreviation"
     return "missed / spurious"
@@ -190,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="corpora whose annotation texts extend the KB")
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--no-sieves", action="store_true")
+    parser.add_argument("--pred", default=None,
+                        help="a predictions file to classify instead of running the model")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
@@ -198,7 +203,15 @@ def main(argv: list[str] | None = None) -> int:
         model_dir = model_with_names_from(args.kb_names_from, Path(tmp),
                                           Path(args.model) if args.model else None)
         annotator = load_annotator(model_dir, sieves=None if args.no_sieves else DEFAULT_SIEVES)
-    pred = annotator.annotate(gold, replace=True)
+    if args.pred:
+        by_id = {d.id: d for d in load_corpus(args.pred)}
+        missing = [d.id for d in gold if d.id not in by_id]
+        if missing:
+            raise SystemExit(f"{args.pred} lacks {len(missing)} documents of {args.docs} "
+                             f"(first: {missing[0]})")
+        pred = [by_id[d.id] for d in gold]
+    else:
+        pred = annotator.annotate(gold, replace=True)
     counts = classify(gold, pred, annotator.kb)
     types = sorted({m.type for m in mentions_of(gold)})
     gold_total = Counter(m.type for m in mentions_of(gold))
@@ -206,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     scores = f1_fields(gold, pred, ("strict", "partial", "mentions"))
     result = {"command": command_line("errors", argv), "machine": machine(),
               "docs": args.docs, "documents": len(gold), "model": args.model or "shipped",
+              "pred": args.pred, "lexical_gate": annotator.lexical_gate,
               "kb_names_from": args.kb_names_from, "sieves": not args.no_sieves,
               "threshold": annotator.threshold, **scores,
               "false_negatives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fn"].items())},
@@ -215,9 +229,11 @@ def main(argv: list[str] | None = None) -> int:
               "by_link_method": counts["by_method"],
               "examples": {f"{s}/{c}/{t}": dict(texts.most_common(30))
                            for (s, c, t), texts in counts["examples"].items()}}
-    head = (f"`{args.docs}`, {len(gold)} documents, model {args.model or 'shipped'}, KB names "
-            f"mined from {', '.join(args.kb_names_from) or 'nothing'}, sieves "
-            f"{'off' if args.no_sieves else 'on'}, threshold {annotator.threshold}: strict F1 "
+    system = (f"predictions {args.pred}" if args.pred else
+              f"model {args.model or 'shipped'}, sieves {'off' if args.no_sieves else 'on'}, "
+              f"threshold {annotator.threshold}, lexical gate {annotator.lexical_gate}")
+    head = (f"`{args.docs}`, {len(gold)} documents, {system}; KB names mined from "
+            f"{', '.join(args.kb_names_from) or 'nothing'}: strict F1 "
             f"{scores['strict']:.4f} (" + ", ".join(f"{t} {v:.4f}" for t, v in
                                                    scores["strict_by_type"].items())
             + f"), partial {scores['partial']:.4f}, mentions {scores['mentions']:.4f}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
-from eval.errors import classify_document
+from eval.errors import classify
 
 TEXT = "Temporal lobe epilepsy (TLE) after cocaine and aspirin; breast and ovarian cancer; nigra."
 
@@ -27,12 +27,16 @@ def _span(text: str) -> tuple[int, int]:
     return start, start + len(text)
 
 
-def test_every_cause_is_counted_once():
+def _kb() -> KB:
     kb = KB()
     for cid, name, type_ in (("D004833", "temporal lobe epilepsy", "Disease"),
                              ("D003042", "cocaine", "Chemical"),
                              ("D001241", "aspirin", "Chemical")):
         kb.add(Concept(cid, name, [], type_))
+    return kb
+
+
+def test_every_cause_is_counted_once():
     gold = _doc([
         _ann(*_span("Temporal lobe epilepsy"), "Disease", ["D004833"]),
         _ann(*_span("TLE"), "Disease", ["D004833"]),
@@ -43,21 +47,23 @@ def test_every_cause_is_counted_once():
     pred = _doc([
         _ann(*_span("Temporal lobe epilepsy"), "Disease", ["D004833"], "exact"),  # right
         _ann(*_span("cocaine"), "Chemical", ["D001241"], "dense"),  # dense wrong
-        _ann(*_span("aspirin"), "Disease", ["D001241"], "dense"),  # type
+        _ann(*_span("aspirin"), "Disease", ["D000001"], "dense"),  # type (and so concept)
         _ann(*_span("ovarian cancer"), "Disease", ["D010051"], "dense"),  # boundary FP
         _ann(*_span("nigra"), "Chemical", ["D009420"], "dense"),  # spurious
     ])
-    out = classify_document(gold, pred, kb)
-    assert out["tp"][("Disease", "span")] == 1 and out["tp"][("Chemical", "span")] == 1
-    assert out["link"] == {("Chemical", "dense wrong"): 1}
-    assert out["fn"] == {("Disease", "abbreviation"): 1, ("Chemical", "type"): 1,
-                         ("Disease", "composite"): 1}
-    assert out["fp"] == {("Disease", "type"): 1, ("Disease", "boundary"): 1,
-                         ("Chemical", "spurious"): 1}
-    assert out["fp_texts"] == {("Chemical", "nigra"): 1}
+    out = classify([gold], [pred], _kb())
+    assert out["linking"] == {("dense wrong", "Chemical"): 1}
+    assert out["fn"] == {("abbreviation", "Disease"): 1, ("type", "Chemical"): 1,
+                         ("composite", "Disease"): 1}
+    assert out["fp"] == {("type", "Disease"): 1, ("boundary", "Disease"): 1,
+                         ("missed / spurious", "Chemical"): 1}
+    assert out["examples"][("FP", "missed / spurious", "Chemical")] == {"nigra": 1}
+    assert out["by_method"]["exact"] == {"predicted": 1, "strict_correct": 1}
+    assert out["by_method"]["dense"] == {"predicted": 4, "strict_correct": 0}
 
 
 def test_a_gold_concept_outside_the_kb_is_not_blamed_on_the_linker():
     gold = _doc([_ann(*_span("cocaine"), "Chemical", ["C000001"])])
     pred = _doc([_ann(*_span("cocaine"), "Chemical", ["D003042"], "exact")])
-    assert classify_document(gold, pred, KB())["link"] == {("Chemical", "outside KB"): 1}
+    assert classify([gold], [pred], KB())["linking"] == {
+        ("concept outside the KB", "Chemical"): 1}
