@@ -97,7 +97,8 @@ class Linker:
              index_kind: str = "auto", kb_memory_budget_mb: float | None = None,
              precision: str = "fp32",
              normalizer_model: str | os.PathLike | None = None,
-             linking: str = "collective", sieves: bool = True) -> Linker:
+             linking: str = "collective", sieves: bool = True,
+             lexical_gate: float | None = None) -> Linker:
         """The default model and KB, or the ones named: every option means what the
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
@@ -105,7 +106,9 @@ class Linker:
         encoder on the span's text and its sieves) instead of the collective span vectors; it
         then searches through the model's packed shortlist, for :meth:`normalize` too.
         ``sieves=False`` links a span the exact-name sieve misses by dense search alone,
-        without the lexical steps of :class:`~e2e_linker.kb_search.sieve_stack.SieveStack`.
+        without the lexical steps of :class:`~e2e_linker.kb_search.sieve_stack.SieveStack`;
+        ``lexical_gate`` overrides the model's: the mention score a span that no lexical step
+        links must reach to be kept (0 keeps every span, above 1 none).
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
         from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
@@ -117,7 +120,8 @@ class Linker:
                                    batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                    quantize=quantize, index_kind=index_kind,
                                    kb_memory_budget_mb=kb_memory_budget_mb, precision=precision,
-                                   sieves=DEFAULT_SIEVES if sieves else None)
+                                   sieves=DEFAULT_SIEVES if sieves else None,
+                                   lexical_gate=lexical_gate)
         linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
                      cache_dir=cache_dir)
         if linking == "text":

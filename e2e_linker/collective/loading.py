@@ -32,7 +32,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                    index_kind: str = "auto",
                    kb_memory_budget_mb: float | None = None,
                    precision: str = "fp32",
-                   sieves: SieveSwitches | None = DEFAULT_SIEVES) -> Annotator:
+                   sieves: SieveSwitches | None = DEFAULT_SIEVES,
+                   lexical_gate: float | None = None) -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
@@ -41,7 +42,9 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`);
     ``sieves`` the lexical steps tried on a span the exact-name sieve does not resolve, before
     the dense choice (:class:`~e2e_linker.kb_search.sieve_stack.SieveStack`, its training pool
-    the model's mined names; None: exact-name sieve and dense search alone).
+    the model's mined names; None: exact-name sieve and dense search alone);
+    ``lexical_gate`` the mention score a span no lexical step links must reach (default: the
+    model's; 0: keep every span).
     """
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.kb_search.sieves import NameDictionary
@@ -58,7 +61,7 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     if sieves is not None and sieves != SieveSwitches.none():
         stack = SieveStack(knowledge, names, mined_name_triples(directory), sieves)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
-                     kb=knowledge, sieves=stack)
+                     kb=knowledge, sieves=stack, lexical_gate=lexical_gate)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,

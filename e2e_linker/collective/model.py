@@ -61,6 +61,10 @@ class LinkerConfig:
     exact_match_sieve: bool = True
     #: a short form ("TLE") takes the concept linked for its in-document long form
     resolve_abbreviations: bool = True
+    #: a detected span that no lexical step links (exact name, short form, sieve stack) is
+    #: kept only with a mention score of at least this; None or 0: every span is kept, above
+    #: 1: none (chosen on dev by eval.lexical_gate)
+    lexical_gate: float | None = None
 
     @classmethod
     def from_dict(cls, data: dict) -> LinkerConfig:

@@ -77,6 +77,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Try the normalizer's lexical steps (in-document abbreviations, the model's "
                    "mined mentions, letters-and-digits keys, salt-free forms) on a span the "
                    "exact-name sieve does not resolve, before the dense choice.")
+@click.option("--lexical-gate", type=click.FloatRange(min=0), default=None,
+              help="Mention score a detected span must reach when no lexical step (exact "
+                   "name, short form, sieves) links it (default: the model's, tuned on dev; 0 "
+                   "keeps every span, above 1 keeps only named spans).")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
@@ -110,7 +114,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
             kb_memory_budget: float | None = None, quantize: bool = False,
             precision: str = "fp32", lines: bool = False, linking: str = "collective",
-            sieves: bool = True) -> None:
+            sieves: bool = True, lexical_gate: float | None = None) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -132,7 +136,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
                   replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
-                  kb_memory_budget, quantize, precision, lines, linking, sieves)
+                  kb_memory_budget, quantize, precision, lines, linking, sieves, lexical_gate)
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -177,7 +181,8 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
               mode: str, replace: bool, cache_dir: str | None, on_error: str,
               shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
               kb_memory_budget: float | None, quantize: bool, precision: str,
-              lines: bool, linking: str, sieves: bool) -> None:
+              lines: bool, linking: str, sieves: bool,
+              lexical_gate: float | None) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
     from data_tools.formats.mentions_jsonl import CONCEPT_NAME
     from e2e_linker.api import Linker, concept_name_in
@@ -225,7 +230,8 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
                                 batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                 index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
                                 quantize=quantize, precision=precision,
-                                linking=linking, sieves=sieves).annotator
+                                linking=linking, sieves=sieves,
+                                lexical_gate=lexical_gate).annotator
 
     def transform(docs):
         annotated = annotator.annotate(docs, replace=replace)
@@ -244,7 +250,8 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace,
             "precision": annotator.model.precision, "quantize": annotator.quantized,
-            "linking": linking, "sieves": sieves}
+            "linking": linking, "sieves": sieves,
+            "lexical_gate": annotator.lexical_gate}
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed
 

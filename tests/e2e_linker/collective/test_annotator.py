@@ -180,3 +180,63 @@ def test_propagation_keeps_weak_repeats_of_a_detected_surface_form(annotator):
     kept = annotator.propagate(spans, 0.6, [doc])
     assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
                                                 (induced, induced + 17)]
+
+
+def test_lexical_gate_drops_unnamed_spans_before_overlaps_are_resolved(annotator):
+    from data_tools.documents import Document, Passage
+    from tests.helpers.synthetic import CHEMICALS
+
+    name = CHEMICALS[sorted(CHEMICALS)[0]][0]
+    text = f"{name} given; later zorblatin, high zorblatin x and lower esophageal sphincter (LES)"
+    doc = Document(id="g", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+
+    def span(start, end, p):
+        return SpanPrediction(0, start, end, p, "Chemical", vec)
+
+    z = text.index("zorblatin")
+    z2 = text.index("zorblatin x")
+    les = text.index("LES")
+    spans = [span(0, len(name), 0.7),               # a KB name: kept whatever its score
+             span(z, z + 9, 0.7),                   # unnamed, under the gate: dropped
+             span(z2 - 5, z2 + 11, 0.995),          # unnamed, sure enough: kept
+             span(les, les + 3, 0.8),               # short form of an unnamed long form
+             span(z2 - 5, z2 + 9, 0.9)]             # unnamed, overlaps the sure one
+    annotator.lexical_gate = 0.99
+    try:
+        kept = annotator.select(spans, [doc], keep=0.5)
+    finally:
+        annotator.lexical_gate = None
+    assert [(s.start, s.end) for s in kept] == [(0, len(name)), (z2 - 5, z2 + 11)]
+    # without the gate the unnamed spans stay, and a higher-scored overlap wins
+    kept = annotator.select(spans, [doc], keep=0.5)
+    assert [(s.start, s.end) for s in kept] == [(0, len(name)), (z, z + 9), (z2 - 5, z2 + 11),
+                                                (les, les + 3)]
+
+
+def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotator):
+    from data_tools.documents import Document, Passage
+
+    text = ("acetylsalicylic acid (ASA) helped; ASA again. zorblatin hydrate (ZH) and ZH; "
+            "quuxamine (QX) and QX")
+    doc = Document(id="s", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+
+    def span(start, end, p):
+        return SpanPrediction(0, start, end, p, "Chemical", vec)
+
+    asa = text.index("ASA again")
+    zh = text.index("ZH;")
+    zorblatin = text.index("zorblatin hydrate")
+    qx = text.rindex("QX")
+    spans = [span(asa, asa + 3, 0.7),                            # long form is a KB name
+             span(zorblatin, zorblatin + 17, 0.999),             # detected, unnamed, sure
+             span(zh, zh + 2, 0.7),                              # its short form: kept
+             span(qx, qx + 2, 0.7)]                              # long form neither: dropped
+    annotator.lexical_gate = 0.99
+    try:
+        kept = annotator.select(spans, [doc], keep=0.5)
+    finally:
+        annotator.lexical_gate = None
+    assert [(s.start, s.end) for s in kept] == [(asa, asa + 3), (zorblatin, zorblatin + 17),
+                                                (zh, zh + 2)]
