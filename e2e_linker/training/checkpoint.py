@@ -26,7 +26,9 @@ from e2e_linker.errors import UserError
 #: config keys that may differ between the interrupted run and its resumption: where and how
 #: fast it runs, not what it computes
 RUNTIME_KEYS = frozenset({"output_dir", "device", "num_threads", "cache_dir",
-                          "checkpoint_minutes", "max_dev_docs"})
+                          "checkpoint_minutes", "max_dev_docs",
+                          # applied when the saved model annotates, never during training
+                          "model.lexical_gate"})
 
 STATE_FILE = "state.json"
 WEIGHTS_FILE = "weights.safetensors"
@@ -52,8 +54,20 @@ def resume_dir(output_dir: str | Path) -> Path:
     return Path(output_dir) / "resume"
 
 
+def _flat(config: dict) -> dict:
+    """``{"model": {"types": ...}}`` as ``{"model.types": ...}`` (one level deep)."""
+    out = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and key == "model":
+            out |= {f"{key}.{k}": v for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
 def config_differences(saved: dict, current: dict) -> list[str]:
     """Config keys whose values would change what the rest of the run computes."""
+    saved, current = _flat(saved), _flat(current)
     keys = (set(saved) | set(current)) - RUNTIME_KEYS
     return sorted(k for k in keys if saved.get(k) != current.get(k))
 

@@ -84,3 +84,15 @@ def test_changed_config_is_refused_and_restart_starts_over(tiny_dir, tmp_path):
     restarted.train()
     assert len(restarted.step_losses) == 8
     assert not resume_dir(tmp_path / "run").exists()
+
+
+def test_config_differences_ignore_where_and_how_fast_and_the_annotate_time_gate():
+    from e2e_linker.training.checkpoint import config_differences
+
+    saved = TrainConfig().to_dict()
+    current = TrainConfig(output_dir="elsewhere", num_threads=1, checkpoint_minutes=1).to_dict()
+    current["model"]["lexical_gate"] = 0.98
+    assert config_differences(saved, current) == []
+    current["model"]["max_span_len"] = 8
+    current["lr"] = 1.0
+    assert config_differences(saved, current) == ["lr", "model.max_span_len"]
