@@ -14,7 +14,10 @@ into slices, and for every slice the three stages run back to back:
 (c) ``per_mention``: the paper's per-mention dual-encoder baseline, also file in → file out
     (the same detection, then one ``context_window``-token forward per mention);
 (d) with ``--text-linking``, ``annotate_text``: annotate with ``--linking text`` (the same
-    detection, every span linked by the normalizer's text encoder and sieves).
+    detection, every span linked by the normalizer's text encoder and sieves);
+(e) with ``--compare-plain``, ``annotate_plain``: annotate without the sieve stack and the
+    lexical gate (``--no-sieves --lexical-gate 0``: annotate's linking before issue 17), so
+    the cost of those steps is measured side by side.
 
 Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
 meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
@@ -41,12 +44,15 @@ import torch
 
 from e2e_linker.encoder.precision import PRECISIONS
 
-STAGES = ("encoder", "annotate", "annotate_text", "per_mention")
-STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_text": "#2ca02c",
-                 "per_mention": "#d62728"}
-#: how each annotating stage runs: annotate's mode, and whether spans are linked by their text
-STAGE_SETTINGS = {"annotate": ("collective", False), "annotate_text": ("collective", True),
-                  "per_mention": ("per-mention", False)}
+STAGES = ("encoder", "annotate", "annotate_plain", "annotate_text", "per_mention")
+STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
+                 "annotate_text": "#2ca02c", "per_mention": "#d62728"}
+#: how each annotating stage runs: annotate's mode, whether spans are linked by their text,
+#: and whether the sieve stack and the lexical gate are off
+STAGE_SETTINGS = {"annotate": ("collective", False, False),
+                  "annotate_plain": ("collective", False, True),
+                  "annotate_text": ("collective", True, False),
+                  "per_mention": ("per-mention", False, False)}
 
 #: The paper's GPU figures (Bhowmik et al. 2021, mentions/s at batch size 1), for orientation.
 PAPER_GPU_MENTIONS_PER_S = {"collective BC5CDR": 192.4, "per-mention BC5CDR": 65.0,
@@ -175,22 +181,29 @@ def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
 
 
 def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
-              warmup_docs: int = 4, text_linker=None) -> dict[str, StageTotals]:
+              warmup_docs: int = 4, text_linker=None,
+              compare_plain: bool = False) -> dict[str, StageTotals]:
     """The stages, interleaved slice by slice (see the module docstring); ``annotate_text``
-    (spans linked by ``text_linker``, ``linker annotate --linking text``) when one is given."""
+    (spans linked by ``text_linker``, ``linker annotate --linking text``) when one is given,
+    ``annotate_plain`` with ``compare_plain``."""
     from data_tools.formats import read_documents
 
     totals = {stage: StageTotals() for stage in STAGES
               if (per_mention or stage != "per_mention")
-              and (text_linker is not None or stage != "annotate_text")}
+              and (text_linker is not None or stage != "annotate_text")
+              and (compare_plain or stage != "annotate_plain")}
+    sieves, gate = annotator.sieves, annotator.lexical_gate
 
     def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
-        mode, by_text = STAGE_SETTINGS[stage]
+        mode, by_text, plain = STAGE_SETTINGS[stage]
         annotator.text_linker = text_linker if by_text else None
+        if plain:
+            annotator.sieves, annotator.lexical_gate = None, 0.0
         try:
             return annotate_file(annotator, source, target, mode)
         finally:
             annotator.text_linker = None
+            annotator.sieves, annotator.lexical_gate = sieves, gate
 
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
@@ -238,6 +251,7 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
     enc, ann = stages["encoder"], stages["annotate"]
     pm = stages.get("per_mention")
     text = stages.get("annotate_text")
+    plain = stages.get("annotate_plain")
     device = annotator.model.device
     result = {
         "command": command,
@@ -265,6 +279,11 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
         "annotate_text_mentions_per_s": text["mentions_per_s"] if text else None,
         "ratio_text_vs_collective_linking": (text["mentions_per_s"] / ann["mentions_per_s"]
                                              if text else None),
+        "annotate_plain_mentions_per_s": plain["mentions_per_s"] if plain else None,
+        "ratio_annotate_vs_plain_mentions": (ann["mentions_per_s"] / plain["mentions_per_s"]
+                                             if plain else None),
+        "ratio_annotate_vs_plain_docs": (ann["docs_per_s"] / plain["docs_per_s"]
+                                         if plain else None),
         "per_mention_mentions_per_s": pm["mentions_per_s"] if pm else None,
         "per_mention_docs_per_s": pm["docs_per_s"] if pm else None,
         "ratio_annotate_vs_encoder": ann["tokens_per_s"] / enc["tokens_per_s"],
@@ -283,6 +302,7 @@ def markdown(result: dict) -> str:
              "|---|---|---|---|---|---|"]
     labels = {"encoder": "bare encoder forward (limit)", "annotate": "annotate, file → file",
               "annotate_text": "annotate --linking text, file → file",
+              "annotate_plain": "annotate --no-sieves --lexical-gate 0, file → file",
               "per_mention": "per-mention baseline, file → file"}
     for stage, row in result["stages"].items():
         lines.append(f"| {labels[stage]} | {row['seconds']:.1f} | {row['docs_per_s']:.2f} | "
@@ -296,6 +316,10 @@ def markdown(result: dict) -> str:
     if result.get("ratio_text_vs_collective_linking") is not None:
         ratios += (f"; ratio --linking text / collective (mentions/s): "
                    f"**{result['ratio_text_vs_collective_linking']:.3f}**")
+    if result.get("ratio_annotate_vs_plain_mentions") is not None:
+        ratios += (f"; ratio annotate / annotate without sieves and gate: mentions/s "
+                   f"**{result['ratio_annotate_vs_plain_mentions']:.3f}**, docs/s "
+                   f"**{result['ratio_annotate_vs_plain_docs']:.3f}**")
     lines.append(ratios + ".")
     lines.append("")
     lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
@@ -368,6 +392,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--text-linking", action="store_true",
                         help="also time annotate --linking text (spans linked by the "
                              "normalizer), interleaved with the collective linking")
+    parser.add_argument("--compare-plain", action="store_true",
+                        help="also time annotate without the sieve stack and lexical gate")
     args = parser.parse_args(argv)
 
     from data_tools.formats import read_documents
@@ -392,7 +418,7 @@ def main(argv: list[str] | None = None) -> dict:
     load_seconds = time.perf_counter() - start
     text_linker, annotator.text_linker = annotator.text_linker, None
     totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention,
-                       text_linker=text_linker)
+                       text_linker=text_linker, compare_plain=args.compare_plain)
     command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     result = summarise(totals, annotator, args, load_before, load_seconds, command)
     out = Path(args.json)

@@ -1,0 +1,112 @@
+"""What each step of ``linker annotate`` adds, model by model: the README's ablation table.
+
+    python -m eval.accuracy_ablation [--split dev|test] [--models shipped runs/bc5cdr_conv]
+                                     [--gate 0.98] [--propagation 0.3]
+                                     [--out eval/results/accuracy_ablation_<split>]
+
+Rows, cumulative, for each model (one detection pass per model, then selected and linked per
+row, scored as ``linker score`` scores):
+
+1. exact-name sieve + dense search (annotate before issue 17: ``--no-sieves --lexical-gate 0``);
+2. + the sieve stack (``SieveStack``: in-document abbreviations, mined mentions, compact key,
+   salt-free forms) — ``eval.linking_ablation`` switches each of its steps;
+3. + the lexical gate (``--gate``, default: the model's own ``lexical_gate``) —
+   ``eval.lexical_gate`` sweeps it;
+4. + document-level propagation of detected surface forms (``--propagation``; off when not
+   given) — ``eval.mention_propagation`` sweeps it.
+
+On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
+also holds dev's names, which makes every dev span look named). On test the models link
+against their own KB as shipped. Decide on dev; run test once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from e2e_linker.collective.annotator import attach_annotations
+from eval.linking_ablation import model_with_names_from
+from eval.reporting import command_line, f1_fields, machine, write_results
+
+
+def model_rows(annotator, gold, label: str, gate: float | None,
+               propagation: float | None) -> list[dict]:
+    """The cumulative rows of one model (see the module docstring)."""
+    stack = annotator.sieves
+    gate = annotator.lexical_gate if gate is None else gate
+    lowest = min(annotator.threshold, propagation) if propagation else annotator.threshold
+    started = time.perf_counter()
+    candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
+    detect_s = time.perf_counter() - started
+    settings = [("exact-name sieve + dense", None, 0.0, None),
+                ("+ sieve stack", stack, 0.0, None),
+                (f"+ lexical gate {gate}", stack, gate, None)]
+    if propagation:
+        settings.append((f"+ propagation {propagation}", stack, gate, propagation))
+    rows = []
+    for name, sieves, row_gate, row_propagation in settings:
+        annotator.sieves, annotator.lexical_gate = sieves, row_gate
+        annotator.propagation_threshold = row_propagation
+        started = time.perf_counter()
+        spans = annotator.select(candidates, gold)
+        pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
+        row = {"model": label, "row": name, "spans": len(spans),
+               "seconds": round(detect_s + time.perf_counter() - started, 1),
+               **f1_fields(gold, pred, ("strict", "partial", "mentions"))}
+        rows.append(row)
+        print(row, flush=True)
+    annotator.sieves, annotator.lexical_gate, annotator.propagation_threshold = stack, gate, None
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from data_tools.registry import load_corpus
+    from e2e_linker.collective.loading import load_annotator
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=["dev", "test"], default="dev")
+    parser.add_argument("--models", nargs="+", default=["shipped"],
+                        help="model directories ('shipped': the default model)")
+    parser.add_argument("--gate", type=float, default=None,
+                        help="lexical gate of row 3 (default: each model's own)")
+    parser.add_argument("--propagation", type=float, default=None)
+    parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"],
+                        help="dev only: corpora whose annotation texts extend the KB")
+    parser.add_argument("--max-docs", type=int, default=None)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    gold = load_corpus(f"bc5cdr:{args.split}", args.max_docs)
+    rows = []
+    for label in args.models:
+        source = None if label == "shipped" else Path(label)
+        with tempfile.TemporaryDirectory() as tmp:
+            directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
+                         if args.split == "dev" else source)
+            annotator = load_annotator(directory)
+        rows += model_rows(annotator, gold, label, args.gate, args.propagation)
+    result = {"command": command_line("accuracy_ablation", argv), "machine": machine(),
+              "split": args.split, "documents": len(gold),
+              "kb_names_from": args.kb_names_from if args.split == "dev" else "the model's",
+              "rows": rows}
+    types = sorted(rows[0]["strict_by_type"])
+    header = ["model", "steps", "strict F1", *(f"{t} strict" for t in types), "partial F1",
+              "mention F1"]
+    lines = [f"BC5CDR {args.split}, {len(gold)} documents; KB names "
+             + (f"mined from {', '.join(args.kb_names_from)}" if args.split == "dev"
+                else "as each model ships") + ".", "",
+             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for row in rows:
+        cells = [row["model"], row["row"], f"{row['strict']:.4f}",
+                 *(f"{row['strict_by_type'][t]:.4f}" for t in types),
+                 f"{row['partial']:.4f}", f"{row['mentions']:.4f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    write_results(args.out or f"eval/results/accuracy_ablation_{args.split}", result,
+                  "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
