@@ -98,7 +98,9 @@ class Linker:
              precision: str = "fp32",
              normalizer_model: str | os.PathLike | None = None,
              linking: str = "collective", sieves: bool = True,
-             lexical_gate: float | None = None) -> Linker:
+             lexical_gate: float | None = None,
+             propagation_threshold: float | None = None,
+             short_forms: bool | None = None) -> Linker:
         """The default model and KB, or the ones named: every option means what the
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
@@ -108,7 +110,10 @@ class Linker:
         ``sieves=False`` links a span the exact-name sieve misses by dense search alone,
         without the lexical steps of :class:`~e2e_linker.kb_search.sieve_stack.SieveStack`;
         ``lexical_gate`` overrides the model's: the mention score a span that no lexical step
-        links must reach to be kept (0 keeps every span, above 1 none).
+        links must reach to be kept (0 keeps every span, above 1 none);
+        ``propagation_threshold`` and ``short_forms`` override the model's document-level
+        detection: a weaker repeat of a detected surface form is kept above the former (1:
+        off), and short forms defined in the document are tagged like their long forms.
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
         from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
@@ -121,7 +126,9 @@ class Linker:
                                    quantize=quantize, index_kind=index_kind,
                                    kb_memory_budget_mb=kb_memory_budget_mb, precision=precision,
                                    sieves=DEFAULT_SIEVES if sieves else None,
-                                   lexical_gate=lexical_gate)
+                                   lexical_gate=lexical_gate,
+                                   propagation_threshold=propagation_threshold,
+                                   short_forms=short_forms)
         linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
                      cache_dir=cache_dir)
         if linking == "text":

@@ -1,74 +1,72 @@
-"""Document-level detection: a surface form detected once, tagged at its other occurrences.
+"""Document-level detection: repeats of a detected surface form, and defined short forms.
 
-    python -m eval.mention_propagation [--docs bc5cdr:dev] [--thresholds 0.5 0.4 0.3 0.2]
+    python -m eval.mention_propagation [--thresholds 0.5 0.4 0.3 0.2] [--model DIR]
+                                       [--out eval/results/mention_propagation]
 
 Why (issue 17, item 2): a name is often introduced with context and repeated bare later in the
-same abstract, where the span scorer is less sure; and gold annotates every occurrence. With
-``Annotator.propagation_threshold`` set, a span scored above it (but below the detection
-threshold γ) is kept when its text, case folded, was detected above γ in the same document.
-Each row sets one propagation threshold; the same spans are then linked as ``linker annotate``
-links them and scored with ``linker score`` (strict, partial, and mentions = spans only).
+same abstract, where the span scorer is less sure, and gold annotates every occurrence; and a
+short form defined in the text ("phenobarbital (PB)") is then used alone, where the model
+misses it (`eval/results/errors_dev`: 205 missed chemical short forms on dev). Two switches of
+:class:`~e2e_linker.collective.annotator.Annotator`, both off in the model unless its config
+sets them:
 
-The KB's mined names come from ``--kb-names-from`` (default BC5CDR train only): the shipped KB
-also holds dev's names, which would make dev's linking optimistic
-(``eval/results/linking_ablation_fair``).
+* ``propagation_threshold``: a span scored above it (but below the detection threshold γ) is
+  kept when its text, case folded, was detected above γ in the same document;
+* ``short_forms``: every whole-word occurrence of a short form defined in the document whose
+  long form is a kept span is tagged with that span's type, score and vector.
+
+Every combination is one row, with the model's other settings (sieve stack, lexical gate) as
+they are, on BC5CDR dev (KB names mined from ``--kb-names-from``, BC5CDR train only by
+default: the shipped KB also holds dev's names) and on NCBI disease dev (default KB, Disease
+only, IDs through MEDIC: text the model was not trained on).
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
-from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
 from eval.linking_ablation import model_with_names_from
-from eval.reporting import command_line, f1_fields, machine, write_results
+from eval.reporting import command_line, machine, write_results
+from eval.setting_rows import rows_table, setting_rows
 
 RESULTS = Path(__file__).parent / "results" / "mention_propagation"
+COLUMNS = {"short forms": lambda row: "on" if row["short_forms"] else "off",
+           "propagation": lambda row: row["propagation_threshold"] or "off"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from data_tools.registry import load_corpus
+    from data_tools.registry import load_corpus, load_kb
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--docs", default="bc5cdr:dev")
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5, 0.4, 0.3, 0.2])
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"])
+    parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    gold = load_corpus(args.docs, args.max_docs)
+    settings = [{"short_forms": short, "propagation_threshold": value}
+                for short in (False, True) for value in [None, *args.thresholds]]
+    bc5cdr = load_corpus("bc5cdr:dev", args.max_docs)
+    source = Path(args.model) if args.model else None
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = model_with_names_from(args.kb_names_from, Path(tmp))
-        annotator = load_annotator(model_dir)
-    rows = []
-    for value in [None, *args.thresholds]:
-        annotator.propagation_threshold = value
-        started = time.perf_counter()
-        spans, _ = annotator.detect(gold)
-        pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
-        row = {"propagation_threshold": value, "spans": len(spans),
-               "seconds": round(time.perf_counter() - started, 1),
-               **f1_fields(gold, pred, ("strict", "partial", "mentions"))}
-        rows.append(row)
-        print(row, flush=True)
-    annotator.propagation_threshold = None
-    result = {"command": command_line("mention_propagation", argv),
-              "machine": machine(), "docs": args.docs,
-              "documents": len(gold), "threshold": annotator.threshold,
-              "kb_names_from": args.kb_names_from, "rows": rows}
-    lines = [f"`{args.docs}`, {len(gold)} documents, default model (γ = {annotator.threshold}), "
-             f"KB names mined from {', '.join(args.kb_names_from)}.", "",
-             "| propagation threshold | spans | strict F1 | Chemical | Disease | partial F1 | "
-             "mention F1 |", "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        by_type = row["strict_by_type"]
-        lines.append(f"| {row['propagation_threshold'] or 'off'} | {row['spans']:,} | "
-                     f"{row['strict']:.4f} | {by_type['Chemical']:.4f} | "
-                     f"{by_type['Disease']:.4f} | {row['partial']:.4f} | "
-                     f"{row['mentions']:.4f} |")
+        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp), source))
+    dev_rows = setting_rows(annotator, bc5cdr, settings)
+    ncbi = load_corpus("ncbi_disease:dev", args.max_docs)
+    annotator = load_annotator(args.model)
+    ncbi_rows = setting_rows(annotator, ncbi, settings, ("Disease",), load_kb("medic").resolve)
+    result = {"command": command_line("mention_propagation", argv), "machine": machine(),
+              "model": args.model or "shipped", "threshold": annotator.threshold,
+              "lexical_gate": annotator.lexical_gate, "kb_names_from": args.kb_names_from,
+              "bc5cdr_dev": dev_rows, "ncbi_dev": ncbi_rows}
+    lines = [f"Model {args.model or 'shipped'} (γ = {annotator.threshold}, lexical gate "
+             f"{annotator.lexical_gate}, sieves on). BC5CDR dev ({len(bc5cdr)} documents), KB "
+             f"names mined from {', '.join(args.kb_names_from)}; NCBI disease dev "
+             f"({len(ncbi)} documents), default KB, Disease only, IDs through MEDIC.", "",
+             *rows_table("BC5CDR dev", dev_rows, COLUMNS), "",
+             *rows_table("NCBI dev (cross-corpus)", ncbi_rows, COLUMNS, False)]
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 

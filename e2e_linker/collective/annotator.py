@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -67,7 +68,7 @@ class Annotator:
                  context_window: int = 128, sieves: SieveStack | None = None, kb=None,
                  text_linker: TextLinker | None = None,
                  propagation_threshold: float | None = None,
-                 lexical_gate: float | None = None):
+                 lexical_gate: float | None = None, short_forms: bool | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.model = model.eval()
@@ -81,13 +82,20 @@ class Annotator:
         #: normalizer``); None: the collective span vectors link them
         self.text_linker = text_linker
         #: a span scored above this (but not above ``threshold``) is kept when its text, case
-        #: folded, was detected above ``threshold`` elsewhere in the same document; None: off
-        self.propagation_threshold = propagation_threshold
+        #: folded, was detected above ``threshold`` elsewhere in the same document (default:
+        #: the model's); None: off
+        self.propagation_threshold = (model.config.propagation_threshold
+                                      if propagation_threshold is None
+                                      else propagation_threshold)
         #: a span no lexical step links (exact name, in-document short form, sieve stack) is
         #: kept only when its mention score reaches this (default: the model's); None or 0:
         #: every span is kept. Checked before overlaps are resolved, so an overlapping span
         #: with a lexical link can win.
         self.lexical_gate = model.config.lexical_gate if lexical_gate is None else lexical_gate
+        #: tag every occurrence of a short form defined in the document ("phenobarbital (PB)")
+        #: whose long form is a kept span, with that span's type, score and vector (default:
+        #: the model's)
+        self.short_forms = model.config.short_forms if short_forms is None else short_forms
         self.threshold = model.config.threshold if threshold is None else threshold
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -164,8 +172,42 @@ class Annotator:
         if self.lexical_gate:
             spans = self.gate_unnamed(spans, docs)
         if self.propagation_threshold is not None and self.propagation_threshold < keep:
-            return self.propagate(spans, keep, docs)
-        return resolve_overlaps([s for s in spans if s.mention_score > keep])
+            kept = self.propagate(spans, keep, docs)
+        else:
+            kept = resolve_overlaps([s for s in spans if s.mention_score > keep])
+        return self.tag_short_forms(kept, docs) if self.short_forms else kept
+
+    def tag_short_forms(self, spans: list[SpanPrediction],
+                        docs: Sequence[Document]) -> list[SpanPrediction]:
+        """``spans`` plus every whole-word occurrence of a short form defined in the same
+        document whose long form one of them covers, where no span is already."""
+        by_doc: dict[int, list[SpanPrediction]] = {}
+        for span in spans:
+            by_doc.setdefault(span.doc_index, []).append(span)
+        added: list[SpanPrediction] = []
+        for doc_index, members in by_doc.items():
+            text = docs[doc_index].text
+            abbreviations = abbreviation_map(text)
+            if not abbreviations:
+                continue
+            taken = [(s.start, s.end) for s in members]
+            for abbr in abbreviations.values():
+                source = next((s for s in members if s.end == abbr.long_end
+                               and abbr.long_start <= s.start < abbr.long_end), None)
+                if source is None:
+                    continue
+                pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)
+                                     + r"(?![A-Za-z0-9])")
+                for found in pattern.finditer(text):
+                    start, end = found.span()
+                    if any(a < end and start < b for a, b in taken):
+                        continue
+                    taken.append((start, end))
+                    added.append(SpanPrediction(doc_index, start, end, source.mention_score,
+                                                source.type, source.vector))
+        if not added:
+            return spans
+        return sorted(spans + added, key=lambda s: (s.doc_index, s.start, s.end))
 
     def gate_unnamed(self, spans: list[SpanPrediction],
                      docs: Sequence[Document]) -> list[SpanPrediction]:

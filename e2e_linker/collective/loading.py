@@ -33,7 +33,9 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                    kb_memory_budget_mb: float | None = None,
                    precision: str = "fp32",
                    sieves: SieveSwitches | None = DEFAULT_SIEVES,
-                   lexical_gate: float | None = None) -> Annotator:
+                   lexical_gate: float | None = None,
+                   propagation_threshold: float | None = None,
+                   short_forms: bool | None = None) -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
@@ -44,7 +46,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     the dense choice (:class:`~e2e_linker.kb_search.sieve_stack.SieveStack`, its training pool
     the model's mined names; None: exact-name sieve and dense search alone);
     ``lexical_gate`` the mention score a span no lexical step links must reach (default: the
-    model's; 0: keep every span).
+    model's; 0: keep every span); ``propagation_threshold`` and ``short_forms`` the
+    document-level detection steps (default: the model's; see :class:`Annotator`).
     """
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.kb_search.sieves import NameDictionary
@@ -61,7 +64,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     if sieves is not None and sieves != SieveSwitches.none():
         stack = SieveStack(knowledge, names, mined_name_triples(directory), sieves)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
-                     kb=knowledge, sieves=stack, lexical_gate=lexical_gate)
+                     kb=knowledge, sieves=stack, lexical_gate=lexical_gate,
+                     propagation_threshold=propagation_threshold, short_forms=short_forms)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,

@@ -65,6 +65,12 @@ class LinkerConfig:
     #: kept only with a mention score of at least this; None or 0: every span is kept, above
     #: 1: none (chosen on dev by eval.lexical_gate)
     lexical_gate: float | None = None
+    #: a candidate scored above this (below ``threshold``) is kept when its text was detected
+    #: above ``threshold`` elsewhere in the document; None: off (eval.mention_propagation)
+    propagation_threshold: float | None = None
+    #: every occurrence of a short form defined in the document whose long form is a kept
+    #: span is tagged like it ("phenobarbital (PB) ... PB")
+    short_forms: bool = False
 
     @classmethod
     def from_dict(cls, data: dict) -> LinkerConfig:

@@ -81,6 +81,12 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Mention score a detected span must reach when no lexical step (exact "
                    "name, short form, sieves) links it (default: the model's, tuned on dev; 0 "
                    "keeps every span, above 1 keeps only named spans).")
+@click.option("--propagation-threshold", type=click.FloatRange(0, 1), default=None,
+              help="Keep a weaker span (scored above this) whose text was detected elsewhere in "
+                   "the document (default: the model's; 1 turns it off).")
+@click.option("--short-forms/--no-short-forms", default=None,
+              help="Tag every occurrence of a short form defined in the document whose long "
+                   "form was detected (default: the model's).")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
@@ -114,7 +120,9 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
             kb_memory_budget: float | None = None, quantize: bool = False,
             precision: str = "fp32", lines: bool = False, linking: str = "collective",
-            sieves: bool = True, lexical_gate: float | None = None) -> None:
+            sieves: bool = True, lexical_gate: float | None = None,
+            propagation_threshold: float | None = None,
+            short_forms: bool | None = None) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -136,7 +144,9 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
                   replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
-                  kb_memory_budget, quantize, precision, lines, linking, sieves, lexical_gate)
+                  kb_memory_budget, quantize, precision, lines, linking,
+                  {"sieves": sieves, "lexical_gate": lexical_gate,
+                   "propagation_threshold": propagation_threshold, "short_forms": short_forms})
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -181,8 +191,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
               mode: str, replace: bool, cache_dir: str | None, on_error: str,
               shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
               kb_memory_budget: float | None, quantize: bool, precision: str,
-              lines: bool, linking: str, sieves: bool,
-              lexical_gate: float | None) -> None:
+              lines: bool, linking: str, steps: dict) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
     from data_tools.formats.mentions_jsonl import CONCEPT_NAME
     from e2e_linker.api import Linker, concept_name_in
@@ -230,8 +239,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
                                 batch_size=batch_size, mode=mode, cache_dir=cache_dir,
                                 index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
                                 quantize=quantize, precision=precision,
-                                linking=linking, sieves=sieves,
-                                lexical_gate=lexical_gate).annotator
+                                linking=linking, **steps).annotator
 
     def transform(docs):
         annotated = annotator.annotate(docs, replace=replace)
@@ -250,8 +258,10 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
             model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
             "device": device, "mode": mode, "replace": replace,
             "precision": annotator.model.precision, "quantize": annotator.quantized,
-            "linking": linking, "sieves": sieves,
-            "lexical_gate": annotator.lexical_gate}
+            "linking": linking, "sieves": steps["sieves"],
+            "lexical_gate": annotator.lexical_gate,
+            "propagation_threshold": annotator.propagation_threshold,
+            "short_forms": annotator.short_forms}
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed
 

@@ -235,7 +235,10 @@ def render_argv(command: click.Command, params: dict[str, Any],
             continue
         assert isinstance(param, click.Option)
         flag = param.opts[-1] if param.opts[-1].startswith("--") else param.opts[0]
-        if param.is_flag:
+        if param.is_flag and param.secondary_opts:  # --x/--no-x: True, False or unset
+            if value is not None:
+                options.append(flag if value else param.secondary_opts[0])
+        elif param.is_flag:
             if value:
                 options.append(flag)
         elif value is not None:

@@ -4,6 +4,7 @@ overlap resolution makes the plain greedy rule's choice, and fast on huge docume
 from __future__ import annotations
 
 import random
+import re
 import time
 
 import numpy as np
@@ -240,3 +241,39 @@ def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotato
         annotator.lexical_gate = None
     assert [(s.start, s.end) for s in kept] == [(asa, asa + 3), (zorblatin, zorblatin + 17),
                                                 (zh, zh + 2)]
+
+
+def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence(annotator):
+    from data_tools.documents import Document, Passage
+
+    text = "phenobarbital (PB) was given; PB levels rose, PBX did not; serum-PB too. PB"
+    doc = Document(id="pb", passages=[Passage(offset=0, text=text)])
+    vec = np.ones(4, np.float32)
+    long_form = SpanPrediction(0, 0, 13, 0.9, "Chemical", vec)
+    occupied = text.index("serum-PB")
+    other = SpanPrediction(0, occupied, occupied + 8, 0.8, "Disease", vec)
+    tagged = annotator.tag_short_forms([long_form, other], [doc])
+    found = [(s.start, s.end, s.type, s.mention_score) for s in tagged]
+    pbs = [m.start() for m in re.finditer(r"\bPB\b", text)]
+    expected = [(p, p + 2, "Chemical", 0.9) for p in pbs if p != occupied + 6]
+    assert sorted(found) == sorted([(0, 13, "Chemical", 0.9),
+                                    (occupied, occupied + 8, "Disease", 0.8), *expected])
+    assert len(expected) == 3  # "(PB)", "PB levels", the last "PB"; not PBX, not inside serum-PB
+
+
+def test_document_level_steps_default_to_the_model_config(annotator):
+    from e2e_linker.collective.annotator import Annotator
+
+    config = annotator.model.config
+    saved = (config.short_forms, config.propagation_threshold, config.lexical_gate)
+    config.short_forms, config.propagation_threshold, config.lexical_gate = True, 0.3, 0.9
+    try:
+        fresh = Annotator(annotator.model, annotator.index, annotator.names)
+        assert (fresh.short_forms, fresh.propagation_threshold, fresh.lexical_gate) == (
+            True, 0.3, 0.9)
+        override = Annotator(annotator.model, annotator.index, annotator.names,
+                             short_forms=False, propagation_threshold=0.5, lexical_gate=0.0)
+        assert (override.short_forms, override.propagation_threshold,
+                override.lexical_gate) == (False, 0.5, 0.0)
+    finally:
+        config.short_forms, config.propagation_threshold, config.lexical_gate = saved
