@@ -7,13 +7,15 @@
 Rows, cumulative, for each model (one detection pass per model, then selected and linked per
 row, scored as ``linker score`` scores):
 
-1. exact-name sieve + dense search (annotate before issue 17: ``--no-sieves --lexical-gate 0``);
+1. exact-name sieve + dense search (annotate before issue 17: ``--no-sieves --lexical-gate 0
+   --no-short-forms --propagation-threshold 1``);
 2. + the sieve stack (``SieveStack``: in-document abbreviations, mined mentions, compact key,
    salt-free forms) — ``eval.linking_ablation`` switches each of its steps;
-3. + the lexical gate (``--gate``, default: the model's own ``lexical_gate``) —
+3. + the lexical gate (``--gate``, default: the model's ``lexical_gate``) —
    ``eval.lexical_gate`` sweeps it;
-4. + document-level propagation of detected surface forms (``--propagation``; off when not
-   given) — ``eval.mention_propagation`` sweeps it.
+4. + short forms defined in the document tagged like their detected long forms;
+5. + propagation of detected surface forms to weaker repeats (``--propagation``, default: the
+   model's ``propagation_threshold``) — ``eval.mention_propagation`` sweeps 4 and 5.
 
 On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
 also holds dev's names, which makes every dev span look named). On test the models link
@@ -24,41 +26,30 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
-from e2e_linker.collective.annotator import attach_annotations
 from eval.linking_ablation import model_with_names_from
-from eval.reporting import command_line, f1_fields, machine, write_results
+from eval.reporting import command_line, machine, write_results
+from eval.setting_rows import MODES, setting_rows
 
 
-def model_rows(annotator, gold, label: str, gate: float | None,
-               propagation: float | None) -> list[dict]:
-    """The cumulative rows of one model (see the module docstring)."""
-    stack = annotator.sieves
+def ablation_settings(annotator, gate: float | None, propagation: float | None
+                      ) -> list[tuple[str, dict]]:
+    """The cumulative rows: each adds one step to the row above (values: the arguments, else
+    the model's own)."""
     gate = annotator.lexical_gate if gate is None else gate
-    lowest = min(annotator.threshold, propagation) if propagation else annotator.threshold
-    started = time.perf_counter()
-    candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
-    detect_s = time.perf_counter() - started
-    settings = [("exact-name sieve + dense", None, 0.0, None),
-                ("+ sieve stack", stack, 0.0, None),
-                (f"+ lexical gate {gate}", stack, gate, None)]
-    if propagation:
-        settings.append((f"+ propagation {propagation}", stack, gate, propagation))
-    rows = []
-    for name, sieves, row_gate, row_propagation in settings:
-        annotator.sieves, annotator.lexical_gate = sieves, row_gate
-        annotator.propagation_threshold = row_propagation
-        started = time.perf_counter()
-        spans = annotator.select(candidates, gold)
-        pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
-        row = {"model": label, "row": name, "spans": len(spans),
-               "seconds": round(detect_s + time.perf_counter() - started, 1),
-               **f1_fields(gold, pred, ("strict", "partial", "mentions"))}
-        rows.append(row)
-        print(row, flush=True)
-    annotator.sieves, annotator.lexical_gate, annotator.propagation_threshold = stack, gate, None
+    propagation = annotator.propagation_threshold if propagation is None else propagation
+    plain = {"sieves": None, "lexical_gate": None, "short_forms": False,
+             "propagation_threshold": None}
+    steps = [("exact-name sieve + dense", {}), ("+ sieve stack", {"sieves": annotator.sieves}),
+             (f"+ lexical gate {gate}", {"lexical_gate": gate}),
+             ("+ short forms", {"short_forms": True})]
+    if propagation is not None:  # neither given nor set in the model: no row
+        steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
+    rows, current = [], dict(plain)
+    for label, change in steps:
+        current = current | change
+        rows.append((label, dict(current)))
     return rows
 
 
@@ -86,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
                          if args.split == "dev" else source)
             annotator = load_annotator(directory)
-        rows += model_rows(annotator, gold, label, args.gate, args.propagation)
+        settings = ablation_settings(annotator, args.gate, args.propagation)
+        for (step, _), row in zip(settings, setting_rows(annotator, gold,
+                                                         [s for _, s in settings]), strict=True):
+            rows.append({"model": label, "row": step, "spans": row["spans"],
+                         "seconds": row["seconds"],
+                         **{m: row[m]["f1"] for m in MODES},
+                         **{f"{m}_by_type": row[f"{m}_by_type"] for m in MODES}})
     result = {"command": command_line("accuracy_ablation", argv), "machine": machine(),
               "split": args.split, "documents": len(gold),
               "kb_names_from": args.kb_names_from if args.split == "dev" else "the model's",

@@ -172,7 +172,8 @@ class Annotator:
         if self.lexical_gate:
             spans = self.gate_unnamed(spans, docs)
         if self.propagation_threshold is not None and self.propagation_threshold < keep:
-            kept = self.propagate(spans, keep, docs)
+            floor = self.propagation_threshold  # candidates may have been scored lower
+            kept = self.propagate([s for s in spans if s.mention_score > floor], keep, docs)
         else:
             kept = resolve_overlaps([s for s in spans if s.mention_score > keep])
         return self.tag_short_forms(kept, docs) if self.short_forms else kept

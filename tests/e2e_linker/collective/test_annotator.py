@@ -277,3 +277,23 @@ def test_document_level_steps_default_to_the_model_config(annotator):
                 override.lexical_gate) == (False, 0.5, 0.0)
     finally:
         config.short_forms, config.propagation_threshold, config.lexical_gate = saved
+
+
+def test_select_propagates_only_above_the_propagation_threshold(annotator):
+    from data_tools.documents import Document, Passage
+
+    text = "cisplatin first; cisplatin again; cisplatin once more"
+    doc = Document(id="c", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+    starts = [m.start() for m in re.finditer("cisplatin", text)]
+    spans = [SpanPrediction(0, starts[0], starts[0] + 9, 0.9, "Chemical", vec),
+             SpanPrediction(0, starts[1], starts[1] + 9, 0.45, "Chemical", vec),
+             SpanPrediction(0, starts[2], starts[2] + 9, 0.25, "Chemical", vec)]
+    saved = annotator.propagation_threshold
+    try:
+        annotator.propagation_threshold = 0.4  # candidates scored down to 0.2 (a dev sweep)
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts[:2]
+        annotator.propagation_threshold = 0.2
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts
+    finally:
+        annotator.propagation_threshold = saved
