@@ -24,8 +24,9 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
 
     names = sorted({k for setting in settings for k in setting})
     saved = {k: getattr(annotator, k) for k in names}
-    lowest = min([annotator.threshold] + [s["propagation_threshold"] for s in settings
-                                          if s.get("propagation_threshold") is not None])
+    lowest = min([annotator.threshold] + [s[k] for s in settings
+                                          for k in ("threshold", "propagation_threshold")
+                                          if s.get(k) is not None])
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
     detect_s = time.perf_counter() - started
