@@ -1,0 +1,97 @@
+"""A grid of annotate's settings on dev: γ, the lexical gate, short forms, propagation.
+
+    python -m eval.setting_sweep --set threshold=0.4,0.5,0.6 --set lexical_gate=0.95,0.98
+                                 [--model DIR] [--ncbi] [--out eval/results/setting_sweep]
+
+Why: ``linker train`` picks γ on dev with the exact-name sieve and dense search alone; the
+lexical gate, short forms and propagation (issue 17) change which spans a threshold lets
+through, and a retrained model may want other values than the ones chosen for the model
+before it — so they are swept together, on one detection pass. Each ``--set`` names an
+:class:`~e2e_linker.collective.annotator.Annotator` attribute and its values (``none`` for
+None, ``true``/``false``); every combination is a row, the model's own values fill the rest.
+BC5CDR dev with KB names mined from ``--kb-names-from`` (BC5CDR train only by default: the
+shipped KB also holds dev's names); ``--ncbi`` adds NCBI disease dev (default KB, Disease only,
+IDs through MEDIC) for text the model was not trained on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import tempfile
+from pathlib import Path
+
+from e2e_linker.collective.loading import load_annotator
+from eval.linking_ablation import model_with_names_from
+from eval.reporting import command_line, machine, write_results
+from eval.setting_rows import rows_table, setting_rows
+
+RESULTS = Path(__file__).parent / "results" / "setting_sweep"
+SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold")
+
+
+def parse_value(text: str):
+    """``none``, ``true``, ``false`` or a number."""
+    lowered = text.strip().lower()
+    if lowered in ("none", "true", "false"):
+        return {"none": None, "true": True, "false": False}[lowered]
+    return float(text)
+
+
+def parse_grid(items: list[str]) -> list[dict]:
+    """``["threshold=0.4,0.5", "short_forms=true"]`` → every combination as a dict."""
+    axes: dict[str, list] = {}
+    for item in items:
+        key, _, values = item.partition("=")
+        if key not in SETTABLE or not values:
+            raise SystemExit(f"--set {item}: expected KEY=V1,V2,... with KEY one of "
+                             f"{', '.join(SETTABLE)}")
+        axes[key] = [parse_value(v) for v in values.split(",")]
+    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from data_tools.registry import load_corpus, load_kb
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", dest="grid", action="append", default=[],
+                        help="KEY=V1,V2,... (threshold, lexical_gate, short_forms, "
+                             "propagation_threshold)")
+    parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"])
+    parser.add_argument("--model", default=None, help="model directory (default: shipped)")
+    parser.add_argument("--ncbi", action="store_true", help="also sweep NCBI disease dev")
+    parser.add_argument("--max-docs", type=int, default=None)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    settings = parse_grid(args.grid) or [{}]
+    keys = sorted({k for s in settings for k in s})
+    columns = {k: (lambda row, k=k: row[k]) for k in keys}
+    bc5cdr = load_corpus("bc5cdr:dev", args.max_docs)
+    source = Path(args.model) if args.model else None
+    with tempfile.TemporaryDirectory() as tmp:
+        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp), source))
+    model_values = {k: getattr(annotator, k) for k in SETTABLE}
+    dev_rows = setting_rows(annotator, bc5cdr, settings)
+    lines = [f"Model {args.model or 'shipped'}, its own settings {model_values} where a row "
+             f"does not set them, sieves on. BC5CDR dev ({len(bc5cdr)} documents), KB names "
+             f"mined from {', '.join(args.kb_names_from)}.", "",
+             *rows_table("BC5CDR dev", dev_rows, columns)]
+    ncbi_rows = []
+    if args.ncbi:
+        ncbi = load_corpus("ncbi_disease:dev", args.max_docs)
+        annotator = load_annotator(args.model)
+        ncbi_rows = setting_rows(annotator, ncbi, settings, ("Disease",),
+                                 load_kb("medic").resolve)
+        lines += ["", f"NCBI disease dev ({len(ncbi)} documents), default KB, Disease only, "
+                      "IDs through MEDIC.", "",
+                  *rows_table("NCBI dev (cross-corpus)", ncbi_rows, columns, False)]
+    result = {"command": command_line("setting_sweep", argv), "machine": machine(),
+              "model": args.model or "shipped", "model_settings": model_values,
+              "kb_names_from": args.kb_names_from, "grid": args.grid,
+              "bc5cdr_dev": dev_rows, "ncbi_dev": ncbi_rows}
+    write_results(args.out, result, "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""eval.setting_sweep: the grid a user writes is every combination, in order."""
+
+from __future__ import annotations
+
+import pytest
+
+from eval.setting_sweep import parse_grid
+
+
+def test_grid_is_the_product_of_the_axes_with_typed_values():
+    grid = parse_grid(["threshold=0.4,0.5", "short_forms=true",
+                       "propagation_threshold=none,0.2"])
+    assert grid == [
+        {"threshold": 0.4, "short_forms": True, "propagation_threshold": None},
+        {"threshold": 0.4, "short_forms": True, "propagation_threshold": 0.2},
+        {"threshold": 0.5, "short_forms": True, "propagation_threshold": None},
+        {"threshold": 0.5, "short_forms": True, "propagation_threshold": 0.2},
+    ]
+
+
+@pytest.mark.parametrize("item", ["gamma=0.4", "threshold=", "threshold"])
+def test_unknown_or_empty_axes_are_refused(item):
+    with pytest.raises(SystemExit, match="KEY=V1,V2"):
+        parse_grid([item])
