@@ -33,6 +33,28 @@ from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import MODES, setting_rows
 
 
+def model_source(label: str, scratch: Path) -> Path | None:
+    """The model directory a ``--models`` entry names (None: the shipped one); ``git:REV`` is
+    extracted from the repository into ``scratch``."""
+    if label == "shipped":
+        return None
+    if not label.startswith("git:"):
+        return Path(label)
+    import io
+    import subprocess
+    import tarfile
+
+    from e2e_linker.collective.model_dir import default_model_dir
+
+    root = Path(__file__).resolve().parent.parent
+    folder = default_model_dir().resolve().relative_to(root)
+    archive = subprocess.run(["git", "-C", str(root), "archive", label[4:], str(folder)],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(scratch, filter="data")
+    return scratch / folder
+
+
 def ablation_settings(annotator, gate: float | None, propagation: float | None
                       ) -> list[tuple[str, dict]]:
     """The cumulative rows: each adds one step to the row above (values: the arguments, else
@@ -60,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["dev", "test"], default="dev")
     parser.add_argument("--models", nargs="+", default=["shipped"],
-                        help="model directories ('shipped': the default model)")
+                        help="model directories; 'shipped': the default model; 'git:REV': the "
+                             "default model as committed at REV (e.g. the one before a retrain)")
     parser.add_argument("--gate", type=float, default=None,
                         help="lexical gate of row 3 (default: each model's own)")
     parser.add_argument("--propagation", type=float, default=None)
@@ -72,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     gold = load_corpus(f"bc5cdr:{args.split}", args.max_docs)
     rows = []
     for label in args.models:
-        source = None if label == "shipped" else Path(label)
         with tempfile.TemporaryDirectory() as tmp:
+            source = model_source(label, Path(tmp) / "model")
             directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
                          if args.split == "dev" else source)
             annotator = load_annotator(directory)

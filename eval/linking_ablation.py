@@ -59,7 +59,7 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
     )
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
-    source = source or default_model_dir()
+    source = (source or default_model_dir()).resolve()  # links must not be relative
     for item in source.iterdir():
         if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
             (tmp / item.name).symlink_to(item)

@@ -565,13 +565,14 @@ class CollectiveTrainer:
     def save(self, threshold: float) -> None:
         """Write the model directory with ``threshold`` as its γ, the KB manifest and mined
         names, and the training config (the main process only)."""
-        self.model.config.threshold = float(threshold)
+        chosen = self.cfg.annotate_threshold
+        self.model.config.threshold = float(threshold if chosen is None else chosen)
         self.model.config.kb = self.cfg.kb
         manifest = save_model_kb(self.out, self.cfg.kb, self.extra, self.kb)
         self.model.save(self.out, kb_manifest=manifest, half=self.cfg.save_half)
         (self.out / "train_config.json").write_text(
             json.dumps(asdict(self.cfg), indent=2) + "\n")
-        _log(f"saved checkpoint to {self.out} (threshold {threshold})")
+        _log(f"saved checkpoint to {self.out} (threshold {self.model.config.threshold})")
 
 
 def train_collective(cfg: TrainConfig) -> dict:

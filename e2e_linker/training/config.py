@@ -66,6 +66,11 @@ class TrainConfig:
     mention_weight: float = 1.0
     type_weight: float = 0.5
     thresholds: list[float] = field(default_factory=lambda: [0.3, 0.4, 0.5, 0.6, 0.7])
+    #: γ written into the saved model instead of the best of ``thresholds`` (training-time
+    #: validation links with the exact-name sieve and dense search only; annotate's full
+    #: pipeline — sieves, lexical gate, document-level steps — may want another γ, chosen on
+    #: dev by eval.setting_sweep); None: the validation's choice
+    annotate_threshold: float | None = None
     max_train_docs: int | None = None
     max_dev_docs: int | None = None
     seed: int = 13

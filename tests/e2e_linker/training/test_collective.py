@@ -89,3 +89,15 @@ def test_type_map_renames_corpus_types_before_examples_are_built(tiny_dir, tmp_p
         == {"Disease"}
     gold = sum(len(d.annotations) for d in docs)
     assert sum(len(e.spans) for e in trainer.examples) == gold  # none dropped as unknown type
+
+
+def test_annotate_threshold_overrides_the_validation_choice_in_the_saved_model(tiny_dir, tmp_path):
+    model_cfg = LinkerConfig(encoder=str(tiny_dir), max_length=64, kb="synthetic")
+    cfg = TrainConfig(output_dir=str(tmp_path / "run"), epochs=1, batch_size=4, n_random=4,
+                      n_hard=2, kb_corpus_names=[], model=model_cfg, thresholds=[0.5, 0.6],
+                      device="cpu", annotate_threshold=0.35)
+    trainer = CollectiveTrainer(cfg, train_docs=synthetic_docs(8), dev_docs=synthetic_docs(2, 1),
+                                kb=synthetic_kb(), model=CollectiveLinker.from_encoder(model_cfg))
+    summary = trainer.train()
+    assert summary["best"]["threshold"] in (0.5, 0.6)
+    assert CollectiveLinker.load(tmp_path / "run").config.threshold == 0.35
