@@ -15,9 +15,13 @@ into slices, and for every slice the three stages run back to back:
     (the same detection, then one ``context_window``-token forward per mention);
 (d) with ``--text-linking``, ``annotate_text``: annotate with ``--linking text`` (the same
     detection, every span linked by the normalizer's text encoder and sieves);
-(e) with ``--compare-plain``, ``annotate_plain``: annotate without the sieve stack and the
-    lexical gate (``--no-sieves --lexical-gate 0``: annotate's linking before issue 17), so
-    the cost of those steps is measured side by side.
+(e) with ``--compare-plain``, ``annotate_plain``: the same model without the sieve stack,
+    the lexical gate, short forms and propagation (``--no-sieves --lexical-gate 0
+    --no-short-forms --propagation-threshold 1``), so the cost of those steps is measured
+    side by side;
+(f) with ``--baseline git:REV`` (or a model directory), ``baseline``: that model annotating
+    the way annotate did before issue 17 (the steps of (e) off) — "today's" annotate, for the
+    speed bound of a change that also replaced the model.
 
 Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
 meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
@@ -44,13 +48,14 @@ import torch
 
 from e2e_linker.encoder.precision import PRECISIONS
 
-STAGES = ("encoder", "annotate", "annotate_plain", "annotate_text", "per_mention")
+STAGES = ("encoder", "annotate", "annotate_plain", "baseline", "annotate_text", "per_mention")
 STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
-                 "annotate_text": "#2ca02c", "per_mention": "#d62728"}
+                 "baseline": "#8c564b", "annotate_text": "#2ca02c", "per_mention": "#d62728"}
 #: how each annotating stage runs: annotate's mode, whether spans are linked by their text,
 #: and whether the sieve stack and the lexical gate are off
 STAGE_SETTINGS = {"annotate": ("collective", False, False),
                   "annotate_plain": ("collective", False, True),
+                  "baseline": ("collective", False, True),
                   "annotate_text": ("collective", True, False),
                   "per_mention": ("per-mention", False, False)}
 
@@ -182,28 +187,33 @@ def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
 
 def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
               warmup_docs: int = 4, text_linker=None,
-              compare_plain: bool = False) -> dict[str, StageTotals]:
+              compare_plain: bool = False, baseline=None) -> dict[str, StageTotals]:
     """The stages, interleaved slice by slice (see the module docstring); ``annotate_text``
     (spans linked by ``text_linker``, ``linker annotate --linking text``) when one is given,
-    ``annotate_plain`` with ``compare_plain``."""
+    ``annotate_plain`` with ``compare_plain``, ``baseline`` with another annotator."""
     from data_tools.formats import read_documents
 
     totals = {stage: StageTotals() for stage in STAGES
               if (per_mention or stage != "per_mention")
               and (text_linker is not None or stage != "annotate_text")
-              and (compare_plain or stage != "annotate_plain")}
-    sieves, gate = annotator.sieves, annotator.lexical_gate
+              and (compare_plain or stage != "annotate_plain")
+              and (baseline is not None or stage != "baseline")}
+    steps = ("sieves", "lexical_gate", "short_forms", "propagation_threshold")
 
     def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
         mode, by_text, plain = STAGE_SETTINGS[stage]
-        annotator.text_linker = text_linker if by_text else None
+        runner = baseline if stage == "baseline" else annotator
+        runner.text_linker = text_linker if by_text else None
+        saved = {k: getattr(runner, k) for k in steps}
         if plain:
-            annotator.sieves, annotator.lexical_gate = None, 0.0
+            runner.sieves, runner.lexical_gate, runner.short_forms = None, 0.0, False
+            runner.propagation_threshold = None
         try:
-            return annotate_file(annotator, source, target, mode)
+            return annotate_file(runner, source, target, mode)
         finally:
-            annotator.text_linker = None
-            annotator.sieves, annotator.lexical_gate = sieves, gate
+            runner.text_linker = None
+            for key, value in saved.items():
+                setattr(runner, key, value)
 
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
@@ -252,6 +262,7 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
     pm = stages.get("per_mention")
     text = stages.get("annotate_text")
     plain = stages.get("annotate_plain")
+    base = stages.get("baseline")
     device = annotator.model.device
     result = {
         "command": command,
@@ -284,6 +295,11 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
                                              if plain else None),
         "ratio_annotate_vs_plain_docs": (ann["docs_per_s"] / plain["docs_per_s"]
                                          if plain else None),
+        "baseline_mentions_per_s": base["mentions_per_s"] if base else None,
+        "ratio_annotate_vs_baseline_mentions": (ann["mentions_per_s"] / base["mentions_per_s"]
+                                                if base else None),
+        "ratio_annotate_vs_baseline_docs": (ann["docs_per_s"] / base["docs_per_s"]
+                                            if base else None),
         "per_mention_mentions_per_s": pm["mentions_per_s"] if pm else None,
         "per_mention_docs_per_s": pm["docs_per_s"] if pm else None,
         "ratio_annotate_vs_encoder": ann["tokens_per_s"] / enc["tokens_per_s"],
@@ -302,7 +318,8 @@ def markdown(result: dict) -> str:
              "|---|---|---|---|---|---|"]
     labels = {"encoder": "bare encoder forward (limit)", "annotate": "annotate, file → file",
               "annotate_text": "annotate --linking text, file → file",
-              "annotate_plain": "annotate --no-sieves --lexical-gate 0, file → file",
+              "annotate_plain": "annotate, issue-17 steps off, file → file",
+              "baseline": "baseline model, issue-17 steps off, file → file",
               "per_mention": "per-mention baseline, file → file"}
     for stage, row in result["stages"].items():
         lines.append(f"| {labels[stage]} | {row['seconds']:.1f} | {row['docs_per_s']:.2f} | "
@@ -320,6 +337,10 @@ def markdown(result: dict) -> str:
         ratios += (f"; ratio annotate / annotate without sieves and gate: mentions/s "
                    f"**{result['ratio_annotate_vs_plain_mentions']:.3f}**, docs/s "
                    f"**{result['ratio_annotate_vs_plain_docs']:.3f}**")
+    if result.get("ratio_annotate_vs_baseline_mentions") is not None:
+        ratios += (f"; ratio annotate / baseline: mentions/s "
+                   f"**{result['ratio_annotate_vs_baseline_mentions']:.3f}**, docs/s "
+                   f"**{result['ratio_annotate_vs_baseline_docs']:.3f}**")
     lines.append(ratios + ".")
     lines.append("")
     lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
@@ -393,7 +414,10 @@ def main(argv: list[str] | None = None) -> dict:
                         help="also time annotate --linking text (spans linked by the "
                              "normalizer), interleaved with the collective linking")
     parser.add_argument("--compare-plain", action="store_true",
-                        help="also time annotate without the sieve stack and lexical gate")
+                        help="also time annotate without the issue-17 steps")
+    parser.add_argument("--baseline", default=None,
+                        help="also time this model (a directory, or git:REV for the default "
+                             "model at REV) without the issue-17 steps")
     args = parser.parse_args(argv)
 
     from data_tools.formats import read_documents
@@ -417,8 +441,20 @@ def main(argv: list[str] | None = None) -> dict:
     annotator = linker.annotator
     load_seconds = time.perf_counter() - start
     text_linker, annotator.text_linker = annotator.text_linker, None
-    totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention,
-                       text_linker=text_linker, compare_plain=args.compare_plain)
+    baseline = None
+    with tempfile.TemporaryDirectory() as scratch:
+        if args.baseline:
+            from eval.accuracy_ablation import model_source
+
+            baseline = Linker.load(model_source(args.baseline, Path(scratch) / "model"),
+                                   kb=args.kb, device=args.device, batch_size=args.batch_size,
+                                   quantize=args.quantize, precision=args.precision,
+                                   index_kind=args.index,
+                                   kb_memory_budget_mb=args.kb_memory_budget).annotator
+        # inside: the baseline's files (its packed index) stay readable while it runs
+        totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention,
+                           text_linker=text_linker, compare_plain=args.compare_plain,
+                           baseline=baseline)
     command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     result = summarise(totals, annotator, args, load_before, load_seconds, command)
     out = Path(args.json)

@@ -34,12 +34,14 @@ class FirstCandidate:
 
 def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     docs = synthetic_docs(7)
-    annotator.lexical_gate = 0.5  # the plain stage turns it off and puts it back
+    annotator.lexical_gate = 0.5  # the plain stages turn it off and put it back
     totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
-                             text_linker=FirstCandidate(), compare_plain=True)
+                             text_linker=FirstCandidate(), compare_plain=True,
+                             baseline=annotator)
     assert set(totals) == set(bench.STAGES)
     assert annotator.lexical_gate == 0.5
     annotator.lexical_gate = None
+    assert totals["baseline"].mentions == totals["annotate_plain"].mentions
     assert totals["annotate_text"].mentions == totals["annotate"].mentions
     assert annotator.text_linker is None  # the text stage leaves the annotator as it found it
     assert all(t.documents == 7 for t in totals.values())
@@ -57,6 +59,7 @@ def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     assert "| annotate, file → file |" in bench.markdown(result)
     assert result["ratio_text_vs_collective_linking"] > 0
     assert result["ratio_annotate_vs_plain_docs"] > 0
+    assert result["ratio_annotate_vs_baseline_docs"] > 0
     pytest.importorskip("matplotlib")
     assert bench.plot(result, tmp_path / "bench.png")
     assert (tmp_path / "bench.png").stat().st_size > 0
