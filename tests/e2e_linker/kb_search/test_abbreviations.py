@@ -142,13 +142,10 @@ def test_annotator_propagates_long_form_concept():
     from e2e_linker.collective.annotator import Annotator, SpanPrediction
     from e2e_linker.kb_search.sieves import NameDictionary
 
-    class Config:
-        resolve_abbreviations = True
-        exact_match_sieve = True
-        threshold = 0.5
+    from e2e_linker.collective.model import LinkerConfig
 
     class FakeModel:
-        config = Config()
+        config = LinkerConfig(threshold=0.5, resolve_abbreviations=True, exact_match_sieve=True)
 
         def eval(self):
             return self
