@@ -183,64 +183,55 @@ def test_propagation_keeps_weak_repeats_of_a_detected_surface_form(annotator):
                                                 (induced, induced + 17)]
 
 
-def test_lexical_gate_drops_unnamed_spans_before_overlaps_are_resolved(annotator):
+def _chemical(start: int, end: int, p: float) -> SpanPrediction:
+    """A candidate Chemical span of document 0 (its vector does not matter to selection)."""
+    return SpanPrediction(0, start, end, p, "Chemical", np.zeros(4, np.float32))
+
+
+def _select_gated(annotator, spans, text: str, gate: float) -> list[tuple[int, int]]:
+    """The offsets ``select`` keeps from ``spans`` of a one-passage document under ``gate``."""
     from data_tools.documents import Document, Passage
+
+    doc = Document(id="g", passages=[Passage(offset=0, text=text)])
+    annotator.lexical_gate = gate
+    try:
+        return [(s.start, s.end) for s in annotator.select(spans, [doc], keep=0.5)]
+    finally:
+        annotator.lexical_gate = None
+
+
+def test_lexical_gate_drops_unnamed_spans_before_overlaps_are_resolved(annotator):
     from tests.helpers.synthetic import CHEMICALS
 
     name = CHEMICALS[sorted(CHEMICALS)[0]][0]
     text = f"{name} given; later zorblatin, high zorblatin x and lower esophageal sphincter (LES)"
-    doc = Document(id="g", passages=[Passage(offset=0, text=text)])
-    vec = np.zeros(4, np.float32)
-
-    def span(start, end, p):
-        return SpanPrediction(0, start, end, p, "Chemical", vec)
-
     z = text.index("zorblatin")
     z2 = text.index("zorblatin x")
     les = text.index("LES")
-    spans = [span(0, len(name), 0.7),               # a KB name: kept whatever its score
-             span(z, z + 9, 0.7),                   # unnamed, under the gate: dropped
-             span(z2 - 5, z2 + 11, 0.995),          # unnamed, sure enough: kept
-             span(les, les + 3, 0.8),               # short form of an unnamed long form
-             span(z2 - 5, z2 + 9, 0.9)]             # unnamed, overlaps the sure one
-    annotator.lexical_gate = 0.99
-    try:
-        kept = annotator.select(spans, [doc], keep=0.5)
-    finally:
-        annotator.lexical_gate = None
-    assert [(s.start, s.end) for s in kept] == [(0, len(name)), (z2 - 5, z2 + 11)]
+    spans = [_chemical(0, len(name), 0.7),               # a KB name: kept whatever its score
+             _chemical(z, z + 9, 0.7),                   # unnamed, under the gate: dropped
+             _chemical(z2 - 5, z2 + 11, 0.995),          # unnamed, sure enough: kept
+             _chemical(les, les + 3, 0.8),               # short form of an unnamed long form
+             _chemical(z2 - 5, z2 + 9, 0.9)]             # unnamed, overlaps the sure one
+    assert _select_gated(annotator, spans, text, 0.99) == [(0, len(name)), (z2 - 5, z2 + 11)]
     # without the gate the unnamed spans stay, and a higher-scored overlap wins
-    kept = annotator.select(spans, [doc], keep=0.5)
-    assert [(s.start, s.end) for s in kept] == [(0, len(name)), (z, z + 9), (z2 - 5, z2 + 11),
-                                                (les, les + 3)]
+    assert _select_gated(annotator, spans, text, None) == [
+        (0, len(name)), (z, z + 9), (z2 - 5, z2 + 11), (les, les + 3)]
 
 
 def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotator):
-    from data_tools.documents import Document, Passage
-
     text = ("acetylsalicylic acid (ASA) helped; ASA again. zorblatin hydrate (ZH) and ZH; "
             "quuxamine (QX) and QX")
-    doc = Document(id="s", passages=[Passage(offset=0, text=text)])
-    vec = np.zeros(4, np.float32)
-
-    def span(start, end, p):
-        return SpanPrediction(0, start, end, p, "Chemical", vec)
-
     asa = text.index("ASA again")
     zh = text.index("ZH;")
     zorblatin = text.index("zorblatin hydrate")
     qx = text.rindex("QX")
-    spans = [span(asa, asa + 3, 0.7),                            # long form is a KB name
-             span(zorblatin, zorblatin + 17, 0.999),             # detected, unnamed, sure
-             span(zh, zh + 2, 0.7),                              # its short form: kept
-             span(qx, qx + 2, 0.7)]                              # long form neither: dropped
-    annotator.lexical_gate = 0.99
-    try:
-        kept = annotator.select(spans, [doc], keep=0.5)
-    finally:
-        annotator.lexical_gate = None
-    assert [(s.start, s.end) for s in kept] == [(asa, asa + 3), (zorblatin, zorblatin + 17),
-                                                (zh, zh + 2)]
+    spans = [_chemical(asa, asa + 3, 0.7),                  # long form is a KB name
+             _chemical(zorblatin, zorblatin + 17, 0.999),   # detected, unnamed, sure
+             _chemical(zh, zh + 2, 0.7),                    # its short form: kept
+             _chemical(qx, qx + 2, 0.7)]                    # long form neither: dropped
+    assert _select_gated(annotator, spans, text, 0.99) == [
+        (asa, asa + 3), (zorblatin, zorblatin + 17), (zh, zh + 2)]
 
 
 def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence(annotator):

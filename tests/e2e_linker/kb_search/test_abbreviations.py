@@ -140,9 +140,8 @@ def test_real_bc5cdr_abbreviations(bc5cdr_test_docs):
 
 def test_annotator_propagates_long_form_concept():
     from e2e_linker.collective.annotator import Annotator, SpanPrediction
-    from e2e_linker.kb_search.sieves import NameDictionary
-
     from e2e_linker.collective.model import LinkerConfig
+    from e2e_linker.kb_search.sieves import NameDictionary
 
     class FakeModel:
         config = LinkerConfig(threshold=0.5, resolve_abbreviations=True, exact_match_sieve=True)
