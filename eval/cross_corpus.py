@@ -15,6 +15,7 @@ of the gap is detection.
 from __future__ import annotations
 
 import argparse
+import shlex
 import tempfile
 from pathlib import Path
 
@@ -46,13 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None,
                         help="model directory (default: the shipped one); e.g. a run of "
                              "configs/ncbi_disease.yaml, for the in-corpus row")
+    parser.add_argument("--annotate-options", default="",
+                        help="more linker annotate options, one string (e.g. "
+                             "'--short-forms --propagation-threshold 0.2')")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     gold = get_dataset("ncbi_disease", args.split).path
     cache = default_cache_dir()
     with tempfile.TemporaryDirectory() as tmp:
         raw, pred = Path(tmp) / "all.pubtator", Path(tmp) / "diseases.pubtator"
-        model = ["--model", args.model] if args.model else []
+        model = (["--model", args.model] if args.model else []) + shlex.split(
+            args.annotate_options)
         seconds, _, _ = linker(["annotate", str(gold), "-o", str(raw), "--replace", *model],
                                cache)
         mentions = diseases_only(raw, pred)
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "medic", "--json"], cache)[1]) for mode in MODES}
     result = {"command": command_line("cross_corpus", argv),
               "machine": machine(),
-              "model": args.model or "shipped",
+              "model": args.model or "shipped", "annotate_options": args.annotate_options,
               "corpus": f"ncbi_disease:{args.split}", "predicted_disease_mentions": mentions,
               "annotate_s": round(seconds, 1), "scores": rows}
     lines = [f"| {args.model or 'default model'} on NCBI disease {args.split}, diseases only | "
