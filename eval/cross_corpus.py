@@ -68,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
               "model": args.model or "shipped", "annotate_options": args.annotate_options,
               "corpus": f"ncbi_disease:{args.split}", "predicted_disease_mentions": mentions,
               "annotate_s": round(seconds, 1), "scores": rows}
-    lines = [f"| {args.model or 'default model'} on NCBI disease {args.split}, diseases only | "
+    label = " ".join(filter(None, [args.model or "default model", args.annotate_options]))
+    lines = [f"| {label} on NCBI disease {args.split}, diseases only | "
              "P | R | F1 |",
              "|---|---|---|---|"]
     for mode, report in rows.items():
