@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None,
                         help="model directory (default: the shipped one); e.g. a run of "
                              "configs/ncbi_disease.yaml, for the in-corpus row")
+    parser.add_argument("--kb-names-from", nargs="*", default=None,
+                        help="rebuild the model's mined names from these corpora only (e.g. "
+                             "ncbi_disease:train for a model whose KB also holds dev's names)")
     parser.add_argument("--annotate-options", default="",
                         help="more linker annotate options, one string (e.g. "
                              "'--short-forms --propagation-threshold 0.2')")
@@ -56,7 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     cache = default_cache_dir()
     with tempfile.TemporaryDirectory() as tmp:
         raw, pred = Path(tmp) / "all.pubtator", Path(tmp) / "diseases.pubtator"
-        model = (["--model", args.model] if args.model else []) + shlex.split(
+        model_dir = args.model
+        if args.kb_names_from is not None:
+            from eval.linking_ablation import model_with_names_from
+
+            (Path(tmp) / "model").mkdir()
+            model_dir = str(model_with_names_from(
+                args.kb_names_from, Path(tmp) / "model",
+                Path(args.model) if args.model else None))
+        model = (["--model", model_dir] if model_dir else []) + shlex.split(
             args.annotate_options)
         seconds, _, _ = linker(["annotate", str(gold), "-o", str(raw), "--replace", *model],
                                cache)
@@ -66,9 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": command_line("cross_corpus", argv),
               "machine": machine(),
               "model": args.model or "shipped", "annotate_options": args.annotate_options,
+              "kb_names_from": args.kb_names_from or "the model's",
               "corpus": f"ncbi_disease:{args.split}", "predicted_disease_mentions": mentions,
               "annotate_s": round(seconds, 1), "scores": rows}
-    label = " ".join(filter(None, [args.model or "default model", args.annotate_options]))
+    names = (f"(KB names from {', '.join(args.kb_names_from)})" if args.kb_names_from is not None
+             else "")
+    label = " ".join(filter(None, [args.model or "default model", names,
+                                   args.annotate_options]))
     lines = [f"| {label} on NCBI disease {args.split}, diseases only | "
              "P | R | F1 |",
              "|---|---|---|---|"]
