@@ -30,7 +30,7 @@ from pathlib import Path
 
 from eval.linking_ablation import model_with_names_from
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import MODES, setting_rows
+from eval.setting_rows import MODES, STEPS_OFF, setting_rows
 
 
 def model_source(label: str, scratch: Path) -> Path | None:
@@ -61,14 +61,12 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
     the model's own)."""
     gate = annotator.lexical_gate if gate is None else gate
     propagation = annotator.propagation_threshold if propagation is None else propagation
-    plain = {"sieves": None, "lexical_gate": None, "short_forms": False,
-             "propagation_threshold": None}
     steps = [("exact-name sieve + dense", {}), ("+ sieve stack", {"sieves": annotator.sieves}),
              (f"+ lexical gate {gate}", {"lexical_gate": gate}),
              ("+ short forms", {"short_forms": True})]
     if propagation is not None:  # neither given nor set in the model: no row
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
-    rows, current = [], dict(plain)
+    rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change
         rows.append((label, dict(current)))

@@ -198,16 +198,16 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
               and (text_linker is not None or stage != "annotate_text")
               and (compare_plain or stage != "annotate_plain")
               and (baseline is not None or stage != "baseline")}
-    steps = ("sieves", "lexical_gate", "short_forms", "propagation_threshold")
+    from eval.setting_rows import STEPS_OFF
 
     def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
         mode, by_text, plain = STAGE_SETTINGS[stage]
         runner = baseline if stage == "baseline" else annotator
         runner.text_linker = text_linker if by_text else None
-        saved = {k: getattr(runner, k) for k in steps}
+        saved = {k: getattr(runner, k) for k in STEPS_OFF}
         if plain:
-            runner.sieves, runner.lexical_gate, runner.short_forms = None, 0.0, False
-            runner.propagation_threshold = None
+            for key, value in STEPS_OFF.items():
+                setattr(runner, key, value)
         try:
             return annotate_file(runner, source, target, mode)
         finally:

@@ -13,6 +13,10 @@ import time
 from e2e_linker.collective.annotator import attach_annotations
 
 MODES = ("strict", "partial", "mentions")
+#: the annotator attributes issue 17 added, all off: annotate's selection and linking as they
+#: were before (exact-name sieve and dense search, no gate, no document-level steps)
+STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
+             "propagation_threshold": None}
 
 
 def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] | None = None,
