@@ -24,13 +24,10 @@ linking:
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-from e2e_linker.collective.loading import load_annotator
-from eval.linking_ablation import model_with_names_from
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import rows_table, setting_rows
+from eval.setting_rows import dev_rows, rows_table
 
 RESULTS = Path(__file__).parent / "results" / "lexical_gate"
 
@@ -42,8 +39,6 @@ def gate_label(row: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from data_tools.registry import load_corpus, load_kb
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gates", type=float, nargs="+", default=[0.9, 0.95, 0.98, 0.99, 1.01])
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"])
@@ -52,25 +47,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     gates: list[float | None] = [None, *args.gates]
-    source = Path(args.model) if args.model else None
-    bc5cdr = load_corpus("bc5cdr:dev", args.max_docs)
-    with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp), source))
     settings = [{"lexical_gate": gate} for gate in gates]
-    dev_rows = setting_rows(annotator, bc5cdr, settings)
-    ncbi = load_corpus("ncbi_disease:dev", args.max_docs)
-    annotator = load_annotator(args.model)
-    medic = load_kb("medic")
-    ncbi_rows = setting_rows(annotator, ncbi, settings, ("Disease",), medic.resolve)
+    rows = dev_rows(settings, args.model, args.kb_names_from, args.max_docs)
+    annotator = rows.annotator
     result = {"command": command_line("lexical_gate", argv), "machine": machine(),
               "model": args.model or "shipped", "kb_names_from": args.kb_names_from,
-              "threshold": annotator.threshold, "bc5cdr_dev": dev_rows, "ncbi_dev": ncbi_rows}
+              "threshold": annotator.threshold, "bc5cdr_dev": rows.bc5cdr_dev,
+              "ncbi_dev": rows.ncbi_dev}
     lines = [f"Model {args.model or 'shipped'}, threshold {annotator.threshold}, sieves on. "
-             f"BC5CDR dev ({len(bc5cdr)} documents) with KB names mined from "
-             f"{', '.join(args.kb_names_from)}; NCBI disease dev ({len(ncbi)} documents), "
-             "default KB, Disease only, IDs through MEDIC.", "",
-             *rows_table("BC5CDR dev", dev_rows, {"gate": gate_label}), "",
-             *rows_table("NCBI dev (cross-corpus)", ncbi_rows, {"gate": gate_label}, False)]
+             f"BC5CDR dev ({rows.bc5cdr_documents} documents) with KB names mined from "
+             f"{', '.join(args.kb_names_from)}; NCBI disease dev ({rows.ncbi_documents} "
+             "documents), default KB, Disease only, IDs through MEDIC.", "",
+             *rows_table("BC5CDR dev", rows.bc5cdr_dev, {"gate": gate_label}), "",
+             *rows_table("NCBI dev (cross-corpus)", rows.ncbi_dev, {"gate": gate_label},
+                         False)]
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 

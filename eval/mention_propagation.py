@@ -24,13 +24,10 @@ only, IDs through MEDIC: text the model was not trained on).
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
-from e2e_linker.collective.loading import load_annotator
-from eval.linking_ablation import model_with_names_from
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import rows_table, setting_rows
+from eval.setting_rows import dev_rows, rows_table
 
 RESULTS = Path(__file__).parent / "results" / "mention_propagation"
 COLUMNS = {"short forms": lambda row: "on" if row["short_forms"] else "off",
@@ -38,8 +35,6 @@ COLUMNS = {"short forms": lambda row: "on" if row["short_forms"] else "off",
 
 
 def main(argv: list[str] | None = None) -> int:
-    from data_tools.registry import load_corpus, load_kb
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--thresholds", type=float, nargs="+", default=[0.5, 0.4, 0.3, 0.2])
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"])
@@ -49,24 +44,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = [{"short_forms": short, "propagation_threshold": value}
                 for short in (False, True) for value in [None, *args.thresholds]]
-    bc5cdr = load_corpus("bc5cdr:dev", args.max_docs)
-    source = Path(args.model) if args.model else None
-    with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp), source))
-    dev_rows = setting_rows(annotator, bc5cdr, settings)
-    ncbi = load_corpus("ncbi_disease:dev", args.max_docs)
-    annotator = load_annotator(args.model)
-    ncbi_rows = setting_rows(annotator, ncbi, settings, ("Disease",), load_kb("medic").resolve)
+    rows = dev_rows(settings, args.model, args.kb_names_from, args.max_docs)
+    annotator = rows.annotator
     result = {"command": command_line("mention_propagation", argv), "machine": machine(),
               "model": args.model or "shipped", "threshold": annotator.threshold,
               "lexical_gate": annotator.lexical_gate, "kb_names_from": args.kb_names_from,
-              "bc5cdr_dev": dev_rows, "ncbi_dev": ncbi_rows}
+              "bc5cdr_dev": rows.bc5cdr_dev, "ncbi_dev": rows.ncbi_dev}
     lines = [f"Model {args.model or 'shipped'} (γ = {annotator.threshold}, lexical gate "
-             f"{annotator.lexical_gate}, sieves on). BC5CDR dev ({len(bc5cdr)} documents), KB "
-             f"names mined from {', '.join(args.kb_names_from)}; NCBI disease dev "
-             f"({len(ncbi)} documents), default KB, Disease only, IDs through MEDIC.", "",
-             *rows_table("BC5CDR dev", dev_rows, COLUMNS), "",
-             *rows_table("NCBI dev (cross-corpus)", ncbi_rows, COLUMNS, False)]
+             f"{annotator.lexical_gate}, sieves on). BC5CDR dev ({rows.bc5cdr_documents} "
+             f"documents), KB names mined from {', '.join(args.kb_names_from)}; NCBI disease "
+             f"dev ({rows.ncbi_documents} documents), default KB, Disease only, IDs through "
+             "MEDIC.", "",
+             *rows_table("BC5CDR dev", rows.bc5cdr_dev, COLUMNS), "",
+             *rows_table("NCBI dev (cross-corpus)", rows.ncbi_dev, COLUMNS, False)]
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 

@@ -8,7 +8,10 @@ links and scores, so a sweep costs one encoder pass per corpus.
 
 from __future__ import annotations
 
+import tempfile
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 
@@ -80,3 +83,40 @@ def rows_table(title: str, rows: list[dict], columns: dict[str, object],
                   str(row["seconds"])]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+@dataclass
+class SweepRows:
+    """The rows of one sweep on both dev corpora, and what the report prints about them."""
+
+    bc5cdr_dev: list[dict]
+    ncbi_dev: list[dict] = field(default_factory=list)
+    bc5cdr_documents: int = 0
+    ncbi_documents: int = 0
+    #: the last annotator loaded (its model's own settings, for the report)
+    annotator: object = None
+
+
+def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
+             max_docs: int | None = None, ncbi: bool = True) -> SweepRows:
+    """:func:`setting_rows` on BC5CDR dev with the model's mined names rebuilt from
+    ``kb_names_from`` (the shipped KB also holds dev's names), then — with ``ncbi`` — on NCBI
+    disease dev with the model's own KB, Disease only, IDs through MEDIC (a corpus the model
+    was not trained on). The loading every dev sweep of issue 17 shares."""
+    from data_tools.registry import load_corpus, load_kb
+    from e2e_linker.collective.loading import load_annotator
+    from eval.linking_ablation import model_with_names_from
+
+    bc5cdr = load_corpus("bc5cdr:dev", max_docs)
+    with tempfile.TemporaryDirectory() as tmp:
+        annotator = load_annotator(model_with_names_from(
+            kb_names_from, Path(tmp), Path(model) if model else None))
+    out = SweepRows(setting_rows(annotator, bc5cdr, settings), bc5cdr_documents=len(bc5cdr),
+                    annotator=annotator)
+    if ncbi:
+        docs = load_corpus("ncbi_disease:dev", max_docs)
+        out.annotator = load_annotator(model)
+        out.ncbi_dev = setting_rows(out.annotator, docs, settings, ("Disease",),
+                                    load_kb("medic").resolve)
+        out.ncbi_documents = len(docs)
+    return out

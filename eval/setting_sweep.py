@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import tempfile
 from pathlib import Path
 
-from e2e_linker.collective.loading import load_annotator
-from eval.linking_ablation import model_with_names_from
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import rows_table, setting_rows
+from eval.setting_rows import dev_rows, rows_table
 
 RESULTS = Path(__file__).parent / "results" / "setting_sweep"
 SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold")
@@ -51,8 +48,6 @@ def parse_grid(items: list[str]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from data_tools.registry import load_corpus, load_kb
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="grid", action="append", default=[],
                         help="KEY=V1,V2,... (threshold, lexical_gate, short_forms, "
@@ -66,29 +61,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = parse_grid(args.grid) or [{}]
     keys = sorted({k for s in settings for k in s})
     columns = {k: (lambda row, k=k: row[k]) for k in keys}
-    bc5cdr = load_corpus("bc5cdr:dev", args.max_docs)
-    source = Path(args.model) if args.model else None
-    with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp), source))
-    model_values = {k: getattr(annotator, k) for k in SETTABLE}
-    dev_rows = setting_rows(annotator, bc5cdr, settings)
+    rows = dev_rows(settings, args.model, args.kb_names_from, args.max_docs, args.ncbi)
+    # the same model directory on both corpora: its own values are the same
+    model_values = {k: getattr(rows.annotator, k) for k in SETTABLE}
     lines = [f"Model {args.model or 'shipped'}, its own settings {model_values} where a row "
-             f"does not set them, sieves on. BC5CDR dev ({len(bc5cdr)} documents), KB names "
-             f"mined from {', '.join(args.kb_names_from)}.", "",
-             *rows_table("BC5CDR dev", dev_rows, columns)]
-    ncbi_rows = []
+             f"does not set them, sieves on. BC5CDR dev ({rows.bc5cdr_documents} documents), "
+             f"KB names mined from {', '.join(args.kb_names_from)}.", "",
+             *rows_table("BC5CDR dev", rows.bc5cdr_dev, columns)]
     if args.ncbi:
-        ncbi = load_corpus("ncbi_disease:dev", args.max_docs)
-        annotator = load_annotator(args.model)
-        ncbi_rows = setting_rows(annotator, ncbi, settings, ("Disease",),
-                                 load_kb("medic").resolve)
-        lines += ["", f"NCBI disease dev ({len(ncbi)} documents), default KB, Disease only, "
-                      "IDs through MEDIC.", "",
-                  *rows_table("NCBI dev (cross-corpus)", ncbi_rows, columns, False)]
+        lines += ["", f"NCBI disease dev ({rows.ncbi_documents} documents), default KB, "
+                      "Disease only, IDs through MEDIC.", "",
+                  *rows_table("NCBI dev (cross-corpus)", rows.ncbi_dev, columns, False)]
     result = {"command": command_line("setting_sweep", argv), "machine": machine(),
               "model": args.model or "shipped", "model_settings": model_values,
               "kb_names_from": args.kb_names_from, "grid": args.grid,
-              "bc5cdr_dev": dev_rows, "ncbi_dev": ncbi_rows}
+              "bc5cdr_dev": rows.bc5cdr_dev, "ncbi_dev": rows.ncbi_dev}
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 
