@@ -100,7 +100,8 @@ class Linker:
              linking: str = "collective", sieves: bool = True,
              lexical_gate: float | None = None,
              propagation_threshold: float | None = None,
-             short_forms: bool | None = None) -> Linker:
+             short_forms: bool | None = None,
+             dictionary_threshold: float | None = None) -> Linker:
         """The default model and KB, or the ones named: every option means what the
         ``linker annotate`` option of that name means. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
@@ -113,7 +114,8 @@ class Linker:
         links must reach to be kept (0 keeps every span, above 1 none);
         ``propagation_threshold`` and ``short_forms`` override the model's document-level
         detection: a weaker repeat of a detected surface form is kept above the former (1:
-        off), and short forms defined in the document are tagged like their long forms.
+        off), and short forms defined in the document are tagged like their long forms;
+        ``dictionary_threshold`` keeps a weaker span whose text is an exact KB name (1: off).
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
         from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
@@ -128,7 +130,8 @@ class Linker:
                                    sieves=DEFAULT_SIEVES if sieves else None,
                                    lexical_gate=lexical_gate,
                                    propagation_threshold=propagation_threshold,
-                                   short_forms=short_forms)
+                                   short_forms=short_forms,
+                                   dictionary_threshold=dictionary_threshold)
         linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
                      cache_dir=cache_dir)
         if linking == "text":

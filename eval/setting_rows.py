@@ -19,7 +19,7 @@ MODES = ("strict", "partial", "mentions")
 #: the annotator attributes issue 17 added, all off: annotate's selection and linking as they
 #: were before (exact-name sieve and dense search, no gate, no document-level steps)
 STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
-             "propagation_threshold": None}
+             "propagation_threshold": None, "dictionary_threshold": None}
 
 
 def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] | None = None,
@@ -32,7 +32,8 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
     names = sorted({k for setting in settings for k in setting})
     saved = {k: getattr(annotator, k) for k in names}
     lowest = min([annotator.threshold] + [s[k] for s in settings
-                                          for k in ("threshold", "propagation_threshold")
+                                          for k in ("threshold", "propagation_threshold",
+                                                    "dictionary_threshold")
                                           if s.get(k) is not None])
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)

@@ -1,4 +1,5 @@
-"""A grid of annotate's settings on dev: γ, the lexical gate, short forms, propagation.
+"""A grid of annotate's settings on dev: γ, the lexical gate, short forms, propagation, KB
+dictionary matches.
 
     python -m eval.setting_sweep --set threshold=0.4,0.5,0.6 --set lexical_gate=0.95,0.98
                                  [--model DIR] [--ncbi] [--out eval/results/setting_sweep]
@@ -24,7 +25,8 @@ from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import dev_rows, rows_table
 
 RESULTS = Path(__file__).parent / "results" / "setting_sweep"
-SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold")
+SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold",
+            "dictionary_threshold")
 
 
 def parse_value(text: str):
@@ -50,8 +52,7 @@ def parse_grid(items: list[str]) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="grid", action="append", default=[],
-                        help="KEY=V1,V2,... (threshold, lexical_gate, short_forms, "
-                             "propagation_threshold)")
+                        help="KEY=V1,V2,... (" + ", ".join(SETTABLE) + ")")
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"])
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--ncbi", action="store_true", help="also sweep NCBI disease dev")

@@ -68,7 +68,8 @@ class Annotator:
                  context_window: int = 128, sieves: SieveStack | None = None, kb=None,
                  text_linker: TextLinker | None = None,
                  propagation_threshold: float | None = None,
-                 lexical_gate: float | None = None, short_forms: bool | None = None):
+                 lexical_gate: float | None = None, short_forms: bool | None = None,
+                 dictionary_threshold: float | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.model = model.eval()
@@ -87,6 +88,10 @@ class Annotator:
         self.propagation_threshold = (model.config.propagation_threshold
                                       if propagation_threshold is None
                                       else propagation_threshold)
+        #: a span scored above this (but not above ``threshold``) is kept when its text is an
+        #: exact KB name (default: the model's); None: off
+        self.dictionary_threshold = (model.config.dictionary_threshold
+                                     if dictionary_threshold is None else dictionary_threshold)
         #: a span no lexical step links (exact name, in-document short form, sieve stack) is
         #: kept only when its mention score reaches this (default: the model's); None or 0:
         #: every span is kept. Checked before overlaps are resolved, so an overlapping span
@@ -119,8 +124,8 @@ class Annotator:
         cfg = self.model.config
         threshold = self.threshold if threshold is None else threshold
         keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
-        if self.propagation_threshold is not None and resolve:
-            threshold = min(threshold, self.propagation_threshold)
+        if resolve:
+            threshold = min([threshold, *self.weak_floors(threshold)])
         tokenizer = self.model.tokenizer
         chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
                                  cfg.chunk_overlap)
@@ -166,17 +171,24 @@ class Annotator:
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                keep: float | None = None) -> list[SpanPrediction]:
         """The spans :meth:`detect` returns, from every candidate it scored: the lexical gate,
-        then propagation below ``keep`` (default: the threshold) or plain overlap resolution.
-        Public so that evaluations can score once and select under several settings."""
+        then the weaker spans the document or the KB supports (:meth:`rescue_weak`) or plain
+        overlap resolution above ``keep`` (default: the threshold). Public so that
+        evaluations can score once and select under several settings."""
         keep = self.threshold if keep is None else keep
         if self.lexical_gate:
             spans = self.gate_unnamed(spans, docs)
-        if self.propagation_threshold is not None and self.propagation_threshold < keep:
-            floor = self.propagation_threshold  # candidates may have been scored lower
-            kept = self.propagate([s for s in spans if s.mention_score > floor], keep, docs)
+        floors = self.weak_floors(keep)
+        if floors:
+            floor = min(floors)  # candidates may have been scored lower
+            kept = self.rescue_weak([s for s in spans if s.mention_score > floor], keep, docs)
         else:
             kept = resolve_overlaps([s for s in spans if s.mention_score > keep])
         return self.tag_short_forms(kept, docs) if self.short_forms else kept
+
+    def weak_floors(self, keep: float) -> list[float]:
+        """The propagation and dictionary thresholds that are on and below ``keep``."""
+        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
+                if f is not None and f < keep]
 
     def tag_short_forms(self, spans: list[SpanPrediction],
                         docs: Sequence[Document]) -> list[SpanPrediction]:
@@ -258,18 +270,30 @@ class Annotator:
             out.append(ok)
         return out
 
-    def propagate(self, spans: list[SpanPrediction], keep: float,
-                  docs: Sequence[Document]) -> list[SpanPrediction]:
-        """The spans above ``keep``, plus the weaker ones whose text (case folded) one of
-        them has in the same document — a name is often spelled out once with context and
-        repeated bare later ("... cisplatin (CDDP) ... cisplatin"), where the model is less
-        sure. Overlaps are resolved after, so a kept span always wins against a propagated
-        one it overlaps (its score is higher)."""
+    def rescue_weak(self, spans: list[SpanPrediction], keep: float,
+                    docs: Sequence[Document]) -> list[SpanPrediction]:
+        """The spans above ``keep``, plus weaker ones with support: propagation (above
+        :attr:`propagation_threshold`) keeps those whose text, case folded, a kept span has in
+        the same document — a name is often spelled out once with context and repeated bare
+        later ("... cisplatin (CDDP) ... cisplatin"), where the model is less sure; the KB
+        dictionary (above :attr:`dictionary_threshold`) keeps those whose text is an exact KB
+        name. Overlaps are resolved after, so a kept span always wins against a weaker one
+        it overlaps (its score is higher)."""
         strong = resolve_overlaps([s for s in spans if s.mention_score > keep])
         seen = {(s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold())
                 for s in strong}
-        weak = [s for s in spans if s.mention_score <= keep and (
-            s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold()) in seen]
+        repeat, dictionary = self.propagation_threshold, self.dictionary_threshold
+        names = self.names if dictionary is not None else None
+        weak = []
+        for s in spans:
+            if s.mention_score > keep:
+                continue
+            text = docs[s.doc_index].text_at(s.start, s.end)
+            if (repeat is not None and s.mention_score > repeat
+                    and (s.doc_index, text.casefold()) in seen) or (
+                    names is not None and s.mention_score > dictionary
+                    and names.lookup(text, s.type)):
+                weak.append(s)
         return resolve_overlaps(strong + weak) if weak else strong
 
     @torch.inference_mode()

@@ -35,7 +35,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
                    sieves: SieveSwitches | None = DEFAULT_SIEVES,
                    lexical_gate: float | None = None,
                    propagation_threshold: float | None = None,
-                   short_forms: bool | None = None) -> Annotator:
+                   short_forms: bool | None = None,
+                   dictionary_threshold: float | None = None) -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
 
     ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
@@ -46,8 +47,9 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     the dense choice (:class:`~e2e_linker.kb_search.sieve_stack.SieveStack`, its training pool
     the model's mined names; None: exact-name sieve and dense search alone);
     ``lexical_gate`` the mention score a span no lexical step links must reach (default: the
-    model's; 0: keep every span); ``propagation_threshold`` and ``short_forms`` the
-    document-level detection steps (default: the model's; see :class:`Annotator`).
+    model's; 0: keep every span); ``propagation_threshold``, ``short_forms`` and
+    ``dictionary_threshold`` the document- and KB-level detection steps (default: the model's;
+    see :class:`Annotator`).
     """
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.kb_search.sieves import NameDictionary
@@ -65,7 +67,8 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
         stack = SieveStack(knowledge, names, mined_name_triples(directory), sieves)
     return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
                      kb=knowledge, sieves=stack, lexical_gate=lexical_gate,
-                     propagation_threshold=propagation_threshold, short_forms=short_forms)
+                     propagation_threshold=propagation_threshold, short_forms=short_forms,
+                     dictionary_threshold=dictionary_threshold)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,

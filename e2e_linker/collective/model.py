@@ -68,6 +68,10 @@ class LinkerConfig:
     #: a candidate scored above this (below ``threshold``) is kept when its text was detected
     #: above ``threshold`` elsewhere in the document; None: off (eval.mention_propagation)
     propagation_threshold: float | None = None
+    #: a candidate scored above this (below ``threshold``) is kept when its text is an exact
+    #: KB name — KB dictionary matches as candidate spans; None: off (eval/results/
+    #: dictionary_candidates: recall and precision traded evenly on dev, so off by default)
+    dictionary_threshold: float | None = None
     #: every occurrence of a short form defined in the document whose long form is a kept
     #: span is tagged like it ("phenobarbital (PB) ... PB")
     short_forms: bool = False

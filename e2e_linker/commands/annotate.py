@@ -84,6 +84,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--propagation-threshold", type=click.FloatRange(0, 1), default=None,
               help="Keep a weaker span (scored above this) whose text was detected elsewhere in "
                    "the document (default: the model's; 1 turns it off).")
+@click.option("--dictionary-threshold", type=click.FloatRange(0, 1), default=None,
+              help="Keep a weaker span (scored above this) whose text is an exact KB name "
+                   "(default: the model's, off for the shipped one; 1 turns it off).")
 @click.option("--short-forms/--no-short-forms", default=None,
               help="Tag every occurrence of a short form defined in the document whose long "
                    "form was detected (default: the model's).")
@@ -122,7 +125,7 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
             precision: str = "fp32", lines: bool = False, linking: str = "collective",
             sieves: bool = True, lexical_gate: float | None = None,
             propagation_threshold: float | None = None,
-            short_forms: bool | None = None) -> None:
+            short_forms: bool | None = None, dictionary_threshold: float | None = None) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -146,7 +149,8 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
                   replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
                   kb_memory_budget, quantize, precision, lines, linking,
                   {"sieves": sieves, "lexical_gate": lexical_gate,
-                   "propagation_threshold": propagation_threshold, "short_forms": short_forms})
+                   "propagation_threshold": propagation_threshold, "short_forms": short_forms,
+                   "dictionary_threshold": dictionary_threshold})
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -261,6 +265,7 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
             "linking": linking, "sieves": steps["sieves"],
             "lexical_gate": annotator.lexical_gate,
             "propagation_threshold": annotator.propagation_threshold,
+            "dictionary_threshold": annotator.dictionary_threshold,
             "short_forms": annotator.short_forms}
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed

@@ -29,7 +29,8 @@ RUNTIME_KEYS = frozenset({"output_dir", "device", "num_threads", "cache_dir",
                           "checkpoint_minutes", "max_dev_docs",
                           # applied when the saved model annotates, never during training
                           "model.lexical_gate", "model.short_forms",
-                          "model.propagation_threshold", "annotate_threshold"})
+                          "model.propagation_threshold", "model.dictionary_threshold",
+                          "annotate_threshold"})
 
 STATE_FILE = "state.json"
 WEIGHTS_FILE = "weights.safetensors"

@@ -178,7 +178,12 @@ def test_propagation_keeps_weak_repeats_of_a_detected_surface_form(annotator):
              span(later, later + 9, 0.3),          # weak repeat, other case: kept
              span(induced, induced + 17, 0.95),    # strong, overlaps the weak repeat below
              span(induced, induced + 9, 0.35)]     # weak repeat inside a strong span: loses
-    kept = annotator.propagate(spans, 0.6, [doc])
+    saved = annotator.propagation_threshold
+    annotator.propagation_threshold = 0.2
+    try:
+        kept = annotator.rescue_weak(spans, 0.6, [doc])
+    finally:
+        annotator.propagation_threshold = saved
     assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
                                                 (induced, induced + 17)]
 
@@ -256,18 +261,22 @@ def test_document_level_steps_default_to_the_model_config(annotator):
     from e2e_linker.collective.annotator import Annotator
 
     config = annotator.model.config
-    saved = (config.short_forms, config.propagation_threshold, config.lexical_gate)
-    config.short_forms, config.propagation_threshold, config.lexical_gate = True, 0.3, 0.9
+    saved = (config.short_forms, config.propagation_threshold, config.lexical_gate,
+             config.dictionary_threshold)
+    (config.short_forms, config.propagation_threshold, config.lexical_gate,
+     config.dictionary_threshold) = True, 0.3, 0.9, 0.1
     try:
         fresh = Annotator(annotator.model, annotator.index, annotator.names)
-        assert (fresh.short_forms, fresh.propagation_threshold, fresh.lexical_gate) == (
-            True, 0.3, 0.9)
+        assert (fresh.short_forms, fresh.propagation_threshold, fresh.lexical_gate,
+                fresh.dictionary_threshold) == (True, 0.3, 0.9, 0.1)
         override = Annotator(annotator.model, annotator.index, annotator.names,
-                             short_forms=False, propagation_threshold=0.5, lexical_gate=0.0)
+                             short_forms=False, propagation_threshold=0.5, lexical_gate=0.0,
+                             dictionary_threshold=0.05)
         assert (override.short_forms, override.propagation_threshold,
-                override.lexical_gate) == (False, 0.5, 0.0)
+                override.lexical_gate, override.dictionary_threshold) == (False, 0.5, 0.0, 0.05)
     finally:
-        config.short_forms, config.propagation_threshold, config.lexical_gate = saved
+        (config.short_forms, config.propagation_threshold, config.lexical_gate,
+         config.dictionary_threshold) = saved
 
 
 def test_select_propagates_only_above_the_propagation_threshold(annotator):
@@ -288,3 +297,31 @@ def test_select_propagates_only_above_the_propagation_threshold(annotator):
         assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts
     finally:
         annotator.propagation_threshold = saved
+
+
+def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
+    from data_tools.documents import Document, Passage
+    from tests.helpers.synthetic import CHEMICALS
+
+    name = CHEMICALS[sorted(CHEMICALS)[0]][0]
+    text = f"{name} given; zorblatin too; quuxamine"
+    doc = Document(id="d", passages=[Passage(offset=0, text=text)])
+    z = text.index("zorblatin")
+    q = text.index("quuxamine")
+    spans = [_chemical(0, len(name), 0.15),              # weak, a KB name: rescued
+             _chemical(z, z + 9, 0.15),                  # weak, no KB name: dropped
+             _chemical(q, q + 9, 0.7)]                   # strong: kept
+    saved = (annotator.dictionary_threshold, annotator.propagation_threshold)
+    try:
+        annotator.propagation_threshold = None
+        annotator.dictionary_threshold = None
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
+        annotator.dictionary_threshold = 0.1
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [0, q]
+        annotator.dictionary_threshold = 0.2  # the name is scored below it
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
+        annotator.dictionary_threshold = 1.0  # not below keep: off
+        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
+        assert annotator.weak_floors(0.5) == []
+    finally:
+        annotator.dictionary_threshold, annotator.propagation_threshold = saved

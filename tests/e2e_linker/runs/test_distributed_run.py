@@ -152,7 +152,7 @@ def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path, monkeypa
               "model_dir": "m", "fmt": "biocjson", "threshold": 0.25, "batch_size": 8,
               "mode": "per-mention", "replace": True, "on_error": "skip", "shard_size": 3,
               "num_processes": 4, "sieves": False, "short_forms": False,
-              "lexical_gate": 0.5, "propagation_threshold": 0.3}
+              "lexical_gate": 0.5, "propagation_threshold": 0.3, "dictionary_threshold": 0.1}
     argv = render_argv(annotate_command, params, drop=("num_processes",))
     assert "--num-processes" not in argv
     ctx = annotate_command.make_context("annotate", argv)
