@@ -44,6 +44,7 @@ def fake_training(monkeypatch):
         calls.append(run.name)
         config = yaml.safe_load(config_path.read_text())
         cfg = TrainConfig.from_dict(config).to_dict()
+        cfg["model"]["threshold"] = 0.3  # as linker train saves it: the γ it chose
         base = 0.7 + (0.01 if config["lr"] > 5e-5 else 0.0) + 0.001 * (config["seed"] - 13)
         run.mkdir(parents=True, exist_ok=True)
         scores = [base - 0.05 * (cfg["epochs"] - 1 - e) for e in range(cfg["epochs"])]
