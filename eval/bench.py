@@ -52,7 +52,7 @@ STAGES = ("encoder", "annotate", "annotate_plain", "baseline", "annotate_text", 
 STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
                  "baseline": "#8c564b", "annotate_text": "#2ca02c", "per_mention": "#d62728"}
 #: how each annotating stage runs: annotate's mode, whether spans are linked by their text,
-#: and whether the sieve stack and the lexical gate are off
+#: and whether the steps issue 17 added are off (eval.setting_rows.STEPS_OFF)
 STAGE_SETTINGS = {"annotate": ("collective", False, False),
                   "annotate_plain": ("collective", False, True),
                   "baseline": ("collective", False, True),

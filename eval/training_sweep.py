@@ -78,9 +78,7 @@ def finished_summary(run: Path, config: dict) -> dict | None:
         return None
     summary = json.loads(path.read_text())
     wanted = TrainConfig.from_dict(config).to_dict()
-    # the run writes the γ it chose into its config's model.threshold: an output, not a setting
-    differences = [d for d in config_differences(summary["config"], wanted)
-                   if d != "model.threshold"]
+    differences = config_differences(summary["config"], wanted)
     if differences:
         raise SystemExit(f"{run}: finished with another config ({', '.join(differences)}); "
                          "remove it or name the variant differently")

@@ -28,7 +28,8 @@ from e2e_linker.errors import UserError
 RUNTIME_KEYS = frozenset({"output_dir", "device", "num_threads", "cache_dir",
                           "checkpoint_minutes", "max_dev_docs",
                           # applied when the saved model annotates, never during training
-                          "model.lexical_gate", "model.short_forms",
+                          # (model.threshold: the γ the run itself writes into the saved model)
+                          "model.threshold", "model.lexical_gate", "model.short_forms",
                           "model.propagation_threshold", "model.dictionary_threshold",
                           "annotate_threshold"})
 

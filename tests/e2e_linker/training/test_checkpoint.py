@@ -92,7 +92,8 @@ def test_config_differences_ignore_where_and_how_fast_and_the_annotate_time_gate
     saved = TrainConfig().to_dict()
     current = TrainConfig(output_dir="elsewhere", num_threads=1, checkpoint_minutes=1).to_dict()
     current["model"] |= {"lexical_gate": 0.98, "short_forms": True,
-                         "propagation_threshold": 0.2, "dictionary_threshold": 0.1}
+                         "propagation_threshold": 0.2, "dictionary_threshold": 0.1,
+                         "threshold": 0.3}
     assert config_differences(saved, current) == []
     current["model"]["max_span_len"] = 8
     current["lr"] = 1.0
