@@ -9,11 +9,8 @@ exists for side-by-side speed and accuracy comparisons.
 
 from __future__ import annotations
 
-import bisect
 import copy
-import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +21,7 @@ from e2e_linker.collective.batches import collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.span_scorer import decode_bio
+from e2e_linker.collective.span_selection import SelectionRules, SpanPrediction
 from e2e_linker.kb_search.abbreviations import (
     abbreviation_map,
     expand_mention,
@@ -34,18 +32,6 @@ from e2e_linker.kb_search.sieve_stack import SieveStack
 from e2e_linker.kb_search.sieves import NameDictionary, choose_concept
 
 MODES = ("collective", "per-mention")
-
-
-@dataclass
-class SpanPrediction:
-    """A kept span before linking: where it is, how sure we are, and its vector."""
-
-    doc_index: int
-    start: int
-    end: int
-    mention_score: float
-    type: str
-    vector: np.ndarray
 
 
 class TextLinker(Protocol):
@@ -125,7 +111,7 @@ class Annotator:
         threshold = self.threshold if threshold is None else threshold
         keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
         if resolve:
-            threshold = min([threshold, *self.weak_floors(threshold)])
+            threshold = min([threshold, *self.selection_rules(threshold).weak_floors()])
         tokenizer = self.model.tokenizer
         chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
                                  cfg.chunk_overlap)
@@ -168,74 +154,23 @@ class Annotator:
             return spans, chunks
         return self.select(spans, docs, keep), chunks
 
+    def selection_rules(self, keep: float | None = None) -> SelectionRules:
+        """This annotator's selection settings, with ``keep`` (default: the threshold)."""
+        return SelectionRules(self.threshold if keep is None else keep, self.lexical_gate,
+                              bool(self.short_forms), self.propagation_threshold,
+                              self.dictionary_threshold)
+
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                keep: float | None = None) -> list[SpanPrediction]:
-        """The spans :meth:`detect` returns, from every candidate it scored: the lexical gate,
-        then the weaker spans the document or the KB supports (:meth:`rescue_weak`) or plain
-        overlap resolution above ``keep`` (default: the threshold). Public so that
-        evaluations can score once and select under several settings."""
-        keep = self.threshold if keep is None else keep
-        if self.lexical_gate:
-            spans = self.gate_unnamed(spans, docs)
-        floors = self.weak_floors(keep)
-        if floors:
-            floor = min(floors)  # candidates may have been scored lower
-            kept = self.rescue_weak([s for s in spans if s.mention_score > floor], keep, docs)
-        else:
-            kept = resolve_overlaps([s for s in spans if s.mention_score > keep])
-        return self.tag_short_forms(kept, docs) if self.short_forms else kept
-
-    def weak_floors(self, keep: float) -> list[float]:
-        """The propagation and dictionary thresholds that are on and below ``keep``."""
-        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
-                if f is not None and f < keep]
-
-    def tag_short_forms(self, spans: list[SpanPrediction],
-                        docs: Sequence[Document]) -> list[SpanPrediction]:
-        """``spans`` plus every whole-word occurrence of a short form defined in the same
-        document whose long form one of them covers, where no span is already."""
-        by_doc: dict[int, list[SpanPrediction]] = {}
-        for span in spans:
-            by_doc.setdefault(span.doc_index, []).append(span)
-        added: list[SpanPrediction] = []
-        for doc_index, members in by_doc.items():
-            text = docs[doc_index].text
-            abbreviations = abbreviation_map(text)
-            if not abbreviations:
-                continue
-            taken = [(s.start, s.end) for s in members]
-            for abbr in abbreviations.values():
-                source = next((s for s in members if s.end == abbr.long_end
-                               and abbr.long_start <= s.start < abbr.long_end), None)
-                if source is None:
-                    continue
-                pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)
-                                     + r"(?![A-Za-z0-9])")
-                for found in pattern.finditer(text):
-                    start, end = found.span()
-                    if any(a < end and start < b for a, b in taken):
-                        continue
-                    taken.append((start, end))
-                    added.append(SpanPrediction(doc_index, start, end, source.mention_score,
-                                                source.type, source.vector))
-        if not added:
-            return spans
-        return sorted(spans + added, key=lambda s: (s.doc_index, s.start, s.end))
-
-    def gate_unnamed(self, spans: list[SpanPrediction],
-                     docs: Sequence[Document]) -> list[SpanPrediction]:
-        """The spans a lexical step links, and the others scored at least
-        :attr:`lexical_gate`.
-
-        Why: on BC5CDR dev (names mined from train only) 1,246 of 8,873 detected spans found no
-        name and were linked by dense search alone, and only 205 of those were right: a span
-        whose text no KB name, short form or sieve accounts for is mostly a span the gold does
-        not have (protein and gene names tagged as chemicals, fragments of longer mentions).
-        The lookups are text only, so this costs no search (eval/results/lexical_gate)."""
-        texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
-        named = self.lexically_linked(spans, texts, docs)
-        return [s for s, ok in zip(spans, named, strict=True)
-                if ok or s.mention_score >= self.lexical_gate]
+        """The spans :meth:`detect` returns, from every candidate it scored
+        (:meth:`SelectionRules.select` with this annotator's settings and KB lookups). Public so
+        that evaluations can score once and select under several settings."""
+        names = self.names
+        return self.selection_rules(keep).select(
+            spans, docs,
+            lambda found: self.lexically_linked(
+                found, [docs[s.doc_index].text_at(s.start, s.end) for s in found], docs),
+            None if names is None else lambda text, type_: bool(names.lookup(text, type_)))
 
     def lexically_linked(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
                          docs: Sequence[Document]) -> list[bool]:
@@ -269,32 +204,6 @@ class Annotator:
                     for start in ends[span.doc_index].get(abbr.long_end, ())))
             out.append(ok)
         return out
-
-    def rescue_weak(self, spans: list[SpanPrediction], keep: float,
-                    docs: Sequence[Document]) -> list[SpanPrediction]:
-        """The spans above ``keep``, plus weaker ones with support: propagation (above
-        :attr:`propagation_threshold`) keeps those whose text, case folded, a kept span has in
-        the same document — a name is often spelled out once with context and repeated bare
-        later ("... cisplatin (CDDP) ... cisplatin"), where the model is less sure; the KB
-        dictionary (above :attr:`dictionary_threshold`) keeps those whose text is an exact KB
-        name. Overlaps are resolved after, so a kept span always wins against a weaker one
-        it overlaps (its score is higher)."""
-        strong = resolve_overlaps([s for s in spans if s.mention_score > keep])
-        seen = {(s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold())
-                for s in strong}
-        repeat, dictionary = self.propagation_threshold, self.dictionary_threshold
-        names = self.names if dictionary is not None else None
-        weak = []
-        for s in spans:
-            if s.mention_score > keep:
-                continue
-            text = docs[s.doc_index].text_at(s.start, s.end)
-            if (repeat is not None and s.mention_score > repeat
-                    and (s.doc_index, text.casefold()) in seen) or (
-                    names is not None and s.mention_score > dictionary
-                    and names.lookup(text, s.type)):
-                weak.append(s)
-        return resolve_overlaps(strong + weak) if weak else strong
 
     @torch.inference_mode()
     def encode_spans(self, docs: Sequence[Document],
@@ -523,25 +432,3 @@ def attach_annotations(docs: Sequence[Document], spans: Sequence[SpanPrediction]
         counters[doc_index] += 1
         out[doc_index].add_annotation(ann)
     return out
-
-def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:
-    """Keep the most probable of overlapping spans (greedy), in document order."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for s in spans:
-        by_doc.setdefault(s.doc_index, []).append(s)
-    kept: list[SpanPrediction] = []
-    for doc_index in sorted(by_doc):
-        # taken spans are disjoint, so sorted by start they are sorted by end too and a new
-        # span need only be checked against its two neighbours instead of all kept spans
-        # (a hostile 100k-token document has tens of thousands of candidates)
-        starts: list[int] = []
-        ends: list[int] = []
-        for s in sorted(by_doc[doc_index], key=lambda x: (-x.mention_score, x.start, x.end)):
-            i = bisect.bisect_right(starts, s.start)
-            if (i > 0 and ends[i - 1] > s.start) or (i < len(starts) and starts[i] < s.end):
-                continue
-            starts.insert(i, s.start)
-            ends.insert(i, s.end)
-            kept.append(s)
-    kept.sort(key=lambda s: (s.doc_index, s.start, s.end))
-    return kept

@@ -33,11 +33,12 @@ import torch
 from tqdm.auto import tqdm
 
 from data_tools.registry import load_corpus
-from e2e_linker.collective.annotator import Annotator, attach_annotations, resolve_overlaps
+from e2e_linker.collective.annotator import Annotator, attach_annotations
 from e2e_linker.collective.batches import collate_chunks
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
+from e2e_linker.collective.span_selection import resolve_overlaps
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
 from e2e_linker.kb_search.sieves import NameDictionary
 from e2e_linker.runs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world

@@ -1,16 +1,15 @@
 """annotate keeps every document, passage and annotation; spans and links are well formed;
-overlap resolution makes the plain greedy rule's choice, and fast on huge documents."""
+selection applies the annotator's settings with its own KB lookups (the lexical gate,
+propagation, the dictionary threshold), defaulting to the model's config."""
 
 from __future__ import annotations
 
-import random
 import re
-import time
 
 import numpy as np
 import pytest
 
-from e2e_linker.collective.annotator import SpanPrediction, resolve_overlaps
+from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.sieves import choose_concept
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 from tests.helpers.tiny_linker import tiny_annotator
@@ -100,15 +99,6 @@ def test_encode_spans_matches_detected_vectors(annotator):
     np.testing.assert_allclose(vecs, np.stack([s.vector for s in spans[:5]]), atol=1e-4)
 
 
-def test_resolve_overlaps_keeps_most_probable():
-    v = np.zeros(2, np.float32)
-    spans = [SpanPrediction(0, 0, 10, 0.6, "Disease", v), SpanPrediction(0, 5, 12, 0.9, "Disease", v),
-             SpanPrediction(0, 12, 15, 0.5, "Disease", v), SpanPrediction(1, 0, 10, 0.1, "Chemical", v)]
-    kept = resolve_overlaps(spans)
-    assert [(s.doc_index, s.start, s.end) for s in kept] == [(0, 5, 12), (0, 12, 15), (1, 0, 10)]
-
-
-
 def test_linking_matches_choose_concept_on_the_ranking(annotator):
     """link() makes choose_concept's choice on the index ranking (the tiny KB fits in k)."""
     docs = synthetic_docs(3)
@@ -123,69 +113,6 @@ def test_linking_matches_choose_concept_on_the_ranking(annotator):
         assert ann.infons["link_method"] == method
         if score is not None:
             assert ann.link_score == pytest.approx(round(score, 4), abs=1e-3)
-
-
-# overlap resolution against its definition
-
-_V = np.zeros(1, np.float32)
-
-
-def _greedy(spans: list[SpanPrediction]) -> list[tuple[int, int, int]]:
-    """The definition: most probable first, kept when it overlaps nothing kept so far."""
-    kept = []
-    for s in sorted(spans, key=lambda x: (x.doc_index, -x.mention_score, x.start, x.end)):
-        if all(k[0] != s.doc_index or s.end <= k[1] or s.start >= k[2] for k in kept):
-            kept.append((s.doc_index, s.start, s.end))
-    return sorted(kept)
-
-
-def test_matches_the_greedy_definition_on_random_spans():
-    for seed in range(200):
-        rng = random.Random(seed)
-        spans = []
-        for _ in range(rng.randint(0, 50)):
-            start = rng.randint(0, 40)
-            spans.append(SpanPrediction(rng.randint(0, 2), start, start + rng.randint(1, 8),
-                                        round(rng.random(), 2), "", _V))
-        got = [(s.doc_index, s.start, s.end) for s in resolve_overlaps(spans)]
-        assert got == _greedy(spans), seed
-
-
-def test_a_hundred_thousand_candidates_resolve_in_seconds():
-    rng = random.Random(0)
-    spans = [SpanPrediction(0, a, a + w, rng.random(), "", _V)
-             for a in range(0, 400_000, 4) for w in (3, 7)]
-    started = time.monotonic()
-    kept = resolve_overlaps(spans)
-    assert time.monotonic() - started < 10
-    assert all(a.end <= b.start for a, b in zip(kept, kept[1:], strict=False))
-
-
-def test_propagation_keeps_weak_repeats_of_a_detected_surface_form(annotator):
-    from data_tools.documents import Document, Passage
-
-    text = "cisplatin and aspirin; later Cisplatin again, cisplatin-induced"
-    doc = Document(id="p", passages=[Passage(offset=0, text=text)])
-    vec = np.zeros(4, np.float32)
-
-    def span(start, end, p):
-        return SpanPrediction(0, start, end, p, "Chemical", vec)
-
-    later = text.index("Cisplatin")
-    induced = text.index("cisplatin-induced")
-    spans = [span(0, 9, 0.9),                      # detected: the surface form
-             span(14, 21, 0.3),                    # weak, never detected strongly: dropped
-             span(later, later + 9, 0.3),          # weak repeat, other case: kept
-             span(induced, induced + 17, 0.95),    # strong, overlaps the weak repeat below
-             span(induced, induced + 9, 0.35)]     # weak repeat inside a strong span: loses
-    saved = annotator.propagation_threshold
-    annotator.propagation_threshold = 0.2
-    try:
-        kept = annotator.rescue_weak(spans, 0.6, [doc])
-    finally:
-        annotator.propagation_threshold = saved
-    assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
-                                                (induced, induced + 17)]
 
 
 def _chemical(start: int, end: int, p: float) -> SpanPrediction:
@@ -237,24 +164,6 @@ def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotato
              _chemical(qx, qx + 2, 0.7)]                    # long form neither: dropped
     assert _select_gated(annotator, spans, text, 0.99) == [
         (asa, asa + 3), (zorblatin, zorblatin + 17), (zh, zh + 2)]
-
-
-def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence(annotator):
-    from data_tools.documents import Document, Passage
-
-    text = "phenobarbital (PB) was given; PB levels rose, PBX did not; serum-PB too. PB"
-    doc = Document(id="pb", passages=[Passage(offset=0, text=text)])
-    vec = np.ones(4, np.float32)
-    long_form = SpanPrediction(0, 0, 13, 0.9, "Chemical", vec)
-    occupied = text.index("serum-PB")
-    other = SpanPrediction(0, occupied, occupied + 8, 0.8, "Disease", vec)
-    tagged = annotator.tag_short_forms([long_form, other], [doc])
-    found = [(s.start, s.end, s.type, s.mention_score) for s in tagged]
-    pbs = [m.start() for m in re.finditer(r"\bPB\b", text)]
-    expected = [(p, p + 2, "Chemical", 0.9) for p in pbs if p != occupied + 6]
-    assert sorted(found) == sorted([(0, 13, "Chemical", 0.9),
-                                    (occupied, occupied + 8, "Disease", 0.8), *expected])
-    assert len(expected) == 3  # "(PB)", "PB levels", the last "PB"; not PBX, not inside serum-PB
 
 
 def test_document_level_steps_default_to_the_model_config(annotator):
@@ -322,6 +231,6 @@ def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
         assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
         annotator.dictionary_threshold = 1.0  # not below keep: off
         assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
-        assert annotator.weak_floors(0.5) == []
+        assert annotator.selection_rules(0.5).weak_floors() == []
     finally:
         annotator.dictionary_threshold, annotator.propagation_threshold = saved

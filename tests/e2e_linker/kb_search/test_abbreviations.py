@@ -139,8 +139,9 @@ def test_real_bc5cdr_abbreviations(bc5cdr_test_docs):
 
 
 def test_annotator_propagates_long_form_concept():
-    from e2e_linker.collective.annotator import Annotator, SpanPrediction
+    from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import LinkerConfig
+    from e2e_linker.collective.span_selection import SpanPrediction
     from e2e_linker.kb_search.sieves import NameDictionary
 
     class FakeModel:

@@ -1,0 +1,172 @@
+"""Which scored candidate spans ``linker annotate`` keeps: the lexical gate, weaker spans the
+document or the KB supports, overlap resolution, short forms tagged like their long form.
+
+Why its own module: detection (the model's scores and vectors) and linking (the KB) belong to
+:class:`~e2e_linker.collective.annotator.Annotator`; selection only reads each candidate's
+score, offsets and text, plus two facts the annotator hands in (whether a lexical step links a
+span, whether a text is a KB name). Each rule is a function of its inputs, so evaluations can
+score candidates once and select under many settings, and tests can call it on hand-made spans.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from data_tools.documents import Document
+from e2e_linker.kb_search.abbreviations import abbreviation_map
+
+#: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
+LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]
+#: whether a text is an exact KB name of a type
+NameCheck = Callable[[str, str], bool]
+
+
+@dataclass
+class SpanPrediction:
+    """A kept span before linking: where it is, how sure we are, and its vector."""
+
+    doc_index: int
+    start: int
+    end: int
+    mention_score: float
+    type: str
+    vector: np.ndarray
+
+
+@dataclass
+class SelectionRules:
+    """The settings selection applies, as :class:`~e2e_linker.collective.annotator.Annotator`
+    holds them (each documented there); ``keep`` is the mention threshold of this call."""
+
+    keep: float
+    lexical_gate: float | None = None
+    short_forms: bool = False
+    propagation_threshold: float | None = None
+    dictionary_threshold: float | None = None
+
+    def weak_floors(self) -> list[float]:
+        """The propagation and dictionary thresholds that are on and below :attr:`keep`:
+        candidates must be scored down to the lowest of them."""
+        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
+                if f is not None and f < self.keep]
+
+    def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
+               lexically_linked: LexicalCheck, is_name: NameCheck | None) -> list[SpanPrediction]:
+        """The spans annotate keeps from every candidate scored: the lexical gate first (so an
+        overlapping span a lexical step links can win), then the weaker spans with support
+        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then short forms.
+        ``is_name`` is needed only with a dictionary threshold."""
+        if self.lexical_gate:
+            spans = gate_unlinked(spans, lexically_linked(spans), self.lexical_gate)
+        floors = self.weak_floors()
+        if floors:
+            floor = min(floors)  # candidates may have been scored lower
+            kept = rescue_weak([s for s in spans if s.mention_score > floor], self.keep, docs,
+                               self.propagation_threshold, self.dictionary_threshold, is_name)
+        else:
+            kept = resolve_overlaps([s for s in spans if s.mention_score > self.keep])
+        return tag_short_forms(kept, docs) if self.short_forms else kept
+
+
+def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],
+                  gate: float) -> list[SpanPrediction]:
+    """The spans a lexical step links, and the others scored at least ``gate``.
+
+    Why: on BC5CDR dev (names mined from train only) 1,246 of 8,873 detected spans found no
+    name and were linked by dense search alone, and only 205 of those were right: a span whose
+    text no KB name, short form or sieve accounts for is mostly a span the gold does not have
+    (protein and gene names tagged as chemicals, fragments of longer mentions). The lookups
+    are text only, so the gate costs no search (eval/results/lexical_gate)."""
+    return [s for s, ok in zip(spans, linked, strict=True) if ok or s.mention_score >= gate]
+
+
+def rescue_weak(spans: list[SpanPrediction], keep: float, docs: Sequence[Document],
+                propagation_threshold: float | None = None,
+                dictionary_threshold: float | None = None,
+                is_name: NameCheck | None = None) -> list[SpanPrediction]:
+    """The spans above ``keep``, plus weaker ones with support, overlaps resolved.
+
+    Propagation (above ``propagation_threshold``) keeps those whose text, case folded, a kept
+    span has in the same document — a name is often spelled out once with context and repeated
+    bare later ("... cisplatin (CDDP) ... cisplatin"), where the model is less sure; the KB
+    dictionary (above ``dictionary_threshold``, with ``is_name``) keeps those whose text is an
+    exact KB name. Overlaps are resolved after, so a kept span always wins against a weaker one
+    it overlaps (its score is higher)."""
+    strong = resolve_overlaps([s for s in spans if s.mention_score > keep])
+    seen = {(s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold())
+            for s in strong}
+    repeat = propagation_threshold
+    dictionary = dictionary_threshold if is_name is not None else None
+    weak = []
+    for s in spans:
+        if s.mention_score > keep:
+            continue
+        text = docs[s.doc_index].text_at(s.start, s.end)
+        if (repeat is not None and s.mention_score > repeat
+                and (s.doc_index, text.casefold()) in seen) or (
+                dictionary is not None and s.mention_score > dictionary
+                and is_name(text, s.type)):
+            weak.append(s)
+    return resolve_overlaps(strong + weak) if weak else strong
+
+
+def tag_short_forms(spans: list[SpanPrediction],
+                    docs: Sequence[Document]) -> list[SpanPrediction]:
+    """``spans`` plus every whole-word occurrence of a short form defined in the same document
+    ("phenobarbital (PB)") whose long form one of them covers, where no span is already; each
+    takes that span's type, score and vector."""
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for span in spans:
+        by_doc.setdefault(span.doc_index, []).append(span)
+    added: list[SpanPrediction] = []
+    for doc_index, members in by_doc.items():
+        text = docs[doc_index].text
+        abbreviations = abbreviation_map(text)
+        if not abbreviations:
+            continue
+        taken = [(s.start, s.end) for s in members]
+        for abbr in abbreviations.values():
+            source = next((s for s in members if s.end == abbr.long_end
+                           and abbr.long_start <= s.start < abbr.long_end), None)
+            if source is None:
+                continue
+            pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)
+                                 + r"(?![A-Za-z0-9])")
+            for found in pattern.finditer(text):
+                start, end = found.span()
+                if any(a < end and start < b for a, b in taken):
+                    continue
+                taken.append((start, end))
+                added.append(SpanPrediction(doc_index, start, end, source.mention_score,
+                                            source.type, source.vector))
+    if not added:
+        return spans
+    return sorted(spans + added, key=lambda s: (s.doc_index, s.start, s.end))
+
+
+def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:
+    """Keep the most probable of overlapping spans (greedy), in document order."""
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for s in spans:
+        by_doc.setdefault(s.doc_index, []).append(s)
+    kept: list[SpanPrediction] = []
+    for doc_index in sorted(by_doc):
+        # taken spans are disjoint, so sorted by start they are sorted by end too and a new
+        # span need only be checked against its two neighbours instead of all kept spans
+        # (a hostile 100k-token document has tens of thousands of candidates)
+        starts: list[int] = []
+        ends: list[int] = []
+        for s in sorted(by_doc[doc_index], key=lambda x: (-x.mention_score, x.start, x.end)):
+            i = bisect.bisect_right(starts, s.start)
+            if (i > 0 and ends[i - 1] > s.start) or (i < len(starts) and starts[i] < s.end):
+                continue
+            starts.insert(i, s.start)
+            ends.insert(i, s.end)
+            kept.append(s)
+    kept.sort(key=lambda s: (s.doc_index, s.start, s.end))
+    return kept

@@ -1,0 +1,131 @@
+"""Selection rules on hand-made spans: overlap resolution makes the plain greedy rule's
+choice (and fast on huge documents), propagation keeps weak repeats, short forms are tagged
+like their long form, and the floors candidates must be scored down to."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import numpy as np
+
+from e2e_linker.collective.span_selection import (
+    SelectionRules,
+    SpanPrediction,
+    rescue_weak,
+    resolve_overlaps,
+    tag_short_forms,
+)
+
+
+def test_resolve_overlaps_keeps_most_probable():
+    v = np.zeros(2, np.float32)
+    spans = [SpanPrediction(0, 0, 10, 0.6, "Disease", v), SpanPrediction(0, 5, 12, 0.9, "Disease", v),
+             SpanPrediction(0, 12, 15, 0.5, "Disease", v), SpanPrediction(1, 0, 10, 0.1, "Chemical", v)]
+    kept = resolve_overlaps(spans)
+    assert [(s.doc_index, s.start, s.end) for s in kept] == [(0, 5, 12), (0, 12, 15), (1, 0, 10)]
+
+
+# overlap resolution against its definition
+
+_V = np.zeros(1, np.float32)
+
+
+def _greedy(spans: list[SpanPrediction]) -> list[tuple[int, int, int]]:
+    """The definition: most probable first, kept when it overlaps nothing kept so far."""
+    kept = []
+    for s in sorted(spans, key=lambda x: (x.doc_index, -x.mention_score, x.start, x.end)):
+        if all(k[0] != s.doc_index or s.end <= k[1] or s.start >= k[2] for k in kept):
+            kept.append((s.doc_index, s.start, s.end))
+    return sorted(kept)
+
+
+def test_matches_the_greedy_definition_on_random_spans():
+    for seed in range(200):
+        rng = random.Random(seed)
+        spans = []
+        for _ in range(rng.randint(0, 50)):
+            start = rng.randint(0, 40)
+            spans.append(SpanPrediction(rng.randint(0, 2), start, start + rng.randint(1, 8),
+                                        round(rng.random(), 2), "", _V))
+        got = [(s.doc_index, s.start, s.end) for s in resolve_overlaps(spans)]
+        assert got == _greedy(spans), seed
+
+
+def test_a_hundred_thousand_candidates_resolve_in_seconds():
+    rng = random.Random(0)
+    spans = [SpanPrediction(0, a, a + w, rng.random(), "", _V)
+             for a in range(0, 400_000, 4) for w in (3, 7)]
+    started = time.monotonic()
+    kept = resolve_overlaps(spans)
+    assert time.monotonic() - started < 10
+    assert all(a.end <= b.start for a, b in zip(kept, kept[1:], strict=False))
+
+
+def test_propagation_keeps_weak_repeats_of_a_detected_surface_form():
+    from data_tools.documents import Document, Passage
+
+    text = "cisplatin and aspirin; later Cisplatin again, cisplatin-induced"
+    doc = Document(id="p", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+
+    def span(start, end, p):
+        return SpanPrediction(0, start, end, p, "Chemical", vec)
+
+    later = text.index("Cisplatin")
+    induced = text.index("cisplatin-induced")
+    spans = [span(0, 9, 0.9),                      # detected: the surface form
+             span(14, 21, 0.3),                    # weak, never detected strongly: dropped
+             span(later, later + 9, 0.3),          # weak repeat, other case: kept
+             span(induced, induced + 17, 0.95),    # strong, overlaps the weak repeat below
+             span(induced, induced + 9, 0.35)]     # weak repeat inside a strong span: loses
+    kept = rescue_weak(spans, 0.6, [doc], propagation_threshold=0.2)
+    assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
+                                                (induced, induced + 17)]
+
+
+def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence():
+    from data_tools.documents import Document, Passage
+
+    text = "phenobarbital (PB) was given; PB levels rose, PBX did not; serum-PB too. PB"
+    doc = Document(id="pb", passages=[Passage(offset=0, text=text)])
+    vec = np.ones(4, np.float32)
+    long_form = SpanPrediction(0, 0, 13, 0.9, "Chemical", vec)
+    occupied = text.index("serum-PB")
+    other = SpanPrediction(0, occupied, occupied + 8, 0.8, "Disease", vec)
+    tagged = tag_short_forms([long_form, other], [doc])
+    found = [(s.start, s.end, s.type, s.mention_score) for s in tagged]
+    pbs = [m.start() for m in re.finditer(r"\bPB\b", text)]
+    expected = [(p, p + 2, "Chemical", 0.9) for p in pbs if p != occupied + 6]
+    assert sorted(found) == sorted([(0, 13, "Chemical", 0.9),
+                                    (occupied, occupied + 8, "Disease", 0.8), *expected])
+    assert len(expected) == 3  # "(PB)", "PB levels", the last "PB"; not PBX, not inside serum-PB
+
+
+def test_weak_floors_are_the_thresholds_on_and_below_keep():
+    assert SelectionRules(0.5).weak_floors() == []
+    assert SelectionRules(0.5, propagation_threshold=0.2,
+                          dictionary_threshold=0.1).weak_floors() == [0.2, 0.1]
+    assert SelectionRules(0.5, propagation_threshold=0.7,
+                          dictionary_threshold=0.5).weak_floors() == []
+
+
+def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
+    from data_tools.documents import Document, Passage
+
+    doc = Document(id="g", passages=[Passage(offset=0, text="alpha beta gamma")])
+    vec = np.zeros(1, np.float32)
+    spans = [SpanPrediction(0, 0, 5, 0.7, "Chemical", vec),
+             SpanPrediction(0, 6, 10, 0.7, "Chemical", vec),
+             SpanPrediction(0, 11, 16, 0.995, "Chemical", vec)]
+    asked = []
+
+    def linked(found):
+        asked.append([s.start for s in found])
+        return [s.start == 0 for s in found]
+
+    kept = SelectionRules(0.5, lexical_gate=0.99).select(spans, [doc], linked, None)
+    assert [s.start for s in kept] == [0, 11] and asked == [[0, 6, 11]]
+    assert [s.start for s in SelectionRules(0.5).select(spans, [doc], linked, None)] == [0, 6, 11]
+    assert len(asked) == 1  # no gate: no lookups
