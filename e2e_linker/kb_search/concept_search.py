@@ -17,14 +17,12 @@ lowest row, other types filtered out); the vectors come from the shared cache
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache import VectorCache
 from e2e_linker.kb_search.label_index import (
     ExactIndex,
@@ -34,8 +32,7 @@ from e2e_linker.kb_search.label_index import (
     centroids,
     merged_label_types,
 )
-from e2e_linker.kb_search.packed_index import built_for, read_info, read_packed
-from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
+from e2e_linker.kb_search.partial_matrix import open_packed_shortlist
 
 #: Cosine at or above which a sieve keeps its first search's answer.
 SIEVE_THRESHOLD = 0.95
@@ -140,24 +137,17 @@ class ConceptSearcher:
 
     def _shortlist_index(self, pool: LabeledTexts) -> ShortlistIndex | None:
         """The packed index's search over the ontology texts, when it applies (see above)."""
-        if self.packed is None or not self.packed.is_file() or id(pool) in self._vectors:
+        if self.packed is None or id(pool) in self._vectors:
             return None
-        info = read_info(self.packed)
-        if not built_for(info, self.cache.fingerprint, pool.texts):
-            if self.packed_always:
-                raise UserError(f"{self.packed} was built for another encoder or KB text list "
-                                f"({info.kb or 'unknown'}, {info.names:,} texts)")
+        opened = open_packed_shortlist(
+            self.packed, self.cache.fingerprint, pool.texts, self.cache.path_for(pool.texts),
+            self.encoder, self.cache.folder, self.cache.batch_size, self.cache.progress,
+            unit=True, required=self.packed_always, owner="normalizer", items="texts",
+            pack_command="linker kb pack --normalizer")
+        if opened is None:
             return None
-        full = self.cache.path_for(pool.texts)
-        if full.is_file() and not self.packed_always:
-            return None
-        rows = PartialKBMatrix(full, pool.texts, self.encoder, self.cache.folder,
-                               self.cache.batch_size, self.cache.progress, unit=True)
-        if self.cache.progress:
-            print(f"KB index: packed index shipped with the normalizer ({info.names:,} texts); "
-                  f"texts a search shortlists are encoded on first use and cached in "
-                  f"{self.cache.folder} ({rows.present:,} so far)", file=sys.stderr)
-        return ShortlistIndex(rows, pool.labels, read_packed(self.packed), pool.label_types)
+        rows, index = opened
+        return ShortlistIndex(rows, pool.labels, index, pool.label_types)
 
     def centroid_index(self, source: str) -> ExactIndex:
         """The centroid index of ``O``, ``D`` or ``OD`` (built on first use)."""

@@ -18,14 +18,12 @@ Two policies, explicit because the normalizer's label index
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.errors import UserError
 from e2e_linker.kb_search.backends import (
     FaissShortlistSearch,
     SearchParams,
@@ -34,8 +32,8 @@ from e2e_linker.kb_search.backends import (
     make_search,
 )
 from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
-from e2e_linker.kb_search.packed_index import built_for, names_digest, read_info, read_packed
-from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
+from e2e_linker.kb_search.packed_index import names_digest
+from e2e_linker.kb_search.partial_matrix import open_packed_shortlist
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
 TYPE_POLICIES = ("rank_last", "filter")
@@ -180,28 +178,13 @@ class EntityIndex:
         """The packed index's search when it applies (see :meth:`build`), else None."""
         if kind not in ("auto", "packed"):
             return None
-        found = packed is not None and Path(packed).is_file()
-        if kind == "packed" and not found:
-            raise UserError(f"--index packed: the model has no packed KB index ({packed}); "
-                            "`linker kb pack` writes one")
-        if not found:
+        opened = open_packed_shortlist(
+            packed, cache.folder.name, names, cache.folder / "kb" / f"{names_digest(names)}.npy",
+            cache.encoder, cache.folder, batch_size, progress, required=kind == "packed")
+        if opened is None:
             return None
-        info = read_info(packed)
-        if not built_for(info, cache.folder.name, names):
-            if kind == "packed":
-                raise UserError(f"--index packed: {packed} was built for another encoder or KB "
-                                f"name list ({info.kb or 'unknown'}, {info.names:,} names); "
-                                "`linker kb pack` rebuilds it")
-            return None
-        rows = PartialKBMatrix(cache.folder / "kb" / f"{names_digest(names)}.npy", names,
-                               cache.encoder, cache.folder, batch_size, progress)
-        if kind == "auto" and rows.full_path.is_file():
-            return None  # the full matrix is cached: the full-encoding path
-        if progress:
-            print(f"KB index: packed index shipped with the model ({info.names:,} names, "
-                  f"{info.pq_bytes} B/name); names a search shortlists are encoded on first use "
-                  f"and cached in {cache.folder} ({rows.present:,} so far)", file=sys.stderr)
-        return FaissShortlistSearch("ivfpq", rows, params, index=read_packed(packed))
+        rows, index = opened
+        return FaissShortlistSearch("ivfpq", rows, params, index=index)
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""
