@@ -28,31 +28,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from eval.linking_ablation import model_with_names_from
+from eval.models import model_source, model_with_names_from
 from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import MODES, STEPS_OFF, setting_rows
-
-
-def model_source(label: str, scratch: Path) -> Path | None:
-    """The model directory a ``--models`` entry names (None: the shipped one); ``git:REV`` is
-    extracted from the repository into ``scratch``."""
-    if label == "shipped":
-        return None
-    if not label.startswith("git:"):
-        return Path(label)
-    import io
-    import subprocess
-    import tarfile
-
-    from e2e_linker.collective.model_dir import default_model_dir
-
-    root = Path(__file__).resolve().parent.parent
-    folder = default_model_dir().resolve().relative_to(root)
-    archive = subprocess.run(["git", "-C", str(root), "archive", label[4:], str(folder)],
-                             capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(scratch, filter="data")
-    return scratch / folder
 
 
 def ablation_settings(annotator, gate: float | None, propagation: float | None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from data_tools.registry import data_dir
 from e2e_linker.kb_search.cache import default_cache_dir
-from eval.first_run import linker, scores
+from eval.linker_runs import linker, scores
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "annotate_linking"

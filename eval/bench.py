@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> dict:
     baseline = None
     with tempfile.TemporaryDirectory() as scratch:
         if args.baseline:
-            from eval.accuracy_ablation import model_source
+            from eval.models import model_source
 
             baseline = Linker.load(model_source(args.baseline, Path(scratch) / "model"),
                                    kb=args.kb, device=args.device, batch_size=args.batch_size,

@@ -22,7 +22,7 @@ from pathlib import Path
 from data_tools.formats import read_documents, write_documents
 from data_tools.registry import get_dataset
 from e2e_linker.kb_search.cache import default_cache_dir
-from eval.first_run import linker, scores
+from eval.linker_runs import linker, scores
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "cross_corpus_ncbi"
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         raw, pred = Path(tmp) / "all.pubtator", Path(tmp) / "diseases.pubtator"
         model_dir = args.model
         if args.kb_names_from is not None:
-            from eval.linking_ablation import model_with_names_from
+            from eval.models import model_with_names_from
 
             (Path(tmp) / "model").mkdir()
             model_dir = str(model_with_names_from(

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from e2e_linker.kb_search.abbreviations import abbreviation_map
 from e2e_linker.scoring import mentions_of
-from eval.linking_ablation import model_with_names_from
+from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "errors_dev"

@@ -27,41 +27,18 @@ re-encoding hundreds of thousands of names.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import resource
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 from data_tools.registry import data_dir
+from eval.linker_runs import REPO, linker, scores
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "first_run"
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "bc5cdr_sample.bioc.xml"
 BOUND_S = 180.0
-
-
-def linker(args: list[str], cache: Path) -> tuple[float, str, str]:
-    """Run ``linker ARGS`` with ``E2E_LINKER_CACHE=cache``: (wall seconds, stdout, stderr)."""
-    env = {**os.environ, "E2E_LINKER_CACHE": str(cache)}
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "e2e_linker", *args], capture_output=True,
-                          text=True, env=env, cwd=REPO)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"linker {' '.join(args)} failed ({done.returncode}):\n"
-                         f"{done.stderr[-3000:]}")
-    return seconds, done.stdout, done.stderr
-
-
-def scores(stdout: str) -> dict:
-    """The JSON report of ``linker score --json``."""
-    return json.loads(stdout)
 
 
 def first_pubtator_docs(source: Path, target: Path, n: int) -> Path:

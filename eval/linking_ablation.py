@@ -24,7 +24,6 @@ collective span vectors or the triplet encoder on the span text.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from e2e_linker.collective.loading import load_annotator
 from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
 from e2e_linker.kb_search.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import training_triples
+from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results
 
 #: cumulative rows: each adds one step to the row above it
@@ -44,31 +44,6 @@ ROWS: list[tuple[str, SieveSwitches]] = [
     ("+ compact key", SieveSwitches(True, True, True, False)),
     ("+ salt-free forms (all steps)", SieveSwitches(True, True, True, True)),
 ]
-
-
-def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None) -> Path:
-    """The files of the model in ``source`` (default: the shipped one; linked, not copied)
-    with names mined from ``corpora`` in place of its own mined names, and a manifest for
-    that KB."""
-    from e2e_linker.collective.model_dir import (
-        EXTRA_NAMES_FILE,
-        MANIFEST_FILE,
-        PACKED_INDEX_FILE,
-        default_model_dir,
-        read_manifest,
-    )
-    from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
-
-    source = (source or default_model_dir()).resolve()  # links must not be relative
-    for item in source.iterdir():
-        if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
-            (tmp / item.name).symlink_to(item)
-    spec = read_manifest(source)["kb"]
-    extra = mined_names(corpora) if corpora else None
-    manifest = save_model_kb(tmp, spec, extra, assemble_kb(spec, extra))
-    manifest["corpus_names"] = corpora
-    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
-    return tmp
 
 
 def scored_row(label: str, switches: dict | None, gold, pred, build_s: float,

@@ -24,7 +24,7 @@ import numpy as np
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
-from eval.linking_ablation import model_with_names_from
+from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "nil_threshold"

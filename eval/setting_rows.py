@@ -106,7 +106,7 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
     was not trained on). The loading every dev sweep of issue 17 shares."""
     from data_tools.registry import load_corpus, load_kb
     from e2e_linker.collective.loading import load_annotator
-    from eval.linking_ablation import model_with_names_from
+    from eval.models import model_with_names_from
 
     bc5cdr = load_corpus("bc5cdr:dev", max_docs)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,0 +1,59 @@
+"""Which model directory an evaluation runs.
+
+Why its own module: several evaluations take the same ``--models`` labels (the shipped model,
+a path, or ``git:REV`` — the model directory as committed at REV) and score dev fairly by
+rebuilding the model's mined KB names from train only (the shipped KB also holds dev's names);
+one spelling of each serves them all.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def model_source(label: str, scratch: Path) -> Path | None:
+    """The model directory a ``--models`` entry names (None: the shipped one); ``git:REV`` is
+    extracted from the repository into ``scratch``."""
+    if label == "shipped":
+        return None
+    if not label.startswith("git:"):
+        return Path(label)
+    import io
+    import subprocess
+    import tarfile
+
+    from e2e_linker.collective.model_dir import default_model_dir
+
+    root = Path(__file__).resolve().parent.parent
+    folder = default_model_dir().resolve().relative_to(root)
+    archive = subprocess.run(["git", "-C", str(root), "archive", label[4:], str(folder)],
+                             capture_output=True, check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(scratch, filter="data")
+    return scratch / folder
+
+
+def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None) -> Path:
+    """The files of the model in ``source`` (default: the shipped one; linked, not copied)
+    with names mined from ``corpora`` in place of its own mined names, and a manifest for
+    that KB."""
+    from e2e_linker.collective.model_dir import (
+        EXTRA_NAMES_FILE,
+        MANIFEST_FILE,
+        PACKED_INDEX_FILE,
+        default_model_dir,
+        read_manifest,
+    )
+    from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+
+    source = (source or default_model_dir()).resolve()  # links must not be relative
+    for item in source.iterdir():
+        if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
+            (tmp / item.name).symlink_to(item)
+    spec = read_manifest(source)["kb"]
+    extra = mined_names(corpora) if corpora else None
+    manifest = save_model_kb(tmp, spec, extra, assemble_kb(spec, extra))
+    manifest["corpus_names"] = corpora
+    (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    return tmp
