@@ -135,7 +135,8 @@ def open_packed_shortlist(packed: str | os.PathLike | None, fingerprint: str,
                           cache_folder: Path, batch_size: int, progress: bool, *,
                           unit: bool = False, required: bool = False,
                           owner: str = "model", items: str = "names",
-                          pack_command: str = "linker kb pack"):
+                          pack_command: str = "linker kb pack"
+                          ) -> tuple[PartialKBMatrix, object] | None:
     """The rows and index of a shipped packed shortlist over ``texts``, or None where it does
     not apply: no packed file, one built for another encoder or text list, or (unless
     ``required``) a full matrix already cached at ``full_path`` — then the caller's
@@ -145,7 +146,7 @@ def open_packed_shortlist(packed: str | os.PathLike | None, fingerprint: str,
     packed index by the same rules and tell a user the same thing on a first run. ``required``
     (``--index packed``) makes a missing or mismatched file an error; ``owner``, ``items`` and
     ``pack_command`` name what shipped it, what its rows are and what writes a new one.
-    Returns ``(rows, faiss_index)``.
+    Returns ``(rows, faiss_index)``, the index a faiss ``IndexIVFPQ`` (``read_packed``).
     """
     if packed is None or not Path(packed).is_file():
         if required:
