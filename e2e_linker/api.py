@@ -109,7 +109,7 @@ class Linker:
         encoder on the span's text and its sieves) instead of the collective span vectors; it
         then searches through the model's packed shortlist, for :meth:`normalize` too.
         ``sieves=False`` links a span the exact-name sieve misses by dense search alone,
-        without the lexical steps of :class:`~e2e_linker.kb_search.sieve_stack.SieveStack`;
+        without the lexical steps of :class:`~e2e_linker.lexical.sieve_stack.SieveStack`;
         ``lexical_gate`` overrides the model's: the mention score a span that no lexical step
         links must reach to be kept (0 keeps every span, above 1 none);
         ``propagation_threshold`` and ``short_forms`` override the model's document-level

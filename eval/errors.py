@@ -40,7 +40,7 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from e2e_linker.kb_search.abbreviations import abbreviation_map
+from e2e_linker.lexical.abbreviations import abbreviation_map
 from e2e_linker.scoring import mentions_of
 from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results

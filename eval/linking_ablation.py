@@ -5,7 +5,7 @@
 
 Spans are detected once with the default model (one encoder pass per chunk, as ``linker
 annotate`` runs); every row then links the same spans with one more step of
-:class:`e2e_linker.kb_search.sieve_stack.SieveStack` switched on, and is scored with
+:class:`e2e_linker.lexical.sieve_stack.SieveStack` switched on, and is scored with
 ``linker score``'s strict and partial F1 (by type). The training-mention pool is built from
 ``--train-pool`` (BC5CDR train by default: the shipped normalizer's pool also holds dev, which
 would leak dev's own answers into a dev measurement). Note that the default collective model's
@@ -30,8 +30,8 @@ from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
-from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
-from e2e_linker.kb_search.text_forms import TextNormalizer
+from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
+from e2e_linker.lexical.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import training_triples
 from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results

@@ -156,7 +156,7 @@ class Runner:
 
 def refined_subset(runner: Runner, task: Task, texts: list[str]) -> list[bool]:
     """True for test mentions whose normalised text never occurs in train or dev."""
-    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.lexical.text_forms import TextNormalizer
 
     fold = TextNormalizer()
     seen = {fold(a.text) for d in runner.training_docs(task, "test") for a in d.annotations}

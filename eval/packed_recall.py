@@ -94,7 +94,7 @@ def collective_case(args) -> tuple[np.ndarray, np.ndarray]:
 def normalizer_case(args) -> tuple[np.ndarray, np.ndarray]:
     from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.kb_search.cache import VectorCache, encode_unit
-    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.model_dir import load_model
     from e2e_linker.normalizer.pools import ontology_pool
 

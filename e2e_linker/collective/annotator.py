@@ -22,14 +22,14 @@ from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.span_scorer import decode_bio
 from e2e_linker.collective.span_selection import SelectionRules, SpanPrediction
-from e2e_linker.kb_search.abbreviations import (
+from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.lexical.abbreviations import (
     abbreviation_map,
     expand_mention,
     text_expansions,
 )
-from e2e_linker.kb_search.entity_index import EntityIndex
-from e2e_linker.kb_search.sieve_stack import SieveStack
-from e2e_linker.kb_search.sieves import NameDictionary, choose_concept
+from e2e_linker.lexical.sieve_stack import SieveStack
+from e2e_linker.lexical.sieves import NameDictionary, choose_concept
 
 MODES = ("collective", "per-mention")
 
@@ -347,7 +347,7 @@ class Annotator:
     def span_expansions(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
                         docs: Sequence[Document]) -> dict[int, dict[str, str]]:
         """Short form → long form per document, from its text and its detected spans (the
-        normalizer's :func:`~e2e_linker.kb_search.abbreviations.text_expansions`)."""
+        normalizer's :func:`~e2e_linker.lexical.abbreviations.text_expansions`)."""
         by_doc: dict[int, list[tuple[str, str]]] = {}
         for span, text in zip(spans, texts, strict=True):
             by_doc.setdefault(span.doc_index, []).append((span.type, text))

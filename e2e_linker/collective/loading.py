@@ -11,7 +11,7 @@ from e2e_linker.collective.annotator import Annotator
 from e2e_linker.collective.model_dir import default_model_dir
 from e2e_linker.collective.model_kb import mined_name_triples
 from e2e_linker.errors import UserError
-from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
+from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
 
 #: annotate's lexical steps by default: all of them (eval/results/linking_ablation_fair)
 DEFAULT_SIEVES = SieveSwitches()
@@ -44,7 +44,7 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.kb_search.backends`);
     ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`);
     ``sieves`` the lexical steps tried on a span the exact-name sieve does not resolve, before
-    the dense choice (:class:`~e2e_linker.kb_search.sieve_stack.SieveStack`, its training pool
+    the dense choice (:class:`~e2e_linker.lexical.sieve_stack.SieveStack`, its training pool
     the model's mined names; None: exact-name sieve and dense search alone);
     ``lexical_gate`` the mention score a span no lexical step links must reach (default: the
     model's; 0: keep every span); ``propagation_threshold``, ``short_forms`` and
@@ -52,7 +52,7 @@ def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = 
     see :class:`Annotator`).
     """
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.kb_search.sieves import NameDictionary
+    from e2e_linker.lexical.sieves import NameDictionary
 
     directory = Path(model_dir) if model_dir else default_model_dir()
     model = CollectiveLinker.load(directory, device=pick_device(device))

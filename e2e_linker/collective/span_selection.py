@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from data_tools.documents import Document
-from e2e_linker.kb_search.abbreviations import abbreviation_map
+from e2e_linker.lexical.abbreviations import abbreviation_map
 
 #: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
 LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]

@@ -1,1 +1,1 @@
-"""The one linking core both annotate and normalize use: name-vector cache, search backends, entity index, sieves, name forms and abbreviations."""
+"""Search over KB name vectors and labels, shared by annotate and normalize: name-vector cache, search backends, entity index, label indexes, packed indexes."""

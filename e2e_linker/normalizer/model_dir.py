@@ -242,7 +242,7 @@ def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None 
     from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.kb_search.cache import VectorCache
     from e2e_linker.kb_search.packed_index import pack_vectors
-    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.pools import ontology_pool
 
     directory = Path(model) if model is not None else default_model_dir()

@@ -22,11 +22,6 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.abbreviations import (
-    abbreviation_expansions,
-    document_expansions,
-    expand_mention,
-)
 from e2e_linker.kb_search.cache import VectorCache, encode_unit
 from e2e_linker.kb_search.concept_search import (
     SIEVE_THRESHOLD,
@@ -35,8 +30,13 @@ from e2e_linker.kb_search.concept_search import (
     parse_mode,
 )
 from e2e_linker.kb_search.label_index import LabeledTexts, Ranked
-from e2e_linker.kb_search.sieves import CompactKeyIndex
-from e2e_linker.kb_search.text_forms import TextNormalizer, split_composite
+from e2e_linker.lexical.abbreviations import (
+    abbreviation_expansions,
+    document_expansions,
+    expand_mention,
+)
+from e2e_linker.lexical.sieves import CompactKeyIndex
+from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
 from e2e_linker.normalizer.pools import (
     TYPE_ALIASES,
     ontology_pool,
@@ -71,10 +71,10 @@ class NormalizeOptions:
     lowercase: bool = True
     punctuation: bool = True
     #: exact compact-key match to one KB concept first, in modes that search O (see
-    #: :mod:`e2e_linker.kb_search.sieves`)
+    #: :mod:`e2e_linker.lexical.sieves`)
     lexical: bool = True
     #: with lexical: chemical names also answer to their salt-free form ("Tiapride
-    #: Hydrochloride" to "tiapride"; :mod:`e2e_linker.kb_search.salt_forms`), in that sieve only
+    #: Hydrochloride" to "tiapride"; :mod:`e2e_linker.lexical.salt_forms`), in that sieve only
     salt_free: bool = True
     sieve_threshold: float = SIEVE_THRESHOLD
     batch_size: int = 256
@@ -231,10 +231,10 @@ class Normalizer:
 
     def _salt_free_pools(self) -> list[LabeledTexts]:
         """The KB's salt-free and anion name forms as a pool for the lexical sieve (none when
-        switched off; see :mod:`e2e_linker.kb_search.salt_forms`)."""
+        switched off; see :mod:`e2e_linker.lexical.salt_forms`)."""
         if not self.options.salt_free:
             return []
-        from e2e_linker.kb_search.salt_forms import salt_free_synonyms
+        from e2e_linker.lexical.salt_forms import salt_free_synonyms
 
         forms = [(self.text(name), cid, self.kb.get(cid).type)
                  for cid, name in salt_free_synonyms(self.kb)]
@@ -242,7 +242,7 @@ class Normalizer:
 
     def lexical_match(self, q: MentionQuery) -> str | None:
         """The KB concept whose names share the whole mention's compact key, if exactly one
-        does and no training mention has that key (see :mod:`e2e_linker.kb_search.sieves`)."""
+        does and no training mention has that key (see :mod:`e2e_linker.lexical.sieves`)."""
         if self._lexical is None:  # built on first use: deriving salt-free forms takes ~1 s
             ontology, training = self._lexical_pools
             self._lexical = (CompactKeyIndex(ontology + self._salt_free_pools()),

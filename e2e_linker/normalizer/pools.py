@@ -1,6 +1,6 @@
 """The text pools a normalizer searches: the KB's names (O), extra synonyms, and the training
 mentions (D), each as :class:`~e2e_linker.kb_search.label_index.LabeledTexts` folded by the
-model's :class:`~e2e_linker.kb_search.text_forms.TextNormalizer`.
+model's :class:`~e2e_linker.lexical.text_forms.TextNormalizer`.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from data_tools.documents import Annotation, Document, strip_prefix
-from e2e_linker.kb_search.abbreviations import document_expansions, expand_mention
 from e2e_linker.kb_search.label_index import LabeledTexts
-from e2e_linker.kb_search.text_forms import TextNormalizer, split_composite
+from e2e_linker.lexical.abbreviations import document_expansions, expand_mention
+from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
 
 #: Annotation types of other corpora that mean a KB type: NCBI disease's four classes are all
 #: diseases, so over a KB holding chemicals too (bc5cdr) they search the diseases only.

@@ -97,7 +97,7 @@ def training_examples(cfg: TripletConfig, kb=None, train_docs=None
     once). Multi-concept labels are left out: a triplet needs one concept per text.
     """
     from data_tools.registry import load_corpus, load_kb
-    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.pools import training_triples
 
     text = TextNormalizer(cfg.lowercase, cfg.punctuation)
@@ -145,7 +145,7 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
     from data_tools.registry import load_kb
     from e2e_linker.encoder.adapter import add_lora
     from e2e_linker.encoder.text_encoder import TextEncoder, resolve_encoder_path
-    from e2e_linker.kb_search.text_forms import TextNormalizer
+    from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.model_dir import (
         ADAPTER_DIR,
         ENCODER_DIR,

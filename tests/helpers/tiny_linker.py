@@ -45,7 +45,7 @@ def tiny_annotator(directory: Path, threshold: float = 0.0):
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
     from e2e_linker.kb_search.entity_index import EntityIndex
-    from e2e_linker.kb_search.sieves import NameDictionary
+    from e2e_linker.lexical.sieves import NameDictionary
     from tests.helpers.synthetic import synthetic_kb
 
     encoder = tiny_encoder_dir(directory / "bert")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from e2e_linker.collective.span_selection import SpanPrediction
-from e2e_linker.kb_search.sieves import choose_concept
+from e2e_linker.lexical.sieves import choose_concept
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 from tests.helpers.tiny_linker import tiny_annotator
 

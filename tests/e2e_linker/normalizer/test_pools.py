@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from data_tools.documents import Annotation
 from data_tools.kb import KB, Concept
-from e2e_linker.kb_search.text_forms import TextNormalizer
+from e2e_linker.lexical.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import (
     align_parts,
     mention_ids,

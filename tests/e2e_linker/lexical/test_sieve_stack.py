@@ -4,8 +4,8 @@ a switched-off step never fires."""
 from __future__ import annotations
 
 from data_tools.kb import KB, Concept
-from e2e_linker.kb_search.sieve_stack import SieveStack, SieveSwitches
-from e2e_linker.kb_search.sieves import NameDictionary
+from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
+from e2e_linker.lexical.sieves import NameDictionary
 
 
 def _kb() -> KB:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
 from e2e_linker.kb_search.label_index import LabeledTexts
-from e2e_linker.kb_search.sieves import (
+from e2e_linker.lexical.sieves import (
     CompactKeyIndex,
     NameDictionary,
     choose_concept,

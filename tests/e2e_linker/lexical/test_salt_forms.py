@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from data_tools.kb import KB, Concept
-from e2e_linker.kb_search.salt_forms import salt_free_synonyms
+from e2e_linker.lexical.salt_forms import salt_free_synonyms
 
 
 def test_salt_free_and_anion_forms():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e_linker.kb_search.text_forms import TextNormalizer, normalize_text, split_composite
+from e2e_linker.lexical.text_forms import TextNormalizer, normalize_text, split_composite
 
 
 @pytest.mark.parametrize("text,expected", [

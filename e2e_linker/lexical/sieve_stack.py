@@ -5,13 +5,13 @@ front of dense search; ``linker annotate`` had only the exact-name sieve. This s
 detected span, after annotate's own exact-name sieve found nothing, the same chances, in order:
 
 1. ``abbreviations`` — the span's text with in-document short forms expanded
-   (:func:`~e2e_linker.kb_search.abbreviations.document_expansions`: Schwartz–Hearst definitions,
+   (:func:`~e2e_linker.lexical.abbreviations.document_expansions`: Schwartz–Hearst definitions,
    one-letter definitions, and short forms matched to another detected span of the document),
    looked up with the exact-name sieve;
 2. ``training`` — a training mention (the normalizer's D pool) with the same folded text: its
    majority concept;
 3. ``compact_key`` — a unique letters-and-digits match to one KB concept of the span's type
-   (:class:`~e2e_linker.kb_search.sieves.CompactKeyIndex`), with ``salt_free`` forms
+   (:class:`~e2e_linker.lexical.sieves.CompactKeyIndex`), with ``salt_free`` forms
    ("tiapride" for "Tiapride Hydrochloride") when switched on — unless training mentions hold
    that key (then their usage, or dense search, decides).
 
@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from e2e_linker.kb_search.label_index import LabeledTexts, type_allowed
-from e2e_linker.kb_search.salt_forms import salt_free_synonyms
-from e2e_linker.kb_search.sieves import CompactKeyIndex, NameDictionary
-from e2e_linker.kb_search.text_forms import TextNormalizer
+from e2e_linker.lexical.salt_forms import salt_free_synonyms
+from e2e_linker.lexical.sieves import CompactKeyIndex, NameDictionary
+from e2e_linker.lexical.text_forms import TextNormalizer
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.kb_search.abbreviations import (
+from e2e_linker.lexical.abbreviations import (
     abbreviation_expansions,
     abbreviation_map,
     best_long_form,
@@ -142,7 +142,7 @@ def test_annotator_propagates_long_form_concept():
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import LinkerConfig
     from e2e_linker.collective.span_selection import SpanPrediction
-    from e2e_linker.kb_search.sieves import NameDictionary
+    from e2e_linker.lexical.sieves import NameDictionary
 
     class FakeModel:
         config = LinkerConfig(threshold=0.5, resolve_abbreviations=True, exact_match_sieve=True)
