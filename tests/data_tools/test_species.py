@@ -1,0 +1,61 @@
+"""The document-level species rule: which taxa a document names, and which a gene mention in
+it should prefer."""
+
+from __future__ import annotations
+
+import pytest
+
+from data_tools.species import (
+    DEFAULT_TAXON,
+    document_species,
+    preferred_taxa,
+    species_mentions,
+)
+
+
+@pytest.mark.parametrize("text, taxa", [
+    ("Trp53 knockout mice develop tumours.", ["10090"]),
+    ("A murine model of sepsis.", ["10090"]),
+    ("The Drosophila gene wingless.", ["7227"]),
+    ("In the fruit fly, Pax6 controls eye development.", ["7227"]),
+    ("RER1 in Saccharomyces cerevisiae.", ["559292", "4932"]),
+    ("Budding yeast cells.", ["559292", "4932"]),
+    ("Deletion of SIR2 in S. cerevisiae.", ["559292", "4932"]),
+    ("BRCA1 mutations in patients with breast cancer.", ["9606"]),
+    ("Human TP53 and mouse Trp53.", ["9606", "10090"]),
+    ("Expression of IL-6 was measured.", []),
+])
+def test_document_species_in_order_of_first_mention(text, taxa):
+    assert document_species(text) == taxa
+
+
+def test_technique_phrases_do_not_name_a_species():
+    text = ("A yeast two-hybrid screen found that human BRCA1 binds BARD1; a mouse monoclonal "
+            "antibody detected it. In fission yeast the homolog differs.")
+    assert document_species(text) == ["9606"]
+    assert preferred_taxa(text) == ["9606"]
+
+
+def test_preferred_taxa_defaults_to_human():
+    assert DEFAULT_TAXON == "9606"
+    assert preferred_taxa("Expression of IL-6 was measured.") == ["9606"]
+    assert preferred_taxa("") == ["9606"]
+
+
+def test_a_model_organism_alone_comes_before_human():
+    assert preferred_taxa("Pax6 in Drosophila eye discs.") == ["7227", "9606"]
+    assert preferred_taxa("Knockout mice lacking Rnase10 are infertile; mouse sperm.") == \
+        ["10090", "9606"]
+    assert preferred_taxa("The yeast gene RER1.") == ["559292", "4932", "9606"]
+
+
+def test_preferred_taxa_follow_how_often_each_species_is_named():
+    mostly_human = ("TP53 in patients with cancer: tumours of 40 patients; human cells; as in "
+                    "mice.")
+    assert species_mentions(mostly_human) == {"9606": 3, "10090": 1}
+    assert preferred_taxa(mostly_human) == ["9606", "10090"]
+    mostly_mouse = "In mice, Trp53 loss; mouse embryos; murine cells; unlike human cells."
+    assert preferred_taxa(mostly_mouse) == ["10090", "9606"]
+    tie = "Mice and humans."  # human first on a tie
+    assert preferred_taxa(tie) == ["9606", "10090"]
+    assert preferred_taxa("Drosophila and mice, mice, mice; flies.") == ["10090", "7227", "9606"]
