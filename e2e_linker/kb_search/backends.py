@@ -18,6 +18,12 @@ memory budget the fp16 file is a disk-resident store, as in DiskANN: the shortli
 read with ``pread`` (:class:`RowReader`), so what this process holds is the index alone,
 whatever the size of the KB. Without a budget the file stays memory-mapped, which is faster
 once its pages are resident.
+
+Every kind orders equal scores by the caller's tie rule (``ties``; ``linker annotate``'s entity
+index passes ``"higher"``): exact search is the one exact top-k
+(:func:`~e2e_linker.kb_search.top_k.exact_top_k` with torch products), the approximate kinds
+the one shortlist re-rank (:func:`~e2e_linker.kb_search.shortlist_rerank.rerank_shortlist`),
+which the normalizer's label index runs too.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from e2e_linker.kb_search.shortlist_rerank import rerank_shortlist
+from e2e_linker.kb_search.top_k import TorchProducts, check_ties, exact_top_k
 
 SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq", "packed")
 
@@ -101,33 +110,6 @@ class VectorSearch:
         return self.kind
 
 
-#: How equal scores are ordered: by ``"higher"`` or ``"lower"`` row first (:func:`order_ties`).
-TIE_RULES = ("higher", "lower")
-
-
-def order_ties(scores: np.ndarray, rows: np.ndarray, toward: str = "higher"
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Order each query's results by score, equal scores by row: descending rows for
-    ``toward="higher"``, ascending for ``"lower"``.
-
-    Why it matters: names shared by several concepts have identical vectors, so exact ties
-    decide which concept a mention gets. ``linker annotate``'s entity index sends them to the
-    higher row, as faiss's flat index (which the shipped collective model was tuned and scored
-    with) does, so results do not change with the backend; the normalizer's label index sends
-    them to the lowest row (its rows are sorted texts, so the first text wins).
-    """
-    if toward not in TIE_RULES:
-        raise ValueError(f"toward must be one of {TIE_RULES}, not {toward!r}")
-    order = np.lexsort((-rows if toward == "higher" else rows, -scores), axis=1)
-    return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
-
-
-def _topk_merge(scores: torch.Tensor, rows: torch.Tensor, k: int) -> tuple[torch.Tensor,
-                                                                           torch.Tensor]:
-    best, where = scores.topk(min(k, scores.shape[1]), dim=1)
-    return best, rows.gather(1, where)
-
-
 def _sharing_machine() -> bool:
     """Whether other processes of a multi-process run work on this machine (launchers set
     LOCAL_WORLD_SIZE; see e2e_linker.runs.distributed)."""
@@ -157,6 +139,10 @@ def fp32_twin(vectors: np.memmap, block_rows: int = 262_144) -> np.ndarray:
 class ExactSearch(VectorSearch):
     """Blocked fp32 matrix products in torch; the vectors are held once, as fp32.
 
+    The search is :func:`~e2e_linker.kb_search.top_k.exact_top_k` with
+    :class:`~e2e_linker.kb_search.top_k.TorchProducts` and the caller's tie rule ``ties``
+    (``linker annotate``'s entity index: ``"higher"``).
+
     With several processes on the machine and memory-mapped vectors, that fp32 matrix is a
     file mapped by all of them (:func:`fp32_twin`; the process that builds the index first
     writes it), not a copy per process; the products, hence the results, are the same.
@@ -171,7 +157,10 @@ class ExactSearch(VectorSearch):
     stream_rows = 32_768  # 24 MB of fp16 rows (d=384) read per block when disk-resident
 
     def __init__(self, vectors: np.ndarray, block_rows: int = 262_144,
-                 shared: bool | None = None, disk_resident: bool = False):
+                 shared: bool | None = None, disk_resident: bool = False,
+                 ties: str = "higher"):
+        check_ties(ties)
+        self.ties = ties
         self.n = len(vectors)
         self.reader = RowReader(vectors) if disk_resident and _is_file_backed(vectors) else None
         if self.reader is not None:
@@ -198,27 +187,8 @@ class ExactSearch(VectorSearch):
 
     @torch.inference_mode()
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        n = self.n
-        q = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
-        k = min(k, n)
-        if k == 0 or len(q) == 0:
-            return np.zeros((len(q), k), np.float32), np.zeros((len(q), k), np.int64)
-        scores = torch.empty((len(q), k))
-        rows = torch.empty((len(q), k), dtype=torch.long)
-        q_block = max(1, (1 << 24) // max(1, min(n, self.block_rows)))  # ~64 MB of scores
-        for qs in range(0, len(q), q_block):
-            qb = q[qs:qs + q_block]
-            best_s = best_r = None
-            for start in range(0, n, self.block_rows):
-                block = self._rows(start)
-                s, r = (qb @ block.T).topk(min(k, len(block)), dim=1)
-                r += start
-                if best_s is not None:
-                    s, r = _topk_merge(torch.cat([best_s, s], 1), torch.cat([best_r, r], 1), k)
-                best_s, best_r = s, r
-            scores[qs:qs + len(qb)] = best_s
-            rows[qs:qs + len(qb)] = best_r
-        return order_ties(scores.numpy(), rows.numpy(), "higher")
+        return exact_top_k(queries, k, self.ties,
+                           TorchProducts(self._rows, self.n, self.block_rows))
 
     def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         if self.reader is not None:
@@ -227,7 +197,9 @@ class ExactSearch(VectorSearch):
 
 
 class FaissShortlistSearch(VectorSearch):
-    """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it.
+    """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it
+    (:func:`~e2e_linker.kb_search.shortlist_rerank.rerank_shortlist`, with the caller's tie
+    rule ``ties``; ``linker annotate``'s entity index: ``"higher"``).
 
     ``vectors`` may also be a matrix whose rows are encoded on demand
     (:class:`e2e_linker.kb_search.partial_matrix.PartialKBMatrix`: anything with ``rows(ids)``
@@ -240,12 +212,14 @@ class FaissShortlistSearch(VectorSearch):
 
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
                  index_path: str | os.PathLike | None = None, disk_resident: bool = False,
-                 index=None):
+                 index=None, ties: str = "higher"):
         import faiss
 
         if kind not in ("hnsw", "ivfpq"):
             raise ValueError(f"not an approximate kind: {kind!r}")
+        check_ties(ties)
         self.kind = kind
+        self.ties = ties
         self.vectors = vectors  # fp16, ideally a read-only memmap
         self.params = params or SearchParams()
         self.on_demand = hasattr(vectors, "ensure")
@@ -281,33 +255,23 @@ class FaissShortlistSearch(VectorSearch):
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Shortlist ``query_block`` queries at a time with faiss, then re-rank each exactly."""
-        q = np.ascontiguousarray(queries, dtype=np.float32)
-        k = min(k, len(self.vectors))
-        scores = np.full((len(q), k), -np.inf, dtype=np.float32)
-        rows = np.full((len(q), k), -1, dtype=np.int64)
-        for start in range(0, len(q), self.query_block):
-            block = q[start:start + self.query_block]
-            _, short = self.index.search(block, max(k, self.params.shortlist))
-            if self.on_demand:
-                self.vectors.ensure(np.unique(short[short >= 0]))
-            for n, cand in enumerate(short, start):
-                cand = np.unique(cand[cand >= 0])[::-1]  # file order (reversed: ties → higher row)
-                exact = self.rows_dot(q[n], cand)
-                order = np.argsort(-exact, kind="stable")[:k]
-                scores[n, :len(order)] = exact[order]
-                rows[n, :len(order)] = cand[order]
-        return scores, rows
+        return rerank_shortlist(queries, self.index, self.rows, min(k, len(self.vectors)),
+                                self.ties, self.params.shortlist, self.query_block,
+                                ensure=self.vectors.ensure if self.on_demand else None)
 
     @property
     def disk_resident(self) -> bool:
         return self.reader is not None
 
-    def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """The stored (fp16) vectors of ``rows``: encoded on demand, read with pread, or
+        from the memory map."""
         if self.on_demand:
-            found = self.vectors.rows(rows)
-        else:
-            found = self.reader.read(rows) if self.reader is not None else self.vectors[rows]
-        return np.asarray(found, dtype=np.float32) @ query.astype(np.float32)
+            return self.vectors.rows(rows)
+        return self.reader.read(rows) if self.reader is not None else self.vectors[rows]
+
+    def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(self.rows(rows), dtype=np.float32) @ query.astype(np.float32)
 
     def describe(self) -> str:
         p = self.params
@@ -420,8 +384,10 @@ def build_faiss(kind: str, vectors: np.ndarray, params: SearchParams | None = No
 
 def make_search(kind: str, vectors: np.ndarray, memory_budget_mb: float | None = None,
                 params: SearchParams | None = None,
-                index_path: str | os.PathLike | None = None) -> VectorSearch:
-    """The search backend for ``kind`` (``auto``: :func:`choose_kind`)."""
+                index_path: str | os.PathLike | None = None, ties: str = "higher"
+                ) -> VectorSearch:
+    """The search backend for ``kind`` (``auto``: :func:`choose_kind`), ordering equal scores
+    by the caller's tie rule ``ties`` (:data:`~e2e_linker.kb_search.top_k.TIE_RULES`)."""
     if kind not in SEARCH_KINDS:
         raise ValueError(f"index kind must be one of {SEARCH_KINDS}, not {kind!r}")
     if kind == "packed":
@@ -432,6 +398,6 @@ def make_search(kind: str, vectors: np.ndarray, memory_budget_mb: float | None =
     if kind == "exact" or len(vectors) < 10_000:  # tiny KBs: a graph or lists buy nothing
         dim = int(vectors.shape[1]) if len(vectors) else 0
         return ExactSearch(vectors, disk_resident=memory_budget_mb is not None and estimated_mb(
-            "exact", len(vectors), dim, params) > memory_budget_mb)
+            "exact", len(vectors), dim, params) > memory_budget_mb, ties=ties)
     return FaissShortlistSearch(kind, vectors, params, index_path,
-                                disk_resident=memory_budget_mb is not None)
+                                disk_resident=memory_budget_mb is not None, ties=ties)

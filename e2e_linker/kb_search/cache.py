@@ -1,39 +1,68 @@
-"""The one on-disk cache of text vectors that ``linker annotate`` and ``linker normalize`` share.
+"""The one on-disk store of text vectors that ``linker annotate`` and ``linker normalize`` share.
 
 Why a cache: encoding the ~700k names of the BC5CDR KB takes minutes on a CPU, and the result
 only depends on the encoder's weights and the text. Everything lives under
-:func:`default_cache_dir`, in folders keyed by :func:`encoder_fingerprint`:
+:func:`default_cache_dir`, in folders keyed by :func:`encoder_fingerprint`.
 
-* ``entity_vectors/<fingerprint>/`` — :class:`NameVectorCache`: raw fp16 vectors keyed by name
-  text (``names.jsonl`` + ``vectors.npy``), appended to as new names appear, plus one matrix per
-  KB name list (``kb/<hash>.npy``) that is memory-mapped on load. The collective model's entity
-  tower reads it.
-* ``normalizer_vectors/<fingerprint>/`` — :class:`VectorCache`: L2-normalised fp16 matrices,
-  one per text list (``<hash>-<n>.npy``), written in resumable parts. The normalizer reads it,
-  and seeds a new list from the name-keyed store when the fingerprints agree.
+One store (:class:`VectorStore`) per encoder, keyed by text inside; a text list's matrix comes
+in three modes:
 
-The two layouts differ in one respect that matters for output: the normalizer's rows are
-normalised in fp32 before they are rounded to fp16, the entity tower's are rounded raw.
+* **full** — :meth:`VectorStore.matrix`: every row of the list in one file, memory-mapped;
+* **partial** — :meth:`VectorStore.partial`: rows encoded the first time a search shortlists
+  them (:class:`~e2e_linker.kb_search.partial_matrix.PartialKBMatrix`), kept, and promoted to
+  the full file once every row is there; :meth:`VectorStore.packed_rows` says when a shipped
+  packed index makes this the better start;
+* **unit-normalised** — a store made with ``unit=True`` (the normalizer's): rows scaled to
+  length 1 in fp32 before they are rounded to fp16; otherwise rows are the encoder's output
+  rounded to fp16 (``linker annotate``'s entity tower).
+
+On disk (the layout existing caches have; no file is renamed):
+
+* ``entity_vectors/<fingerprint>/names.jsonl`` + ``vectors.npy`` — the name-keyed table, fp16
+  vectors by text, appended to as new texts appear. Raw lists are gathered from it; unit lists
+  are seeded from it (when the fingerprints agree) and add their newly encoded texts to it.
+* ``entity_vectors/<fingerprint>/kb/<digest>.npy`` — raw full lists, one per KB name list
+  (``.json`` beside: the KB it was built for; approximate indexes: ``.*.faiss``).
+* ``normalizer_vectors/<fingerprint>/<hash>-<n>.npy`` — unit full lists, written in resumable
+  parts (``<hash>-<n>.parts/``).
+* ``<list>.partial.npy`` + ``<list>.partial-have.npy`` beside a list's full file — its partial
+  mode.
+
+Why a full list is encoded one way per mode: the raw mode encodes the names its table lacks,
+sorted by length, in checkpointed pieces, then gathers the list's rows; the unit mode encodes
+the texts its seed lacks in parts of the list, normalising fp32 output. Each linker was scored
+with its own vectors, and the same texts encoded in other batches (or normalised after fp16
+rounding instead of before) differ in the last bits, which flips near-ties; so each mode keeps
+its encode, and the store shares the rest: the table, the folders, the lock, the list files.
+
+:class:`NameVectorCache` and :class:`VectorCache` are the store's two settings under the names
+and arguments callers already use.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
+from e2e_linker.kb_search.cache_folder import (
+    default_cache_dir,
+    encoder_fingerprint,
+    exclusive,
+    writable,
+)
+from e2e_linker.kb_search.packed_index import built_for, names_digest, read_info, read_packed
+from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
+from e2e_linker.kb_search.unit_vectors import encode_unit, unit_rows
 
 #: batches encoded between two updates of the progress bar
 PROGRESS_BATCHES = 8
@@ -41,71 +70,49 @@ PROGRESS_BATCHES = 8
 ESTIMATE_SAMPLE = 256
 
 
-def default_cache_dir() -> Path:
-    """``$E2E_LINKER_CACHE`` or ``~/.cache/e2e_linker``."""
-    return Path(os.environ.get("E2E_LINKER_CACHE", Path.home() / ".cache" / "e2e_linker"))
-
-
-def encoder_fingerprint(encoder: TextEncoder) -> str:
-    """A hash of the encoder's weights, pooling and name length: what the vectors depend on."""
+def texts_hash(texts: Sequence[str]) -> str:
+    """The key of a unit-mode text list (its file is ``<hash>-<n>.npy``)."""
     digest = hashlib.sha256()
-    digest.update(f"{encoder.pooling}|{encoder.max_length}".encode())
-    for key, value in sorted(encoder.model.state_dict().items()):
-        digest.update(key.encode())
-        digest.update(value.detach().to(torch.float16).cpu().numpy().tobytes())
-    return digest.hexdigest()[:16]
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()[:20]
 
 
-@contextlib.contextmanager
-def writable(folder: Path) -> Iterator[None]:
-    """Turn a failure to write the cache (read-only, full, not a folder) into one clear line."""
-    try:
-        yield
-    except OSError as exc:
-        raise UserError(f"cannot write the KB cache in {folder}: {exc.strerror or exc}; point "
-                        "E2E_LINKER_CACHE (or --cache-dir) at a writable folder with room") from exc
+class VectorStore:
+    """Vectors of texts for one encoder, on disk, keyed by text; lists full or partial, rows
+    raw or unit-normalised (``unit``). See the module docstring for the modes and files.
 
-
-@contextlib.contextmanager
-def exclusive(folder: Path, what: str, progress: bool = True) -> Iterator[None]:
-    """Hold ``folder/.lock`` while encoding or writing into ``folder``.
-
-    Why: two runs that start on an empty cache at once must leave one valid cache, never a torn
-    one; the second waits (saying so) and then finds the first one's vectors.
-    """
-    with writable(folder):
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / ".lock", "a+")  # noqa: SIM115 - held for the whole block
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if progress:
-                print(f"waiting for another process {what} in {folder}", file=sys.stderr)
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
-    finally:
-        handle.close()
-
-
-class NameVectorCache:
-    """Vectors of name strings for one encoder, on disk, appended to as new names appear.
-
-    Keyed by name text rather than by KB, so merging KBs, adding mined names or switching
-    between KB versions only encodes the names not seen before. Encoding is checkpointed every
-    ``checkpoint`` names, so an interrupted encode of a large KB resumes where it stopped.
+    Keyed by text rather than by KB, so merging KBs, adding mined names or switching between
+    KB versions only encodes the texts not seen before. Encoding into the table is checkpointed
+    every ``checkpoint`` names and a unit list is written in parts of ``part_size`` texts, so an
+    interrupted encode of a large KB resumes where it stopped. Only unit lists of at least
+    ``seed_min`` texts look into the table (reading it costs a second or two).
     """
 
-    def __init__(self, root: Path, encoder: TextEncoder, checkpoint: int = 32768,
-                 fingerprint: str | None = None):
-        self.folder = root / "entity_vectors" / (fingerprint or encoder_fingerprint(encoder))
+    def __init__(self, root: str | os.PathLike, encoder: TextEncoder, *, unit: bool = False,
+                 fingerprint: str | None = None, batch_size: int = 256, progress: bool = True,
+                 checkpoint: int = 32768, part_size: int = 16384, seed_min: int = 1000):
+        self.root = Path(root)
         self.encoder = encoder
+        self.unit = unit
+        self.fingerprint = fingerprint or encoder_fingerprint(encoder)
+        #: the name-keyed table's folder (both modes), and the folder of this mode's lists
+        self.names_folder = self.root / "entity_vectors" / self.fingerprint
+        self.folder = (self.root / "normalizer_vectors" / self.fingerprint if unit
+                       else self.names_folder)
+        self.names_path = self.names_folder / "names.jsonl"
+        self.vectors_path = self.names_folder / "vectors.npy"
+        self.batch_size = batch_size
+        self.progress = progress
         self.checkpoint = checkpoint
-        self.names_path = self.folder / "names.jsonl"
-        self.vectors_path = self.folder / "vectors.npy"
+        self.part_size = part_size
+        self.seed_min = seed_min
+
+    # ---- the name-keyed table --------------------------------------------------------------
 
     def load(self, attempts: int = 5) -> tuple[list[str], np.ndarray | None]:
-        """The cached names and vectors; retried briefly while another process is writing."""
+        """The table's texts and vectors; retried briefly while another process is writing."""
         for attempt in range(attempts):
             if not (self.names_path.is_file() and self.vectors_path.is_file()):
                 return [], None
@@ -118,18 +125,18 @@ class NameVectorCache:
         return [], None  # still torn: start over rather than misalign
 
     def store(self, names: list[str], vectors: np.ndarray) -> None:
-        """Replace the store with ``names`` and their ``vectors`` (each file atomically)."""
-        with writable(self.folder):
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp_vectors = self.folder / f"vectors.{os.getpid()}.tmp.npy"
-            tmp_names = self.folder / f"names.{os.getpid()}.tmp.jsonl"
+        """Replace the table with ``names`` and their ``vectors`` (each file atomically)."""
+        with writable(self.names_folder):
+            self.names_folder.mkdir(parents=True, exist_ok=True)
+            tmp_vectors = self.names_folder / f"vectors.{os.getpid()}.tmp.npy"
+            tmp_names = self.names_folder / f"names.{os.getpid()}.tmp.jsonl"
             np.save(tmp_vectors, vectors)
             with tmp_names.open("w", encoding="utf-8") as handle:
                 for name in names:
                     handle.write(json.dumps(name) + "\n")
             os.replace(tmp_vectors, self.vectors_path)
             os.replace(tmp_names, self.names_path)
-            encoder_json = self.folder / "encoder.json"
+            encoder_json = self.names_folder / "encoder.json"
             if not encoder_json.is_file():
                 config = getattr(self.encoder.model, "config", None)
                 encoder_json.write_text(json.dumps({
@@ -153,11 +160,12 @@ class NameVectorCache:
 
     def vectors_for(self, names: Sequence[str], batch_size: int = 256,
                     progress: bool = True) -> np.ndarray:
-        """fp16 vectors for ``names`` in order, encoding (and caching) only unseen ones."""
+        """Raw fp16 vectors of ``names`` in order from the table, encoding (and adding) only
+        unseen ones."""
         known, stored = self.load()
         row = {n: i for i, n in enumerate(known)}
         if any(n not in row for n in names):
-            with exclusive(self.folder, "encodes KB names", progress):
+            with exclusive(self.names_folder, "encodes KB names", progress):
                 self._encode_missing(names, batch_size, progress)
             known, stored = self.load()
             row = {n: i for i, n in enumerate(known)}
@@ -165,7 +173,7 @@ class NameVectorCache:
             (0, self.encoder.hidden_size), np.float16)
 
     def _encode_missing(self, names: Sequence[str], batch_size: int, progress: bool) -> None:
-        """Encode and store the names the store lacks (called with the folder locked)."""
+        """Encode and store the names the table lacks (called with its folder locked)."""
         from tqdm.auto import tqdm
 
         known, stored = self.load()  # another process may have added them while we waited
@@ -176,7 +184,7 @@ class NameVectorCache:
                 seconds = self.estimate_seconds(missing, batch_size)
                 took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
                 print(f"KB index: encoding {len(missing):,} names not cached yet "
-                      f"(about {took} on this machine, once) into {self.folder}; "
+                      f"(about {took} on this machine, once) into {self.names_folder}; "
                       f"an interrupted encode resumes from its last {self.checkpoint:,}-name "
                       "checkpoint", file=sys.stderr)
             parts = [np.asarray(stored)] if stored is not None else []
@@ -197,25 +205,85 @@ class NameVectorCache:
                 self.store(done, np.concatenate(parts))
             bar.close()
 
-    def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
-                  progress: bool = True, describe: dict | None = None
-                  ) -> tuple[np.ndarray, Path]:
-        """fp16 vectors of ``names`` in order, memory-mapped from a file of their own.
+    # ---- a text list: full, partial ----------------------------------------------------------
 
-        Why a second file: the name cache is in first-seen order, so a KB's rows are scattered
-        in it; gathering them costs a full read and an in-memory copy on every start. The
-        per-KB matrix is written once (keyed by a hash of the name list) and then mapped, so a
-        large KB costs page cache, not process memory, until rows are touched. ``describe``
-        (e.g. the KB spec) is written beside it once, for ``linker kb info``.
+    def list_path(self, texts: Sequence[str]) -> Path:
+        """Where the full matrix of ``texts`` lives (or will) in this mode."""
+        if self.unit:
+            return self.folder / f"{texts_hash(texts)}-{len(texts)}.npy"
+        return self.folder / "kb" / f"{names_digest(texts)}.npy"
+
+    def matrix(self, texts: Sequence[str], *, label: str = "encoding",
+               describe: dict | None = None, batch_size: int | None = None,
+               progress: bool | None = None) -> np.ndarray:
+        """Full mode: the fp16 vectors of ``texts`` in order, memory-mapped from the list's file
+        (written once). ``label`` names a unit list's progress bar; ``describe`` (the KB spec)
+        is written beside a raw list once, for ``linker kb info``."""
+        if self.unit:
+            return self._full_unit(list(texts), label)
+        return self._full_raw(texts, describe,
+                              self.batch_size if batch_size is None else batch_size,
+                              self.progress if progress is None else progress)
+
+    def partial(self, texts: Sequence[str]) -> PartialKBMatrix:
+        """Partial mode: the list's rows, each encoded the first time it is asked for (the
+        partial files sit beside the full one, which they become when complete)."""
+        return PartialKBMatrix(self.list_path(texts), texts, self.encoder, self.folder,
+                               self.batch_size, self.progress, unit=self.unit)
+
+    def packed_rows(self, packed: str | os.PathLike | None, texts: Sequence[str], *,
+                    required: bool = False, owner: str = "model", items: str = "names",
+                    pack_command: str = "linker kb pack"
+                    ) -> tuple[PartialKBMatrix, object] | None:
+        """The partial rows of ``texts`` and a shipped packed shortlist index over them, or None
+        where it does not apply: no packed file, one built for another encoder or text list, or
+        (unless ``required``) the list's full matrix already cached — then full mode is the
+        better one.
+
+        Why here: annotate's entity index and the normalizer's ontology texts open their packed
+        index by the same rules and tell a user the same thing on a first run. ``required``
+        (``--index packed``) makes a missing or mismatched file an error; ``owner``, ``items``
+        and ``pack_command`` name what shipped it, what its rows are and what writes a new one.
+        The index is a faiss ``IndexIVFPQ`` (``read_packed``).
         """
-        digest = hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16]
-        path = self.folder / "kb" / f"{digest}.npy"
+        if packed is None or not Path(packed).is_file():
+            if required:
+                raise UserError(f"--index packed: the {owner} has no packed KB index "
+                                f"({packed}); `{pack_command}` writes one")
+            return None
+        info = read_info(packed)
+        if not built_for(info, self.fingerprint, texts):
+            if required:
+                raise UserError(f"{packed} was built for another encoder or KB {items[:-1]} "
+                                f"list ({info.kb or 'unknown'}, {info.names:,} {items}); "
+                                f"`{pack_command}` rebuilds it")
+            return None
+        if not required and self.list_path(texts).is_file():
+            return None
+        rows = self.partial(texts)
+        if self.progress:
+            print(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
+                  f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
+                  f"first use and cached in {self.folder} ({rows.present:,} so far)",
+                  file=sys.stderr)
+        return rows, read_packed(packed)
+
+    def _full_raw(self, names: Sequence[str], describe: dict | None, batch_size: int,
+                  progress: bool) -> np.ndarray:
+        """A raw list's matrix, gathered from the table into a file of its own.
+
+        Why a second file: the table is in first-seen order, so a KB's rows are scattered in
+        it; gathering them costs a full read and an in-memory copy on every start. The list's
+        matrix is written once (keyed by a hash of the name list) and then mapped, so a large
+        KB costs page cache, not process memory, until rows are touched.
+        """
+        path = self.list_path(names)
         if not path.is_file():
             matrix = self.vectors_for(names, batch_size=batch_size, progress=progress)
             with exclusive(self.folder, "writes a KB matrix", progress), writable(path.parent):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 if not path.is_file():
-                    tmp = path.with_name(f"{digest}.{os.getpid()}.tmp.npy")
+                    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
                     np.save(tmp, matrix)
                     os.replace(tmp, path)
         info = path.with_suffix(".json")
@@ -225,118 +293,14 @@ class NameVectorCache:
         matrix = np.load(path, mmap_mode="r")
         if len(matrix) != len(names):
             raise ValueError(f"{path}: {len(matrix)} rows for {len(names)} names")
-        return matrix, path
+        return matrix
 
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (zero rows stay zero), as float32."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.maximum(norms, 1e-12)
-
-
-def encode_unit(encoder: TextEncoder, texts: Sequence[str], batch_size: int = 256,
-                progress: bool | str = False) -> np.ndarray:
-    """L2-normalised float32 vectors of ``texts`` (queries: small, never cached)."""
-    if not texts:
-        return np.zeros((0, encoder.hidden_size), np.float32)
-    return unit_rows(encoder.encode(list(texts), batch_size=batch_size, progress=progress))
-
-
-def texts_hash(texts: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()[:20]
-
-
-class VectorCache:
-    """Unit vectors (fp16) of text lists, on disk, keyed by (encoder hash, texts hash).
-
-    ``vectors(texts)`` returns a read-only memory map. A miss encodes in parts of ``part_size``
-    texts, each saved as soon as it is done, so an interrupted encode of a large KB resumes.
-    Vectors already in ``linker annotate``'s name cache for the same encoder (same weights,
-    pooling and length) are reused instead of re-encoded.
-    """
-
-    def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
-                 batch_size: int = 256, part_size: int = 16384, progress: bool = True,
-                 seed_min: int = 1000):
-        self.encoder = encoder
-        self.root = Path(cache_dir) if cache_dir else default_cache_dir()
-        self.fingerprint = encoder_fingerprint(encoder)
-        self.folder = self.root / "normalizer_vectors" / self.fingerprint
-        self.batch_size = batch_size
-        self.part_size = part_size
-        self.progress = progress
-        #: only lists this long look into the name cache (reading it costs a second or two)
-        self.seed_min = seed_min
-
-    def name_store(self) -> NameVectorCache:
-        """The name-keyed store of ``linker annotate`` for the same encoder."""
-        return NameVectorCache(self.root, self.encoder, fingerprint=self.fingerprint)
-
-    def path_for(self, texts: Sequence[str]) -> Path:
-        return self.folder / f"{texts_hash(texts)}-{len(texts)}.npy"
-
-    def _seed(self, texts: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray]:
-        """Rows found in ``linker annotate``'s name-keyed cache: (vectors or None, found mask)."""
-        found = np.zeros(len(texts), bool)
-        try:
-            known, stored = self.name_store().load()
-        except (OSError, ValueError):
-            return None, found
-        if stored is None:
-            return None, found
-        row = {name: i for i, name in enumerate(known)}
-        hits = [(i, row[t]) for i, t in enumerate(texts) if t in row]
-        hits += self._same_tokens(texts, row)
-        if not hits:
-            return None, found
-        out = np.zeros((len(texts), stored.shape[1]), np.float16)
-        mine = np.array([i for i, _ in hits])
-        theirs = np.array([j for _, j in hits])
-        order = np.argsort(theirs)  # read the memory map in order
-        out[mine[order]] = unit_rows(stored[theirs[order]]).astype(np.float16)
-        found[mine] = True
-        return out, found
-
-    def _same_tokens(self, texts: Sequence[str], row: dict[str, int]) -> list[tuple[int, int]]:
-        """Cached names that differ from a text only in case *and* tokenize identically.
-
-        An uncased tokenizer (MiniLM's) gives "Breast Neoplasms" and "breast neoplasms" the
-        same token ids, hence the same vector; we accept a pair only after checking the ids.
-        """
-        lowered: dict[str, str] = {}
-        for name in row:
-            lowered.setdefault(name.lower(), name)
-        pairs = [(i, lowered[t.lower()]) for i, t in enumerate(texts)
-                 if t not in row and t.lower() in lowered]
-        if not pairs:
-            return []
-        tokenizer = self.encoder.tokenizer
-        limit = self.encoder.max_length
-
-        def ids(batch: list[str]) -> list[list[int]]:
-            return tokenizer(batch, truncation=True, max_length=limit)["input_ids"]
-
-        out: list[tuple[int, int]] = []
-        for start in range(0, len(pairs), 65536):
-            block = pairs[start:start + 65536]
-            mine = ids([texts[i] for i, _ in block])
-            theirs = ids([name for _, name in block])
-            out += [(i, row[name]) for (i, name), a, b in zip(block, mine, theirs, strict=True)
-                    if a == b]
-        return out
-
-    def vectors(self, texts: Sequence[str], label: str = "encoding") -> np.ndarray:
-        """fp16 unit vectors of ``texts`` in order, memory-mapped from the cache."""
-        texts = list(texts)
+    def _full_unit(self, texts: list[str], label: str) -> np.ndarray:
+        """A unit list's matrix: seeded from the table, the rest encoded in resumable parts."""
         dim = self.encoder.hidden_size
         if not texts:
             return np.zeros((0, dim), np.float16)
-        path = self.path_for(texts)
+        path = self.list_path(texts)
         if path.is_file():
             return np.load(path, mmap_mode="r")
         from tqdm.auto import tqdm
@@ -371,22 +335,111 @@ class VectorCache:
             self._remember([texts[i] for i in todo], out[todo])
         return np.load(path, mmap_mode="r")
 
+    # ---- unit lists and the table ----------------------------------------------------------
+
+    def _seed(self, texts: Sequence[str]) -> tuple[np.ndarray | None, np.ndarray]:
+        """Rows found in the table, scaled to unit length: (vectors or None, found mask)."""
+        found = np.zeros(len(texts), bool)
+        try:
+            known, stored = self.load()
+        except (OSError, ValueError):
+            return None, found
+        if stored is None:
+            return None, found
+        row = {name: i for i, name in enumerate(known)}
+        hits = [(i, row[t]) for i, t in enumerate(texts) if t in row]
+        hits += self._same_tokens(texts, row)
+        if not hits:
+            return None, found
+        out = np.zeros((len(texts), stored.shape[1]), np.float16)
+        mine = np.array([i for i, _ in hits])
+        theirs = np.array([j for _, j in hits])
+        order = np.argsort(theirs)  # read the memory map in order
+        out[mine[order]] = unit_rows(stored[theirs[order]]).astype(np.float16)
+        found[mine] = True
+        return out, found
+
+    def _same_tokens(self, texts: Sequence[str], row: dict[str, int]) -> list[tuple[int, int]]:
+        """Table texts that differ from a text only in case *and* tokenize identically.
+
+        An uncased tokenizer (MiniLM's) gives "Breast Neoplasms" and "breast neoplasms" the
+        same token ids, hence the same vector; we accept a pair only after checking the ids.
+        """
+        lowered: dict[str, str] = {}
+        for name in row:
+            lowered.setdefault(name.lower(), name)
+        pairs = [(i, lowered[t.lower()]) for i, t in enumerate(texts)
+                 if t not in row and t.lower() in lowered]
+        if not pairs:
+            return []
+        tokenizer = self.encoder.tokenizer
+        limit = self.encoder.max_length
+
+        def ids(batch: list[str]) -> list[list[int]]:
+            return tokenizer(batch, truncation=True, max_length=limit)["input_ids"]
+
+        out: list[tuple[int, int]] = []
+        for start in range(0, len(pairs), 65536):
+            block = pairs[start:start + 65536]
+            mine = ids([texts[i] for i, _ in block])
+            theirs = ids([name for _, name in block])
+            out += [(i, row[name]) for (i, name), a, b in zip(block, mine, theirs, strict=True)
+                    if a == b]
+        return out
+
     def _remember(self, texts: list[str], vectors: np.ndarray) -> None:
-        """Add freshly encoded texts to the name-keyed cache, so that another list sharing
-        most of them (the chemical KB, then the whole BC5CDR KB) encodes only the rest."""
-        store = self.name_store()
-        known, stored = store.load()
-        seen = set(known)
-        new = []
-        for i, text in enumerate(texts):
-            if text not in seen:
-                seen.add(text)
-                new.append(i)
-        if not new:
-            return
-        rows = vectors[new].astype(np.float16)
-        merged = np.concatenate([np.asarray(stored), rows]) if stored is not None else rows
-        store.store(known + [texts[i] for i in new], merged)
+        """Add freshly encoded texts to the table, so that another list sharing most of them
+        (the chemical KB, then the whole BC5CDR KB) encodes only the rest. Under the table's
+        lock, as every writer of the table."""
+        with exclusive(self.names_folder, "adds texts", self.progress):
+            known, stored = self.load()
+            seen = set(known)
+            new = []
+            for i, text in enumerate(texts):
+                if text not in seen:
+                    seen.add(text)
+                    new.append(i)
+            if not new:
+                return
+            rows = vectors[new].astype(np.float16)
+            merged = np.concatenate([np.asarray(stored), rows]) if stored is not None else rows
+            self.store(known + [texts[i] for i in new], merged)
+
+
+class NameVectorCache(VectorStore):
+    """The store with raw rows, as ``linker annotate``'s entity tower and ``linker kb`` use it
+    (its former name and arguments)."""
+
+    def __init__(self, root: str | os.PathLike, encoder: TextEncoder, checkpoint: int = 32768,
+                 fingerprint: str | None = None):
+        super().__init__(root, encoder, fingerprint=fingerprint, checkpoint=checkpoint)
+
+    def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
+                  progress: bool = True, describe: dict | None = None
+                  ) -> tuple[np.ndarray, Path]:
+        """Full mode for a KB name list: its memory-mapped fp16 matrix and that file's path."""
+        return (self.matrix(names, describe=describe, batch_size=batch_size, progress=progress),
+                self.list_path(names))
+
+
+class VectorCache(VectorStore):
+    """The store with unit rows, as the normalizer uses it (its former name and arguments):
+    ``vectors(texts)`` is a list's full matrix, read-only and memory-mapped."""
+
+    def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
+                 batch_size: int = 256, part_size: int = 16384, progress: bool = True,
+                 seed_min: int = 1000):
+        super().__init__(Path(cache_dir) if cache_dir else default_cache_dir(), encoder,
+                         unit=True, batch_size=batch_size, progress=progress,
+                         part_size=part_size, seed_min=seed_min)
+
+    def vectors(self, texts: Sequence[str], label: str = "encoding") -> np.ndarray:
+        """fp16 unit vectors of ``texts`` in order, memory-mapped from the cache."""
+        return self.matrix(texts, label=label)
+
+    def path_for(self, texts: Sequence[str]) -> Path:
+        """Where the full matrix of ``texts`` lives (or will)."""
+        return self.list_path(texts)
 
 
 def folder_bytes(folder: Path) -> int:

@@ -10,7 +10,7 @@ match, mostly a mention seen in training) and falls back to B otherwise. That gi
     D-T+O-T D-T+O-C D-C+O-T D-C+O-C D-T+OD-T D-T+OD-C D-C+OD-T D-C+OD-C
 
 The searches themselves run on :mod:`e2e_linker.kb_search.label_index` (exact, ties to the
-lowest row, other types filtered out); the vectors come from the shared cache
+lowest row, other types filtered out); the vectors come from the shared store in unit mode
 (:class:`e2e_linker.kb_search.cache.VectorCache`).
 """
 
@@ -32,7 +32,6 @@ from e2e_linker.kb_search.label_index import (
     centroids,
     merged_label_types,
 )
-from e2e_linker.kb_search.partial_matrix import open_packed_shortlist
 
 #: Cosine at or above which a sieve keeps its first search's answer.
 SIEVE_THRESHOLD = 0.95
@@ -139,11 +138,9 @@ class ConceptSearcher:
         """The packed index's search over the ontology texts, when it applies (see above)."""
         if self.packed is None or id(pool) in self._vectors:
             return None
-        opened = open_packed_shortlist(
-            self.packed, self.cache.fingerprint, pool.texts, self.cache.path_for(pool.texts),
-            self.encoder, self.cache.folder, self.cache.batch_size, self.cache.progress,
-            unit=True, required=self.packed_always, owner="normalizer", items="texts",
-            pack_command="linker kb pack --normalizer")
+        opened = self.cache.packed_rows(self.packed, pool.texts, required=self.packed_always,
+                                        owner="normalizer", items="texts",
+                                        pack_command="linker kb pack --normalizer")
         if opened is None:
             return None
         rows, index = opened

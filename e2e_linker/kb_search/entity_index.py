@@ -1,7 +1,8 @@
 """The entity index of ``linker annotate``: every KB name's vector, its concept and type, and a
 search backend over them.
 
-Vectors come from the shared name-keyed cache (:class:`e2e_linker.kb_search.cache.NameVectorCache`).
+Vectors come from the shared vector store (:class:`e2e_linker.kb_search.cache.VectorStore`,
+raw rows: a KB's full matrix, or its partial rows behind a shipped packed index).
 Search is exact for KBs up to :data:`e2e_linker.kb_search.backends.EXACT_MAX_NAMES` names and
 approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when ``memory_budget_mb`` asks
 for it: see :mod:`e2e_linker.kb_search.backends`.
@@ -9,8 +10,9 @@ for it: see :mod:`e2e_linker.kb_search.backends`.
 Two policies, explicit because the normalizer's label index
 (:mod:`e2e_linker.kb_search.label_index`) chooses the other way on both:
 
-* **ties** — equal scores go to the *highest* row (:func:`~e2e_linker.kb_search.backends.order_ties`
-  with ``toward="higher"``), as faiss's flat index, which the shipped collective model was tuned with, returns them;
+* **ties** — equal scores go to the *highest* row (:data:`TIES`, passed to every search backend
+  and from there to the one exact top-k or shortlist re-rank), as faiss's flat index, which the
+  shipped collective model was tuned with, returns them;
 * **types** — :data:`TYPE_POLICIES`: ``"rank_last"`` (default) puts concepts of another type
   after every concept of the query's type; ``"filter"`` drops them.
 """
@@ -31,12 +33,12 @@ from e2e_linker.kb_search.backends import (
     choose_kind,
     make_search,
 )
-from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
-from e2e_linker.kb_search.packed_index import names_digest
-from e2e_linker.kb_search.partial_matrix import open_packed_shortlist
+from e2e_linker.kb_search.cache import VectorStore, default_cache_dir
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
 TYPE_POLICIES = ("rank_last", "filter")
+#: annotate's tie rule: equal scores go to the higher row
+TIES = "higher"
 
 
 def kb_names(kb, max_names_per_concept: int | None = None) -> list[tuple[str, str]]:
@@ -70,7 +72,8 @@ class EntityIndex:
         self.dim = int(vectors.shape[1]) if len(vectors) else 0
         self.cache_stem = Path(cache_stem) if cache_stem else None
         self.searcher = searcher or make_search(kind, vectors, memory_budget_mb, params,
-                                                self._index_file(kind, memory_budget_mb, params))
+                                                self._index_file(kind, memory_budget_mb, params),
+                                                ties=TIES)
         self._rows_of: dict[str, list[int]] | None = None
 
     def _index_file(self, kind: str, memory_budget_mb: float | None,
@@ -89,7 +92,7 @@ class EntityIndex:
                    params: SearchParams | None = None) -> None:
         """Switch the search backend over the same vectors (benchmarks compare kinds)."""
         self.searcher = make_search(kind, self.vectors, memory_budget_mb, params,
-                                    self._index_file(kind, memory_budget_mb, params))
+                                    self._index_file(kind, memory_budget_mb, params), ties=TIES)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -158,33 +161,30 @@ class EntityIndex:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)
             return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
-        cache = NameVectorCache(Path(cache_dir or default_cache_dir()), encoder)
-        searcher = cls._packed_search(cache, names, packed, kind, params, batch_size, progress)
+        store = VectorStore(Path(cache_dir or default_cache_dir()), encoder,
+                            batch_size=batch_size, progress=progress)
+        searcher = cls._packed_search(store, names, packed, kind, params)
         if searcher is not None:
             return cls(names, cids, types, searcher.vectors, "ivfpq", memory_budget_mb, params,
                        searcher=searcher)
         if kind == "packed":
             kind = "auto"
-        vectors, path = cache.kb_matrix(names, batch_size=batch_size, progress=progress,
-                                        describe=describe)
+        vectors = store.matrix(names, describe=describe)
         return cls(names, cids, types, vectors, kind, memory_budget_mb, params,
-                   cache_stem=path.with_suffix(""))
+                   cache_stem=store.list_path(names).with_suffix(""))
 
     @staticmethod
-    def _packed_search(cache: NameVectorCache, names: list[str],
+    def _packed_search(store: VectorStore, names: list[str],
                        packed: str | os.PathLike | None, kind: str,
-                       params: SearchParams | None, batch_size: int,
-                       progress: bool) -> FaissShortlistSearch | None:
+                       params: SearchParams | None) -> FaissShortlistSearch | None:
         """The packed index's search when it applies (see :meth:`build`), else None."""
         if kind not in ("auto", "packed"):
             return None
-        opened = open_packed_shortlist(
-            packed, cache.folder.name, names, cache.folder / "kb" / f"{names_digest(names)}.npy",
-            cache.encoder, cache.folder, batch_size, progress, required=kind == "packed")
+        opened = store.packed_rows(packed, names, required=kind == "packed")
         if opened is None:
             return None
         rows, index = opened
-        return FaissShortlistSearch("ivfpq", rows, params, index=index)
+        return FaissShortlistSearch("ivfpq", rows, params, index=index, ties=TIES)
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""

@@ -12,8 +12,12 @@ Two policies are explicit here because ``linker annotate``'s entity index
 * **types** — a typed query only *sees* labels of its type (or untyped labels) when the index
   knows that type at all (the entity index ranks other types *last* instead of hiding them).
 
-Search is exact inner product on L2-normalised fp16 vectors, in blocks with numpy (a 675k-name
-chemical KB is ~0.5 GB in fp16 and is memory-mapped, never copied to fp32 whole).
+Both are parameters of the one exact top-k (:func:`~e2e_linker.kb_search.top_k.exact_top_k`)
+and the one shortlist re-rank (:func:`~e2e_linker.kb_search.shortlist_rerank.rerank_shortlist`):
+this module passes :data:`TIES` and a row mask per query type. Search is exact inner product on
+L2-normalised fp16 vectors, in blocks with numpy
+(:class:`~e2e_linker.kb_search.top_k.NumpyProducts`: a 675k-name chemical KB is ~0.5 GB in fp16
+and is memory-mapped, never copied to fp32 whole).
 """
 
 from __future__ import annotations
@@ -23,12 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from e2e_linker.kb_search.backends import order_ties
-from e2e_linker.kb_search.cache import unit_rows
+from e2e_linker.kb_search.shortlist_rerank import rerank_shortlist
+from e2e_linker.kb_search.top_k import NumpyProducts, check_ties, exact_top_k
+from e2e_linker.kb_search.unit_vectors import unit_rows
 
 #: One ranked answer list: ``(label, cosine)`` best first; a label is a concept ID, or several
 #: ``|``-joined IDs for a composite training mention.
 Ranked = list[tuple[str, float]]
+
+#: The normalizer's tie rule: equal scores go to the lowest row (then the row's label order).
+TIES = "lower"
 
 
 @dataclass
@@ -100,9 +108,11 @@ class ExactIndex:
 
     def __init__(self, vectors: np.ndarray, row_labels: Sequence[tuple[str, ...]],
                  label_types: dict[str, frozenset[str]] | None = None,
-                 block_rows: int = 16384, query_block: int = 1024):
+                 block_rows: int = 16384, query_block: int = 1024, ties: str = TIES):
         if len(vectors) != len(row_labels):
             raise ValueError("vectors and row_labels must have the same length")
+        check_ties(ties)
+        self.ties = ties
         self.vectors = vectors
         self.row_labels = list(row_labels)
         self.label_types = label_types or {}
@@ -124,29 +134,12 @@ class ExactIndex:
                 dtype=bool)
         return self._masks[type_]
 
-    def _top_rows(self, queries: np.ndarray, k_rows: int, mask: np.ndarray | None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, rows), each (m, ≤k_rows), sorted by score desc then row asc."""
-        m = len(queries)
-        best_s = np.zeros((m, 0), np.float32)
-        best_i = np.zeros((m, 0), np.int64)
-        n = len(self)
-        for start in range(0, n, self.block_rows):
-            block = np.asarray(self.vectors[start:start + self.block_rows], dtype=np.float32)
-            scores = queries @ block.T
-            if mask is not None:
-                scores[:, ~mask[start:start + len(block)]] = -np.inf
-            kk = min(k_rows, scores.shape[1])
-            if kk < scores.shape[1]:
-                idx = np.argpartition(-scores, kk - 1, axis=1)[:, :kk]
-            else:
-                idx = np.broadcast_to(np.arange(scores.shape[1]), scores.shape).copy()
-            part = np.take_along_axis(scores, idx, axis=1)
-            all_s = np.concatenate([best_s, part], axis=1)
-            all_i = np.concatenate([best_i, idx + start], axis=1)
-            best_s, best_i = order_ties(all_s, all_i, "lower")
-            best_s, best_i = best_s[:, :k_rows], best_i[:, :k_rows]
-        return best_s, best_i
+    def top_rows(self, queries: np.ndarray, k_rows: int, mask: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (m, ≤k_rows), best first, ties by :attr:`ties`; rows that
+        ``mask`` hides score −inf."""
+        return exact_top_k(queries, k_rows, self.ties,
+                           NumpyProducts(self.vectors, self.block_rows, self.query_block), mask)
 
     def search(self, queries: np.ndarray, k: int = 10,
                query_types: Sequence[str | None] | None = None) -> list[Ranked]:
@@ -165,7 +158,7 @@ class ExactIndex:
             mask = self._mask(type_) if type_ else None
             for start in range(0, len(members), self.query_block):
                 chunk = members[start:start + self.query_block]
-                scores, rows = self._top_rows(queries[chunk], k_rows, mask)
+                scores, rows = self.top_rows(queries[chunk], k_rows, mask)
                 for q, srow, irow in zip(chunk, scores, rows, strict=True):
                     ranked: Ranked = []
                     seen: set[str] = set()
@@ -195,30 +188,19 @@ class ShortlistIndex(ExactIndex):
 
     def __init__(self, rows, row_labels: Sequence[tuple[str, ...]], index,
                  label_types: dict[str, frozenset[str]] | None = None, shortlist: int = 256,
-                 nprobe: int = 64):
-        super().__init__(rows, row_labels, label_types, query_block=256)
+                 nprobe: int = 64, ties: str = TIES):
+        super().__init__(rows, row_labels, label_types, query_block=256, ties=ties)
         self.index = index
         self.index.nprobe = nprobe
         self.shortlist = shortlist
 
-    def _top_rows(self, queries: np.ndarray, k_rows: int, mask: np.ndarray | None
-                  ) -> tuple[np.ndarray, np.ndarray]:
-        _, short = self.index.search(np.ascontiguousarray(queries, dtype=np.float32),
-                                     max(self.shortlist, k_rows))
-        self.vectors.ensure(np.unique(short[short >= 0]))
-        scores = np.full((len(queries), k_rows), -np.inf, np.float32)
-        rows = np.full((len(queries), k_rows), -1, np.int64)
-        for q, cand in enumerate(short):
-            cand = np.unique(cand[cand >= 0])
-            if mask is not None:
-                cand = cand[mask[cand]]
-            if not len(cand):
-                continue
-            exact = np.asarray(self.vectors.rows(cand), dtype=np.float32) @ queries[q]
-            best_s, best_i = order_ties(exact[None], cand[None], "lower")
-            n = min(k_rows, len(cand))
-            scores[q, :n], rows[q, :n] = best_s[0, :n], best_i[0, :n]
-        return scores, rows
+    def top_rows(self, queries: np.ndarray, k_rows: int, mask: np.ndarray | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, rows), each (m, k_rows), best first, ties by :attr:`ties`; −inf and −1
+        past the shortlisted rows ``mask`` lets the query see."""
+        return rerank_shortlist(queries, self.index, self.vectors.rows, k_rows, self.ties,
+                                self.shortlist, self.query_block, ensure=self.vectors.ensure,
+                                mask=mask)
 
 
 def centroids(parts: Sequence[tuple[np.ndarray, Sequence[tuple[str, ...]]]],

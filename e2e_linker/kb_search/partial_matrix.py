@@ -9,12 +9,13 @@ once are kept on disk for later runs, beside the full matrices of the name cache
   no disk space);
 * ``<stem>.partial-have.npy`` — which rows hold a vector;
 
-where ``<stem>.npy`` is the file a full encode of the same list writes (``kb/<digest>.npy`` for
-the collective model's entity tower, the text-list file of
-:class:`e2e_linker.kb_search.cache.VectorCache` for the normalizer, whose rows are unit length:
-``unit=True``). Rows are written under the cache folder's lock and flushed before the "have"
-file is replaced, so a killed run or a second process never sees a row marked present that is
-not. When every row is present the matrix is promoted to ``<stem>.npy``.
+where ``<stem>.npy`` is the file a full encode of the same list writes: this is the partial
+mode of the one vector store (:meth:`e2e_linker.kb_search.cache.VectorStore.partial`), for the
+collective model's entity tower (``kb/<digest>.npy``) and for the normalizer (its text-list
+file; rows of unit length: ``unit=True``). Rows are written under the cache folder's lock and
+flushed before the "have" file is replaced, so a killed run or a second process never sees a
+row marked present that is not. When every row is present the matrix is promoted to
+``<stem>.npy``.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.errors import UserError
-from e2e_linker.kb_search.cache import exclusive, unit_rows, writable
-from e2e_linker.kb_search.packed_index import built_for, read_info, read_packed
+from e2e_linker.kb_search.cache_folder import exclusive, writable
+from e2e_linker.kb_search.unit_vectors import unit_rows
 
 
 class PartialKBMatrix:
@@ -128,45 +128,3 @@ class PartialKBMatrix:
             np.save(tmp, self._have)
             os.replace(tmp, self.have_path)
         self._refresh()
-
-
-def open_packed_shortlist(packed: str | os.PathLike | None, fingerprint: str,
-                          texts: Sequence[str], full_path: Path, encoder: TextEncoder,
-                          cache_folder: Path, batch_size: int, progress: bool, *,
-                          unit: bool = False, required: bool = False,
-                          owner: str = "model", items: str = "names",
-                          pack_command: str = "linker kb pack"
-                          ) -> tuple[PartialKBMatrix, object] | None:
-    """The rows and index of a shipped packed shortlist over ``texts``, or None where it does
-    not apply: no packed file, one built for another encoder or text list, or (unless
-    ``required``) a full matrix already cached at ``full_path`` — then the caller's
-    full-encoding path is the better one.
-
-    Why one function: annotate's entity index and the normalizer's ontology texts open their
-    packed index by the same rules and tell a user the same thing on a first run. ``required``
-    (``--index packed``) makes a missing or mismatched file an error; ``owner``, ``items`` and
-    ``pack_command`` name what shipped it, what its rows are and what writes a new one.
-    Returns ``(rows, faiss_index)``, the index a faiss ``IndexIVFPQ`` (``read_packed``).
-    """
-    if packed is None or not Path(packed).is_file():
-        if required:
-            raise UserError(f"--index packed: the {owner} has no packed KB index ({packed}); "
-                            f"`{pack_command}` writes one")
-        return None
-    info = read_info(packed)
-    if not built_for(info, fingerprint, texts):
-        if required:
-            raise UserError(f"{packed} was built for another encoder or KB {items[:-1]} list "
-                            f"({info.kb or 'unknown'}, {info.names:,} {items}); "
-                            f"`{pack_command}` rebuilds it")
-        return None
-    if not required and Path(full_path).is_file():
-        return None
-    rows = PartialKBMatrix(full_path, texts, encoder, cache_folder, batch_size, progress,
-                           unit=unit)
-    if progress:
-        print(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
-              f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
-              f"first use and cached in {cache_folder} ({rows.present:,} so far)",
-              file=sys.stderr)
-    return rows, read_packed(packed)

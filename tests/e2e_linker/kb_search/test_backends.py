@@ -13,8 +13,8 @@ from e2e_linker.kb_search.backends import (
     choose_kind,
     estimated_mb,
     make_search,
-    order_ties,
 )
+from e2e_linker.kb_search.top_k import order_ties
 
 
 def clustered(n: int, dim: int = 32, seed: int = 0) -> np.ndarray:
@@ -160,5 +160,5 @@ def test_order_ties_sends_equal_scores_to_the_higher_or_lower_row():
     s, r = order_ties(scores, rows, "lower")
     assert r.tolist() == [[2, 4, 1, 3], [5, 6, 7, 8]]
     assert order_ties(scores, rows)[1].tolist() == [[4, 2, 3, 1], [5, 6, 7, 8]]  # default
-    with pytest.raises(ValueError, match="toward"):
+    with pytest.raises(ValueError, match="tie rule"):
         order_ties(scores, rows, "first")

@@ -66,3 +66,83 @@ def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
     assert encoded == ["nausea"]
     assert np.allclose(np.asarray(second[0], np.float32), np.asarray(first[2], np.float32),
                        atol=2e-3)
+
+
+# ---- the one store and its modes -------------------------------------------------------------
+
+TEXTS = ["aspirin", "renal failure", "headache", "nausea", "cisplatin"]
+
+
+def _no_encoding(encoder, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("nothing may be encoded here")
+
+    monkeypatch.setattr(encoder, "encode", refuse)
+
+
+def test_raw_and_unit_modes_share_one_name_table(tiny_encoder, tmp_path, monkeypatch):
+    """Raw full lists are gathered from the table; a unit list is seeded from the same table,
+    each row scaled to length 1 from its fp16 vector (nothing re-encoded)."""
+    from e2e_linker.kb_search.cache import VectorStore, unit_rows
+    from e2e_linker.kb_search.packed_index import names_digest
+
+    raw = VectorStore(tmp_path, tiny_encoder, progress=False)
+    matrix = raw.matrix(TEXTS)
+    assert raw.list_path(TEXTS) == raw.names_folder / "kb" / f"{names_digest(TEXTS)}.npy"
+    assert raw.list_path(TEXTS).is_file() and isinstance(matrix, np.memmap)
+    assert raw.load()[0] == sorted(TEXTS, key=len)  # the table, in encoding order
+    unit = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False, seed_min=1)
+    assert unit.names_folder == raw.names_folder and unit.folder != raw.folder
+    _no_encoding(tiny_encoder, monkeypatch)
+    got = unit.matrix(TEXTS)
+    assert unit.list_path(TEXTS).parent == tmp_path / "normalizer_vectors" / unit.fingerprint
+    np.testing.assert_array_equal(got, unit_rows(matrix).astype(np.float16))
+
+
+def test_partial_mode_fills_the_full_lists_file(tiny_encoder, tmp_path):
+    from e2e_linker.kb_search.cache import VectorStore
+
+    for unit in (False, True):
+        store = VectorStore(tmp_path, tiny_encoder, unit=unit, progress=False)
+        rows = store.partial(TEXTS)
+        assert rows.full_path == store.list_path(TEXTS) and rows.unit == unit
+        rows.rows(np.array([1, 3]))
+        assert rows.present == 2 and not store.list_path(TEXTS).is_file()
+        everything = rows.rows(np.arange(len(TEXTS)))
+        assert store.list_path(TEXTS).is_file()  # complete: promoted to the full list
+        np.testing.assert_array_equal(store.matrix(TEXTS), everything)  # read, not re-encoded
+        norms = np.linalg.norm(everything.astype(np.float32), axis=1)
+        assert np.allclose(norms, 1, atol=2e-3) == unit
+
+
+def test_existing_cache_files_are_read_under_their_old_names(tiny_encoder, tmp_path,
+                                                             monkeypatch):
+    """The layout is the one users' caches have: a list file already there is used as is."""
+    from e2e_linker.kb_search.cache import NameVectorCache, VectorCache, encoder_fingerprint
+    from e2e_linker.kb_search.packed_index import names_digest
+
+    fingerprint = encoder_fingerprint(tiny_encoder)
+    dim = tiny_encoder.hidden_size
+    raw_file = tmp_path / "entity_vectors" / fingerprint / "kb" / f"{names_digest(TEXTS)}.npy"
+    raw_file.parent.mkdir(parents=True)
+    np.save(raw_file, np.full((len(TEXTS), dim), 0.5, np.float16))
+    unit_file = VectorCache(tiny_encoder, tmp_path).path_for(TEXTS)
+    assert unit_file.parent == tmp_path / "normalizer_vectors" / fingerprint
+    assert unit_file.name.endswith(f"-{len(TEXTS)}.npy")
+    unit_file.parent.mkdir(parents=True)
+    np.save(unit_file, np.full((len(TEXTS), dim), 0.25, np.float16))
+    _no_encoding(tiny_encoder, monkeypatch)
+    matrix, path = NameVectorCache(tmp_path, tiny_encoder).kb_matrix(TEXTS, progress=False)
+    assert path == raw_file and (np.asarray(matrix) == 0.5).all()
+    assert (np.asarray(VectorCache(tiny_encoder, tmp_path).vectors(TEXTS)) == 0.25).all()
+
+
+def test_packed_rows_apply_only_where_a_packed_index_fits(tiny_encoder, tmp_path):
+    from e2e_linker.errors import UserError
+    from e2e_linker.kb_search.cache import VectorStore
+
+    store = VectorStore(tmp_path, tiny_encoder, progress=False)
+    assert store.packed_rows(None, TEXTS) is None
+    assert store.packed_rows(tmp_path / "missing.safetensors", TEXTS) is None
+    with pytest.raises(UserError, match="no packed KB index"):
+        store.packed_rows(tmp_path / "missing.safetensors", TEXTS, required=True)

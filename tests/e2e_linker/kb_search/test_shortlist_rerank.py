@@ -1,0 +1,62 @@
+"""The one shortlist re-rank: exact scores over a shortlist, the caller's tie rule and mask."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from e2e_linker.kb_search.shortlist_rerank import candidate_rows, rerank_shortlist
+
+# rows 2, 5 and 7 hold the same vector; the query is that vector
+VECTORS = np.array([[0.6, 0.8], [0.0, 1.0], [1.0, 0.0], [0.8, 0.6], [-1.0, 0.0], [1.0, 0.0],
+                    [0.0, -1.0], [1.0, 0.0]], np.float16)
+
+
+class FixedShortlist:
+    """A stand-in for a faiss index: the same shortlist (with a repeat and a −1) per query."""
+
+    def __init__(self):
+        self.calls: list[int] = []
+
+    def search(self, queries, k):
+        self.calls.append(len(queries))
+        short = np.array([7, 2, 3, -1, 5, 2, 4, 0], np.int64)
+        return None, np.tile(short, (len(queries), 1))
+
+
+def _rerank(ties, k=4, mask=None, query_block=32, ensured=None, queries=1):
+    query = np.tile(np.array([[1.0, 0.0]], np.float32), (queries, 1))
+    return rerank_shortlist(query, FixedShortlist(), lambda rows: VECTORS[rows], k, ties,
+                            shortlist=8, query_block=query_block, mask=mask,
+                            ensure=None if ensured is None else ensured.append)
+
+
+def test_annotates_rule_takes_the_higher_row_and_the_normalizers_the_lowest():
+    scores, rows = _rerank("higher")
+    assert rows.tolist() == [[7, 5, 2, 3]] and scores[0, :3].tolist() == [1.0, 1.0, 1.0]
+    assert _rerank("lower")[1].tolist() == [[2, 5, 7, 3]]
+
+
+def test_a_mask_drops_rows_before_scoring_and_the_rest_is_padded():
+    mask = np.ones(len(VECTORS), bool)
+    mask[[5, 3]] = False
+    scores, rows = _rerank("lower", k=8, mask=mask)
+    assert rows.tolist() == [[2, 7, 0, 4, -1, -1, -1, -1]]
+    assert np.isneginf(scores[0, 4:]).all()
+
+
+def test_each_block_of_queries_is_shortlisted_and_ensured_once():
+    ensured: list[np.ndarray] = []
+    index = FixedShortlist()
+    rerank_shortlist(np.ones((5, 2), np.float32), index, lambda rows: VECTORS[rows], 3,
+                     "higher", shortlist=8, query_block=2, ensure=ensured.append)
+    assert index.calls == [2, 2, 1]
+    assert [e.tolist() for e in ensured] == [[0, 2, 3, 4, 5, 7]] * 3
+
+
+def test_candidates_come_once_each_in_the_rules_order():
+    short = np.array([4, -1, 2, 4, 9])
+    assert candidate_rows(short, "higher").tolist() == [9, 4, 2]
+    assert candidate_rows(short, "lower").tolist() == [2, 4, 9]
+    with pytest.raises(ValueError, match="tie rule"):
+        _rerank("first")
