@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from data_tools.documents import FormatError
+from data_tools.formats.atomic import OutputError
 
 
 class UserError(Exception):
@@ -21,6 +22,7 @@ class DocumentFailed(Exception):
 #: Exceptions that are the input's or the user's fault: reported without a traceback.
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
     FormatError,
+    OutputError,
     UserError,
     DocumentFailed,
     FileNotFoundError,

@@ -40,11 +40,18 @@ deterministic functions of the document sequence and the batches were cut the sa
 That mode is :mod:`e2e_linker.runs.distributed_run`: the main process writes the manifest (and
 removes stale temporary files) before any process writes a shard, and ``report.json`` after
 all of them finished.
+
+A write that fails (disk full, quota, permissions: :class:`OutputError` from the atomic writer)
+ends the run with one line naming the file and what to do (:func:`reported_write_errors`); the
+same errors met while annotating stop the run instead of marking documents as skipped
+(:func:`resource_error`). The ``-o`` checks made before a model loads are in
+:mod:`e2e_linker.runs.output_checks`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import itertools
 import json
@@ -55,7 +62,12 @@ from pathlib import Path
 
 from data_tools.documents import Document, FormatError, Skipped
 from data_tools.formats import open_writer, read_collection_info, read_documents
-from data_tools.formats.atomic import atomic_output
+from data_tools.formats.atomic import (
+    OutputError,
+    atomic_output,
+    output_error,
+    remove_stale_temporaries,
+)
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource, Record
@@ -72,6 +84,45 @@ SUFFIXES = {"bioc": ".xml", "biocjson": ".json", "pubtator": ".txt"}
 
 #: what a run does to each group of documents: same documents in, same order out
 Transform = Callable[[list[Document]], list[Document]]
+
+#: errors of the machine, not of a document: a full disk, a quota, a read-only file system
+RESOURCE_ERRNOS = frozenset(getattr(errno, name) for name in (
+    "ENOSPC", "EDQUOT", "EROFS", "EFBIG", "EIO") if hasattr(errno, name))
+#: what a failed write of a one-file run tells the user to do
+FILE_HINT = "nothing was written; free some space or fix the path, then run again"
+#: what a failed write of a shard-directory run tells the user to do
+DIRECTORY_HINT = ("the finished shards are kept; free some space or fix the path, then rerun "
+                  "with --resume")
+
+
+@contextlib.contextmanager
+def reported_write_errors(hint: str) -> Iterator[None]:
+    """Turn a failed output write (:class:`OutputError`: disk full, permission denied, ...)
+    into one line naming the file, with what to do (``hint``).
+
+    Why: a full disk at the end of an hours-long run is the user's to fix, not a bug; it must
+    read as one line and exit code 2, never as a traceback.
+    """
+    try:
+        yield
+    except OutputError as exc:
+        raise UserError(f"{exc} ({hint})") from exc
+
+
+def resource_error(exc: BaseException) -> UserError | None:
+    """``exc`` as a one-line :class:`UserError` when the machine, not a document, caused it
+    (see :data:`RESOURCE_ERRNOS`), else ``None``.
+
+    Why: with ``--on-error skip``, a disk that fills up while the annotator writes its cache
+    must stop the run, not turn every later document into a "skipped" one.
+    """
+    if isinstance(exc, OutputError):
+        return UserError(str(exc))
+    if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return UserError(f"the run stopped: {exc.strerror}{where}; free some space (or fix "
+                         "the file system) and run again")
+    return None
 
 
 @dataclass
@@ -140,7 +191,9 @@ class GroupTransform:
                 out = list(self.transform(docs))
             except UserError:
                 raise
-            except Exception:
+            except Exception as exc:
+                if (error := resource_error(exc)) is not None:
+                    raise error from exc
                 out = [self._one(r) for r in records if isinstance(r.item, Document)]
         # the no-loss guarantee does not rest on the transform: same documents, same order
         got = [o.id if isinstance(o, Document) else None for o in out]
@@ -161,6 +214,8 @@ class GroupTransform:
         except UserError:
             raise
         except Exception as exc:
+            if (error := resource_error(exc)) is not None:
+                raise error from exc
             message = f"annotating failed: {type(exc).__name__}: {exc}".splitlines()[0]
             if self.on_error == "raise":
                 raise DocumentFailed(f"{record.path}: document {doc.id}: {message}") from exc
@@ -302,7 +357,8 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
     batches = GroupTransform(transform, on_error)
     bar = Progress(progress)
     try:
-        with open_writer(output, out_format, _collection_info(source.files, in_format)) as writer:
+        with reported_write_errors(FILE_HINT), open_writer(
+                output, out_format, _collection_info(source.files, in_format)) as writer:
             for _, groups in shard_records(source, shard_size, group_size):
                 for group in groups:
                     _write_group(writer, group, batches(group), report, on_error)
@@ -377,9 +433,10 @@ class ShardDirectory:
         return record
 
     def remove_stale(self) -> None:
-        """Temporary files of shards a killed run was writing (see ``atomic_output``)."""
-        for tmp in itertools.chain(self.shards.glob(".*.part"), self.root.glob(".*.part")):
-            tmp.unlink(missing_ok=True)
+        """Temporary files of shards a killed run was writing (see ``atomic_output``); those
+        a living process still writes are left alone."""
+        for folder in (self.shards, self.root):
+            remove_stale_temporaries(folder)
 
 
 def prepare_directory(output: str | os.PathLike, manifest: dict, resume: bool) -> ShardDirectory:
@@ -404,13 +461,20 @@ def prepare_directory(output: str | os.PathLike, manifest: dict, resume: bool) -
     elif root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UserError(f"{root} exists and is not an empty directory; -o needs a new or empty "
                         "directory for shards")
-    else:
-        (root / SHARDS).mkdir(parents=True, exist_ok=True)
+    else:  # the manifest first: a run that cannot write it leaves an empty directory, reusable
+        _make_directory(root)
         write_json(path, manifest)
     directory = ShardDirectory(root, manifest["output_format"])
-    directory.shards.mkdir(parents=True, exist_ok=True)
+    _make_directory(directory.shards)
     directory.remove_stale()
     return directory
+
+
+def _make_directory(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise output_error(exc, path) from exc
 
 
 def write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Record]],
@@ -461,10 +525,17 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
     out_format = canonical_format(out_format)
     source = CorpusSource(inputs, in_format, on_error)
     manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
+    with reported_write_errors(DIRECTORY_HINT):
+        return _run_shards(source, output, transform, manifest, resume, progress)
+
+
+def _run_shards(source: CorpusSource, output: str | os.PathLike, transform: Transform | None,
+                manifest: dict, resume: bool, progress: bool) -> RunReport:
     directory = prepare_directory(output, manifest, resume)
     report = RunReport()
-    batches = GroupTransform(transform, on_error)
+    batches = GroupTransform(transform, source.on_error)
     bar = Progress(progress)
+    shard_size, group_size = manifest["shard_size"], manifest["group_size"]
     try:
         for shard, groups in shard_records(source, shard_size, group_size):
             report.shards += 1
@@ -520,4 +591,5 @@ def merge_shards(directory: str | os.PathLike, target: str | os.PathLike,
 
     from data_tools.formats import write_documents
 
-    return write_documents(documents(), target, out_format, manifest["collection_info"])
+    with reported_write_errors(FILE_HINT):
+        return write_documents(documents(), target, out_format, manifest["collection_info"])

@@ -9,6 +9,12 @@ which process is which, object collectives that pass errors along instead of lea
 other processes waiting forever, "main process first" for building shared caches (the KB
 vectors are encoded by one process and then memory-mapped by all of them), and CPU threads
 split between the processes of a machine.
+
+Processes started by :func:`launch_local` die with their launcher: each arms Linux's
+parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``; elsewhere a watchdog thread that
+notices the re-parenting) as soon as it joins the group, so killing the launcher, even with
+SIGKILL, never leaves workers running unsupervised; the launcher itself stops its workers when
+it is interrupted or terminated. What the workers finished stays: ``--resume`` takes over.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,6 +42,14 @@ PROCESS_GROUP_TIMEOUT = timedelta(hours=float(os.environ.get("E2E_LINKER_DIST_TI
 
 #: environment variables by which launchers announce more than one process
 _WORLD_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+#: set by :func:`launch_local` for its workers: the launcher's process ID
+LAUNCHER_PID = "E2E_LINKER_LAUNCHER_PID"
+#: Linux ``prctl`` option: the signal a process gets when its parent dies
+PR_SET_PDEATHSIG = 1
+#: signals on which the launcher stops its workers before it exits (Ctrl-C: KeyboardInterrupt)
+LAUNCHER_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                         if hasattr(signal, name))
 
 
 def launched_distributed() -> bool:
@@ -184,13 +199,52 @@ class World:
             raise error
 
 
+def die_with_launcher() -> bool:
+    """In a worker of :func:`launch_local`: be terminated (SIGTERM) when the launcher dies.
+
+    Why: a killed ``linker annotate --num-processes N`` must not leave N workers running on,
+    re-parented to PID 1, writing shards nobody merges (and holding the GPUs). On Linux this is
+    the parent-death signal, armed in the worker itself (no ``preexec_fn`` in a launcher that
+    has threads); elsewhere a daemon thread that checks the parent once a second. A launcher
+    already gone by now terminates this process at once. The variable is removed from the
+    environment, so the worker's own children are not affected. Returns whether it applied.
+    """
+    value = os.environ.pop(LAUNCHER_PID, None)
+    if not value:
+        return False
+    launcher = int(value)
+    armed = False
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != launcher:  # it died before the signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)
+    if not armed:
+        threading.Thread(target=_watch_launcher, args=(launcher,), daemon=True,
+                         name="die-with-launcher").start()
+    return True
+
+
+def _watch_launcher(launcher: int) -> None:
+    while os.getppid() == launcher:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 def init_world(device: str | None = None) -> World:
     """Join the process group the launcher set up (a one-process world if there is none).
 
     GPU runs use one GPU per process (``cuda:LOCAL_RANK``, NCCL); CPU runs use gloo. Each
     process gets ``cores // processes on this machine`` torch threads, so N processes never
-    oversubscribe the cores one process would have used.
+    oversubscribe the cores one process would have used. A worker of :func:`launch_local`
+    first arranges to die with it (:func:`die_with_launcher`).
     """
+    die_with_launcher()
     if not launched_distributed():
         return World(device=device or "")
     import torch
@@ -259,34 +313,78 @@ def launch_local(args: Sequence[str], processes: int) -> int:
     The children get the torch.distributed environment ``torchrun`` would give them and
     ``OMP_NUM_THREADS = cores // processes``. When one exits with an error the others are
     stopped (they would wait for it at the next collective); returns the first non-zero exit
-    code, else 0.
+    code, else 0. The children die with the launcher (see :func:`die_with_launcher` and
+    :func:`supervise`).
     """
     env = dict(os.environ)
     env.update({"WORLD_SIZE": str(processes), "LOCAL_WORLD_SIZE": str(processes),
                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
                 "OMP_NUM_THREADS": str(max(1, available_cores() // processes))})
-    children = []
-    for rank in range(processes):
-        children.append(subprocess.Popen(
-            [sys.executable, "-m", "e2e_linker", *args],
-            env={**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}))
+    return supervise([[sys.executable, "-m", "e2e_linker", *args]] * processes,
+                     [{**env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+                      for rank in range(processes)])
+
+
+def supervise(commands: Sequence[Sequence[str]], envs: Sequence[dict[str, str]]) -> int:
+    """Start one child per command (with its environment) and wait for all of them.
+
+    When one fails the others are stopped. The children die with this process: they get
+    :data:`LAUNCHER_PID` (see :func:`die_with_launcher`, for SIGKILL, which nothing here can
+    catch), and while they run SIGTERM and SIGHUP stop them before this process exits with
+    ``128 + signal`` (Ctrl-C stops them and raises KeyboardInterrupt). Returns the first
+    non-zero exit code (``128 + signal`` for a child killed by a signal), else 0. Why apart
+    from :func:`launch_local`: the life cycle can be tested with tiny commands, without torch.
+    """
+    mine = str(os.getpid())
+    with _signals_stop_the_launcher():
+        children: list[subprocess.Popen] = []
+        try:
+            for command, env in zip(commands, envs, strict=True):
+                children.append(subprocess.Popen(list(command), env={**env, LAUNCHER_PID: mine}))
+            return _wait_all(children)
+        except BaseException:
+            _stop(children)
+            raise
+
+
+def _wait_all(children: list[subprocess.Popen]) -> int:
     code = 0
-    try:
-        running = list(children)
-        while running:
-            for child in list(running):
-                status = child.poll()
-                if status is None:
-                    continue
-                running.remove(child)
-                if status != 0 and code == 0:
-                    code = status if status > 0 else 128 - status
-                    _stop(running)
-            time.sleep(0.05)
-    except BaseException:
-        _stop(children)
-        raise
+    running = list(children)
+    while running:
+        for child in list(running):
+            status = child.poll()
+            if status is None:
+                continue
+            running.remove(child)
+            if status != 0 and code == 0:
+                code = status if status > 0 else 128 - status
+                _stop(running)
+        time.sleep(0.05)
     return code
+
+
+class Terminated(SystemExit):
+    """The launcher was sent SIGTERM or SIGHUP: it exits with ``128 + signal`` once its
+    children are stopped."""
+
+
+@contextlib.contextmanager
+def _signals_stop_the_launcher() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` in it (their default
+    action would end the launcher before it could stop its children). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise Terminated(128 + signum)
+
+    previous = {sig: signal.signal(sig, terminate) for sig in LAUNCHER_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _stop(children: list[subprocess.Popen]) -> None:

@@ -27,6 +27,7 @@ from e2e_linker.errors import UserError
 from e2e_linker.runs.corpus_run import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
+    DIRECTORY_HINT,
     LAYOUT,
     REPORT,
     GroupTransform,
@@ -36,6 +37,7 @@ from e2e_linker.runs.corpus_run import (
     Transform,
     build_manifest,
     prepare_directory,
+    reported_write_errors,
     shard_records,
     skipped_record,
     write_json,
@@ -57,14 +59,24 @@ def run_to_directory_distributed(world: World, inputs: Sequence[str | os.PathLik
                                  group_size: int = DEFAULT_GROUP_SIZE, resume: bool = False,
                                  progress: bool = True) -> RunReport:
     """This process's share of a shard-directory run; the main process returns the whole
-    run's report, the others their own part (documents and skips of their shards)."""
+    run's report, the others their own part (documents and skips of their shards). A failed
+    write (disk full, ...) is one line naming the file, on the process that met it."""
     if shard_size < 1 or group_size < 1:
         raise UserError("--shard-size and the group size must be at least 1")
     out_format = canonical_format(out_format)
     source = CorpusSource(inputs, in_format, on_error)
+    with reported_write_errors(DIRECTORY_HINT):
+        return _run_share(world, source, output, transform, settings or {}, out_format,
+                          shard_size, group_size, resume, progress)
+
+
+def _run_share(world: World, source: CorpusSource, output: str | os.PathLike,
+               transform: Transform | None, settings: dict, out_format: str, shard_size: int,
+               group_size: int, resume: bool, progress: bool) -> RunReport:
+    on_error = source.on_error
 
     def prepare() -> dict:
-        manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
+        manifest = build_manifest(source, out_format, shard_size, group_size, settings)
         prepare_directory(output, manifest, resume)
         return manifest
 

@@ -1,13 +1,27 @@
-"""How a run cuts the record sequence into shards and groups (corpus_run.shard_records)."""
+"""How a run cuts the record sequence into shards and groups (corpus_run.shard_records), and
+how it reports a machine that fails it (a full disk) apart from documents that do."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
 
+from data_tools.documents import Document
+from data_tools.formats.atomic import OutputError
 from data_tools.formats.source import Record
-from e2e_linker.runs.corpus_run import is_directory_target, shard_records
+from e2e_linker.errors import UserError
+from e2e_linker.runs.corpus_run import (
+    FILE_HINT,
+    GroupTransform,
+    is_directory_target,
+    resource_error,
+    run_to_directory,
+    run_to_file,
+    shard_records,
+)
 
 
 def _records(n: int) -> list[Record]:
@@ -46,3 +60,63 @@ def test_directory_targets(tmp_path, target, directory):
     assert is_directory_target(tmp_path / target if not target.endswith("/")
                                else f"{tmp_path}/{target}") is directory
     assert is_directory_target(tmp_path)
+
+
+# ---- failures of the machine, not of a document --------------------------------------------
+
+PUBTATOR = "".join(f"D{i}|t|Aspirin and headache number {i}.\n\n" for i in range(5))
+
+
+def _fail_output_syncs(monkeypatch, err: int = errno.ENOSPC) -> None:
+    """Every fsync of an output's temporary file fails with ``err``, as on a full disk."""
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd (Linux) to tell the writer's file descriptors")
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".part"):
+            raise OSError(err, os.strerror(err))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_a_failed_write_is_one_line_naming_the_file_with_what_to_do(tmp_path, monkeypatch):
+    (tmp_path / "in.txt").write_text(PUBTATOR)
+    _fail_output_syncs(monkeypatch)
+    with pytest.raises(UserError) as caught:
+        run_to_file([tmp_path / "in.txt"], tmp_path / "out.xml", progress=False)
+    assert str(caught.value) == (f"cannot write {tmp_path / 'out.xml'}: No space left on "
+                                 f"device ({FILE_HINT})")
+    with pytest.raises(UserError, match=r"cannot write .*/run/manifest.json: No space left on "
+                                        r"device \(the finished shards are kept"):
+        run_to_directory([tmp_path / "in.txt"], tmp_path / "run", progress=False)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["in.txt", "run"]  # empty: reusable
+    monkeypatch.undo()
+    assert run_to_directory([tmp_path / "in.txt"], tmp_path / "run", progress=False) \
+        .documents == 5
+
+
+def test_a_disk_full_while_annotating_stops_the_run_instead_of_skipping_documents():
+    def transform(docs):
+        raise OSError(errno.ENOSPC, "No space left on device", "/cache/vectors.npy")
+
+    records = [Record(i, Path("in.txt"), Document(id=f"d{i}", passages=[]))
+               for i in range(3)]
+    with pytest.raises(UserError, match=r"the run stopped: No space left on device "
+                                        r"\(/cache/vectors.npy\); free some space"):
+        GroupTransform(transform, "skip")(records)
+
+    def broken(docs):
+        raise ValueError("a bug met on one document")
+
+    out = GroupTransform(broken, "skip")(records)
+    assert [type(o).__name__ for o in out] == ["Skipped"] * 3  # a document's fault: skipped
+
+
+def test_machine_errors_are_told_from_document_errors():
+    assert resource_error(OSError(errno.EROFS, "Read-only file system")) is not None
+    assert resource_error(OutputError(errno.ENOSPC, "No space left on device", "o.xml")) \
+        .args == ("cannot write o.xml: No space left on device",)
+    assert resource_error(OSError(errno.ENOENT, "No such file")) is None
+    assert resource_error(ValueError("bad")) is None
