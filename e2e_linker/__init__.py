@@ -11,9 +11,12 @@ Names are resolved on first use (PEP 562), so ``import e2e_linker`` and ``linker
 fast: torch and transformers load only when a model class is touched. Where each lives:
 
 =====================  ===================================================================
-``collective``         the collective dual encoder: model, annotator, loading, model dir
-``kb_search``          the linking core both commands share: vector cache, search backends,
-                       entity and label indexes, sieves, abbreviations, name folding
+``collective``         the collective dual encoder: model, settings, annotator, span linking,
+                       loading, model dir
+``kb_search``          search both commands share: vector cache, search backends, entity and
+                       label indexes, packed indexes
+``lexical``            text-level steps both commands share: abbreviations, sieves, the sieve
+                       stack, name folding, salt-free forms
 ``normalizer``         the text-only mention normalizer over given spans
 ``encoder``            text encoder, LoRA adapters, precision and int8 quantization
 ``training``           collective and triplet training loops and losses
@@ -36,12 +39,14 @@ _EXPORTS: dict[str, str] = {
     "CollectiveLinker": "e2e_linker.collective.model",
     "LinkerConfig": "e2e_linker.collective.model",
     "load_annotator": "e2e_linker.collective.loading",
+    "AnnotateSettings": "e2e_linker.collective.settings",
     "EntityIndex": "e2e_linker.kb_search.entity_index",
     "ConceptSearcher": "e2e_linker.kb_search.concept_search",
     "Normalizer": "e2e_linker.normalizer.normalizer",
     "NormalizeOptions": "e2e_linker.normalizer.normalizer",
     "normalize_documents": "e2e_linker.normalizer.normalizer",
-    "load_normalizer_model": "e2e_linker.normalizer.model_dir",
+    "load_normalizer_model": "e2e_linker.normalizer.normalizer_dir",
+    "load_normalizer": "e2e_linker.normalizer.loading",
     "TextEncoder": "e2e_linker.encoder.text_encoder",
     "score": "e2e_linker.scoring",
     "UserError": "e2e_linker.errors",

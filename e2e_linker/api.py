@@ -19,17 +19,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from data_tools.documents import Annotation, Document, Passage
+from e2e_linker.collective.settings import ANNOTATOR, AnnotateSettings
 
 if TYPE_CHECKING:
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.normalizer.normalizer import Normalizer
 
-#: how detected spans are linked: the collective span vectors (the model's own dense step), or
-#: the normalizer's text encoder and sieves on each span's text (issue 17's dev comparison:
-#: eval/results/linking_ablation_fair)
-LINKINGS = ("collective", "text")
-#: the ``annotator`` infon that marks the annotations this linker predicted
-ANNOTATOR = "e2e_linker"
 
 
 @dataclass(frozen=True)
@@ -80,67 +75,39 @@ class Linker:
     :class:`Annotator` you already have with ``Linker(annotator)``.
     """
 
-    def __init__(self, annotator: Annotator, *, normalizer_model: str | os.PathLike | None = None,
-                 kb: str | None = None, device: str | None = None,
-                 cache_dir: str | None = None):
+    def __init__(self, annotator: Annotator, normalizer: Normalizer | None = None):
         self.annotator = annotator
-        self.normalizer_model = normalizer_model
-        self._normalizer_kb_spec = kb
-        self._device = device
-        self._cache_dir = cache_dir
-        self._normalizer: Normalizer | None = None
+        self._normalizer = normalizer
 
     @classmethod
-    def load(cls, model_dir: str | os.PathLike | None = None, kb: str | None = None,
-             device: str | None = None, threshold: float | None = None, batch_size: int = 16,
-             mode: str = "collective", cache_dir: str | None = None, quantize: bool = False,
-             index_kind: str = "auto", kb_memory_budget_mb: float | None = None,
-             precision: str = "fp32",
-             normalizer_model: str | os.PathLike | None = None,
-             linking: str = "collective", sieves: bool = True,
-             lexical_gate: float | None = None,
-             propagation_threshold: float | None = None,
-             short_forms: bool | None = None,
-             dictionary_threshold: float | None = None) -> Linker:
-        """The default model and KB, or the ones named: every option means what the
-        ``linker annotate`` option of that name means. ``normalizer_model`` is the model
+    def load(cls, model_dir: str | os.PathLike | None = None,
+             settings: AnnotateSettings | None = None, **options: Any) -> Linker:
+        """The default model and KB, or the ones named. ``options`` are
+        :class:`~e2e_linker.collective.settings.AnnotateSettings` fields, each meaning what the
+        ``linker annotate`` option of that name means (``kb``, ``device``, ``threshold``,
+        ``batch_size``, ``cache_dir``, ``index_kind``, ``sieves``, ``lexical_gate``, ...), or
+        one ``settings`` value with all of them. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
         ``linking="text"`` loads it at once and links every detected span with it (its text
         encoder on the span's text and its sieves) instead of the collective span vectors; it
         then searches through the model's packed shortlist, for :meth:`normalize` too.
-        ``sieves=False`` links a span the exact-name sieve misses by dense search alone,
-        without the lexical steps of :class:`~e2e_linker.lexical.sieve_stack.SieveStack`;
-        ``lexical_gate`` overrides the model's: the mention score a span that no lexical step
-        links must reach to be kept (0 keeps every span, above 1 none);
-        ``propagation_threshold`` and ``short_forms`` override the model's document-level
-        detection: a weaker repeat of a detected surface form is kept above the former (1:
-        off), and short forms defined in the document are tagged like their long forms;
-        ``dictionary_threshold`` keeps a weaker span whose text is an exact KB name (1: off).
 
         The first load of a KB encodes its names (cached afterwards; see the README)."""
-        from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
+        from e2e_linker.collective.loading import load_annotator
 
-        if linking not in LINKINGS:  # before minutes of loading, not after
-            raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
-
-        annotator = load_annotator(model_dir, kb=kb, device=device, threshold=threshold,
-                                   batch_size=batch_size, mode=mode, cache_dir=cache_dir,
-                                   quantize=quantize, index_kind=index_kind,
-                                   kb_memory_budget_mb=kb_memory_budget_mb, precision=precision,
-                                   sieves=DEFAULT_SIEVES if sieves else None,
-                                   lexical_gate=lexical_gate,
-                                   propagation_threshold=propagation_threshold,
-                                   short_forms=short_forms,
-                                   dictionary_threshold=dictionary_threshold)
-        linker = cls(annotator, normalizer_model=normalizer_model, kb=kb, device=device,
-                     cache_dir=cache_dir)
-        if linking == "text":
+        if settings is None:
+            settings = AnnotateSettings(model_dir=None if model_dir is None else str(model_dir),
+                                        **options)
+        elif options or model_dir is not None:
+            raise TypeError("pass either settings or options, not both")
+        normalizer = None
+        if settings.linking == "text":
             # shortlists through the shipped packed index even with the full matrix cached:
             # an exact search over every ontology text per span would cost more than the
             # encoder pass that found the spans
-            linker._normalizer = linker._load_normalizer(packed_always=True)
-            annotator.text_linker = linker._normalizer
-        return linker
+            normalizer = load_normalizer_for(settings, packed_always=True)
+        annotator = load_annotator(settings, text_linker=normalizer)
+        return cls(annotator, normalizer)
 
     @property
     def kb(self) -> Any:
@@ -168,20 +135,61 @@ class Linker:
              ) -> Iterator[list[Mention]]:
         """The mentions of each string or :class:`Document`, in input order, lazily:
         ``batch_size`` items are read and annotated at a time, so a long stream is never held
-        in memory. A document's old annotations are ignored (and left untouched)."""
-        if batch_size < 1:
-            from e2e_linker.errors import UserError
+        in memory. A document's old annotations are ignored (and left untouched).
 
+        ``items`` is checked at once, not at the first result: a str is one text, so
+        ``pipe("text")`` raises :class:`~e2e_linker.errors.UserError` (pass ``[text]``, or
+        call the linker). An item that is neither a str nor a Document raises ``UserError``
+        naming its position (``pipe item 3: ...``, counted from 0 over the whole stream), and
+        an item the annotator fails on raises :class:`~e2e_linker.errors.DocumentFailed`
+        naming its position and the error (the original is its ``__cause__``)."""
+        from e2e_linker.errors import UserError
+
+        if isinstance(items, (str, bytes)):
+            raise UserError("pipe() takes an iterable of texts or Documents, and a str is one "
+                            "text: pass [text] (or call the linker on it)")
+        if isinstance(items, Document):
+            raise UserError("pipe() takes an iterable of texts or Documents: pass [document]")
+        if batch_size < 1:
             raise UserError("batch_size must be at least 1")
-        iterator = iter(items)
-        counter = itertools.count()
+        try:
+            iterator = iter(items)
+        except TypeError:
+            raise UserError("pipe() takes an iterable of texts or Documents, not "
+                            f"{type(items).__name__}") from None
+        return self._stream(iterator, batch_size)
+
+    def _stream(self, iterator: Iterator[str | Document], batch_size: int
+                ) -> Iterator[list[Mention]]:
+        """:meth:`pipe`'s generator: blocks of ``batch_size`` items, each annotated at once."""
+        first = 0
         while True:
             block = list(itertools.islice(iterator, batch_size))
             if not block:
                 return
-            docs = [self._as_document(item, next(counter)) for item in block]
-            for doc in self.annotator.annotate(docs, replace=True):
+            docs = [self._as_document(item, first + i) for i, item in enumerate(block)]
+            for doc in self._annotate_block(docs, first):
                 yield self.mentions_of(doc)
+            first += len(block)
+
+    def _annotate_block(self, docs: list[Document], first: int) -> list[Document]:
+        """``docs`` (items ``first``... of the stream) annotated; when that fails, the item
+        that fails alone is named (the block's own error is raised if none does)."""
+        from e2e_linker.errors import DocumentFailed, UserError
+
+        try:
+            return self.annotator.annotate(docs, replace=True)
+        except UserError:
+            raise
+        except Exception:
+            for number, doc in enumerate(docs, first):
+                try:
+                    self.annotator.annotate([doc], replace=True)
+                except Exception as alone:  # noqa: BLE001 - named, then raised with its cause
+                    message = f"{type(alone).__name__}: {alone}".splitlines()[0]
+                    raise DocumentFailed(f"pipe item {number} (document {doc.id}): "
+                                         f"{message}") from alone
+            raise
 
     @staticmethod
     def _as_document(item: str | Document, number: int) -> Document:
@@ -191,45 +199,38 @@ class Linker:
             return text_document(item, f"text-{number}")
         from e2e_linker.errors import UserError
 
-        raise UserError(f"expected a str or a Document, not {type(item).__name__}")
+        raise UserError(f"pipe item {number}: expected a str or a Document, not "
+                        f"{type(item).__name__}")
 
     # -- pre-extracted mentions ------------------------------------------------------------
     @property
     def normalizer(self) -> Normalizer:
         """The text-only normalizer, loaded on first use (it is a second model)."""
         if self._normalizer is None:
-            self._normalizer = self._load_normalizer()
+            self._normalizer = load_normalizer_for(self.annotator.settings)
         return self._normalizer
 
-    def _load_normalizer(self, packed_always: bool = False) -> Normalizer:
-        from e2e_linker.collective.model_kb import assemble_kb
-        from e2e_linker.errors import UserError
-        from e2e_linker.normalizer.model_dir import load_model, model_mentions_of, packed_index_of
-        from e2e_linker.normalizer.normalizer import DEFAULT_MODE, NormalizeOptions, Normalizer
-
-        encoder, settings = load_model(self.normalizer_model, device=self._device)
-        spec = self._normalizer_kb_spec or settings.kb
-        if not spec:
-            raise UserError("the normalizer model records no KB; pass kb=")
-        options = NormalizeOptions(mode=settings.search or DEFAULT_MODE,
-                                   lowercase=settings.lowercase,
-                                   punctuation=settings.punctuation)
-        return Normalizer(encoder, assemble_kb(spec), None, options, self._cache_dir,
-                          mentions=model_mentions_of(self.normalizer_model),
-                          packed=packed_index_of(self.normalizer_model),
-                          packed_always=packed_always and packed_index_of(
-                              self.normalizer_model) is not None)
-
-    def normalize(self, mentions: Iterable[str | tuple[str, str]]) -> list[Mention]:
-        """Link mentions found elsewhere, given as ``(text, type)`` pairs (or bare texts,
-        untyped), with the normalizer (``linker normalize``'s engine and default model).
+    def normalize(self, mentions: Iterable[str | tuple[str] | tuple[str, str | None]]
+                  ) -> list[Mention]:
+        """Link mentions found elsewhere, given as ``(text, type)`` pairs, with the normalizer
+        (``linker normalize``'s engine and default model). The type is optional: a bare text,
+        a ``(text,)`` tuple or a ``None`` type is an untyped mention (type ``""``), searched
+        against every concept instead of those of its type.
 
         Each mention is normalized as its own one-mention document, so mentions of unrelated
         texts never define abbreviations for each other; results come back in input order with
-        ``start=0``, ``end=len(text)`` and no ``mention_score``."""
+        ``start=0``, ``end=len(text)`` and no ``mention_score``. Every item is checked before
+        the normalizer loads: a bad one raises :class:`~e2e_linker.errors.UserError` naming
+        its position (``normalize item 2: ...``, from 0), and so does a bare str in place of
+        the list (one mention: pass ``[text]``)."""
+        if isinstance(mentions, (str, bytes)):
+            from e2e_linker.errors import UserError
+
+            raise UserError("normalize() takes an iterable of mentions, and a str is one "
+                            "mention: pass [text] or [(text, type)]")
         docs = []
         for number, item in enumerate(mentions):
-            text, type_ = (item, "") if isinstance(item, str) else item
+            text, type_ = _mention_item(item, number)
             doc = text_document(text, f"mention-{number}")
             doc.passages[0].annotations.append(Annotation(start=0, end=len(text), text=text,
                                                           type=type_, id="m0"))
@@ -239,3 +240,35 @@ class Linker:
         normalizer = self.normalizer
         return [mention_of(doc.annotations[0], normalizer.kb)
                 for doc in normalizer.normalize(docs)]
+
+
+def _mention_item(item: Any, number: int) -> tuple[str, str]:
+    """One item of :meth:`Linker.normalize` as ``(text, type)``, or a ``UserError`` naming it."""
+    from e2e_linker.errors import UserError
+
+    if isinstance(item, str):
+        text, type_ = item, None
+    elif isinstance(item, (tuple, list)) and len(item) in (1, 2):
+        text, type_ = item[0], item[1] if len(item) == 2 else None
+    else:
+        shown = repr(item) if len(repr(item)) <= 60 else f"a {type(item).__name__}"
+        raise UserError(f"normalize item {number}: expected a text or a (text, type) pair, not "
+                        f"{shown}")
+    if not isinstance(text, str):
+        raise UserError(f"normalize item {number}: the text must be a str, not "
+                        f"{type(text).__name__}")
+    if not text.strip():
+        raise UserError(f"normalize item {number}: the text is empty")
+    if type_ is not None and not isinstance(type_, str):
+        raise UserError(f"normalize item {number}: the type must be a str (or None), not "
+                        f"{type(type_).__name__}")
+    return text, type_ or ""
+
+
+def load_normalizer_for(settings: AnnotateSettings, packed_always: bool = False) -> Normalizer:
+    """The normalizer an annotate run's settings name (their ``normalizer_model``, ``kb``,
+    ``device`` and ``cache_dir``), loaded by the one normalizer loader."""
+    from e2e_linker.normalizer.loading import load_normalizer
+
+    return load_normalizer(settings.normalizer_model, settings.kb, settings.device,
+                           settings.cache_dir, packed_always=packed_always)

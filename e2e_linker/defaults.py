@@ -11,5 +11,5 @@ from pathlib import Path
 
 #: The collective model (fp16 safetensors), used when ``--model`` is not given.
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
-#: The default normalizer model directory (see :mod:`e2e_linker.normalizer.model_dir`).
+#: The default normalizer model directory (see :mod:`e2e_linker.normalizer.normalizer_dir`).
 DEFAULT_NORMALIZER_DIR = DEFAULT_MODEL_DIR / "normalizer"

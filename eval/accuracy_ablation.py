@@ -37,9 +37,9 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
                       ) -> list[tuple[str, dict]]:
     """The cumulative rows: each adds one step to the row above (values: the arguments, else
     the model's own)."""
-    gate = annotator.lexical_gate if gate is None else gate
-    propagation = annotator.propagation_threshold if propagation is None else propagation
-    steps = [("exact-name sieve + dense", {}), ("+ sieve stack", {"sieves": annotator.sieves}),
+    gate = annotator.settings.lexical_gate if gate is None else gate
+    propagation = annotator.settings.propagation_threshold if propagation is None else propagation
+    steps = [("exact-name sieve + dense", {}), ("+ sieve stack", {"sieves": annotator.linker.sieves}),
              (f"+ lexical gate {gate}", {"lexical_gate": gate}),
              ("+ short forms", {"short_forms": True})]
     if propagation is not None:  # neither given nor set in the model: no row
@@ -54,6 +54,7 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
 def main(argv: list[str] | None = None) -> int:
     from data_tools.registry import load_corpus
     from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=["dev", "test"], default="dev")
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             source = model_source(label, Path(tmp) / "model")
             directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
                          if args.split == "dev" else source)
-            annotator = load_annotator(directory)
+            annotator = load_annotator(AnnotateSettings(model_dir=str(directory)))
         settings = ablation_settings(annotator, args.gate, args.propagation)
         for (step, _), row in zip(settings, setting_rows(annotator, gold,
                                                          [s for _, s in settings]), strict=True):

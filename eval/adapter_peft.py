@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     from e2e_linker.encoder.text_encoder import TextEncoder, resolve_encoder_path
     from e2e_linker.kb_search.cache import encoder_fingerprint
-    from e2e_linker.normalizer.model_dir import ADAPTER_DIR, load_model
+    from e2e_linker.normalizer.normalizer_dir import ADAPTER_DIR, load_model
 
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", category=FutureWarning)  # transformers, inside peft

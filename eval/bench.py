@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -138,7 +139,7 @@ def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
     cfg = model.config
     chunks = chunk_documents(docs, model.tokenizer, cfg.max_length, cfg.max_span_len,
                              cfg.chunk_overlap)
-    groups = list(length_batches(chunks, annotator.batch_size, annotator.max_batch_tokens))
+    groups = list(length_batches(chunks, annotator.settings.batch_size, annotator.settings.max_batch_tokens))
     pad = model.tokenizer.pad_token_id or 0
 
     @torch.inference_mode()
@@ -156,7 +157,7 @@ def annotate_file(annotator, source: Path, target: Path, mode: str) -> tuple[int
     """File in → file out in ``mode``; returns (documents, tokens, mentions) of the run."""
     from data_tools.formats import read_documents, write_documents
 
-    annotator.mode = mode
+    annotator.settings = replace(annotator.settings, mode=mode)
     before = dict(annotator.stats)
     docs = list(read_documents(source))
     write_documents(annotator.annotate(docs, replace=True), target)
@@ -198,22 +199,15 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
               and (text_linker is not None or stage != "annotate_text")
               and (compare_plain or stage != "annotate_plain")
               and (baseline is not None or stage != "baseline")}
-    from eval.setting_rows import STEPS_OFF
+    from eval.setting_rows import STEPS_OFF, applied
 
     def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
         mode, by_text, plain = STAGE_SETTINGS[stage]
         runner = baseline if stage == "baseline" else annotator
-        runner.text_linker = text_linker if by_text else None
-        saved = {k: getattr(runner, k) for k in STEPS_OFF}
-        if plain:
-            for key, value in STEPS_OFF.items():
-                setattr(runner, key, value)
-        try:
+        setting = {**(STEPS_OFF if plain else {}),
+                   "text_linker": text_linker if by_text else None}
+        with applied(runner, setting):
             return annotate_file(runner, source, target, mode)
-        finally:
-            runner.text_linker = None
-            for key, value in saved.items():
-                setattr(runner, key, value)
 
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
@@ -249,7 +243,6 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
             enc.mentions = totals["annotate"].mentions
             print(f"slice {n + 1}/{len(slices)}: " + ", ".join(
                 f"{s} {t.seconds:.1f}s" for s, t in totals.items()), file=sys.stderr, flush=True)
-    annotator.mode = "collective"
     return totals
 
 
@@ -276,8 +269,8 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
         "torch": torch.__version__,
         "quantize": annotator.quantized,
         "precision": annotator.model.precision,
-        "index": annotator.index.describe(),
-        "batch_size": annotator.batch_size,
+        "index": annotator.linker.index.describe(),
+        "batch_size": annotator.settings.batch_size,
         "slice_docs": args.slice_docs,
         "load_seconds": load_seconds,
         "loadavg_before": list(load_before),
@@ -440,7 +433,7 @@ def main(argv: list[str] | None = None) -> dict:
                          linking="text" if args.text_linking else "collective")
     annotator = linker.annotator
     load_seconds = time.perf_counter() - start
-    text_linker, annotator.text_linker = annotator.text_linker, None
+    text_linker, annotator.linker.text_linker = annotator.linker.text_linker, None
     baseline = None
     with tempfile.TemporaryDirectory() as scratch:
         if args.baseline:

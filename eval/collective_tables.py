@@ -17,6 +17,7 @@ import json
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -24,7 +25,9 @@ import torch
 from data_tools.documents import strip_prefix
 from e2e_linker.collective.annotator import Annotator
 from e2e_linker.collective.loading import load_annotator
+from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.scoring import score
+from eval.gold_spans import encode_gold_spans
 
 PAPER = {  # Bhowmik et al. 2021, Table 7 (BC5CDR, end-to-end), for orientation
     "paper exhaustive (BioBERT)": {"strict_f1": 0.738, "partial_f1": 0.752},
@@ -50,8 +53,8 @@ def gold_span_disambiguation(annotator: Annotator, gold_docs) -> dict:
                 continue
             spans.append((d, ann.start, ann.end))
             golds.append((strip_prefix(ann.concept_ids[0]), ann.type))
-    vectors, ok = annotator.encode_spans(gold_docs, spans)
-    ranked = annotator.index.link(vectors, [t for _, t in golds], k=64)
+    vectors, ok = encode_gold_spans(annotator, gold_docs, spans)
+    ranked = annotator.linker.index.link(vectors, [t for _, t in golds], k=64)
     p1 = r10 = 0
     for (gold, _), cands, placed in zip(golds, ranked, ok, strict=True):
         ids = [c for c, _ in cands[:10]] if placed else []
@@ -63,7 +66,9 @@ def gold_span_disambiguation(annotator: Annotator, gold_docs) -> dict:
 
 def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention: bool,
               index_kind: str = "auto") -> dict:
-    annotator = load_annotator(model_dir, device=device, index_kind=index_kind)
+    annotator = load_annotator(AnnotateSettings(
+        model_dir=None if model_dir is None else str(model_dir), device=device,
+        index_kind=index_kind))
     stripped = strip(gold_docs)
     annotator.annotate(stripped[:8])  # warm-up (first-call allocations), not timed
     annotator.stats = dict.fromkeys(annotator.stats, 0)
@@ -73,7 +78,7 @@ def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention:
     n_mentions = annotator.stats["mentions"]
     row: dict = {"model": model_dir or "embedded default",
                  "mention_head": annotator.model.config.mention_head,
-                 "threshold": annotator.threshold, "index": annotator.index.describe()}
+                 "threshold": annotator.settings.threshold, "index": annotator.linker.index.describe()}
     for mode in ("strict", "partial", "mentions"):
         rep = score(gold_docs, pred, mode=mode, by_type=True)
         row[mode] = rep.to_dict()
@@ -82,7 +87,7 @@ def run_model(model_dir: str | None, gold_docs, device: str | None, per_mention:
     row["collective_mentions_per_s"] = n_mentions / seconds
     row["gold_spans"] = gold_span_disambiguation(annotator, gold_docs)
     if per_mention:
-        annotator.mode = "per-mention"
+        annotator.settings = replace(annotator.settings, mode="per-mention")
         annotator.stats = dict.fromkeys(annotator.stats, 0)
         t0 = time.perf_counter()
         pred_pm = annotator.annotate(stripped)

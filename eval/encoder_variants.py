@@ -81,7 +81,7 @@ def detected(model, docs) -> dict[tuple[int, int, int], np.ndarray]:
     from e2e_linker.collective.annotator import Annotator
 
     with torch.inference_mode():
-        spans, _ = Annotator(model, index=None).detect(docs)
+        spans, _ = Annotator.from_parts(model, None).detect(docs)
     return {(s.doc_index, s.start, s.end): s.vector for s in spans}
 
 
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict:
     from data_tools.registry import load_corpus
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -114,11 +114,11 @@ def main(argv: list[str] | None = None) -> dict:
     for doc in docs:
         for passage in doc.passages:
             passage.annotations = []
-    base = CollectiveLinker.load(default_model_dir()).eval()
+    base = CollectiveLinker.load(default_linker_dir()).eval()
     models = {name: build() for name, build in variants(base).items()}
     runs, tokens = {}, 0
     for name, model in models.items():
-        tokens, runs[name] = encoder_only(Annotator(model, index=None), docs)
+        tokens, runs[name] = encoder_only(Annotator.from_parts(model, None), docs)
         runs[name]()  # warm-up (and torch.compile's compilation), not timed
     seconds = dict.fromkeys(models, 0.0)
     for _ in range(args.repeats):  # interleaved rounds

@@ -40,7 +40,7 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from e2e_linker.lexical.abbreviations import abbreviation_map
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 from e2e_linker.scoring import mentions_of
 from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results
@@ -54,7 +54,8 @@ SIEVE_METHODS = ("exact", "abbreviation", "training", "compact_key", "text")
 
 def short_forms(docs) -> dict[str, set[str]]:
     """Each document's in-document short forms (Schwartz–Hearst)."""
-    return {doc.id: {short for p in doc.passages for short in abbreviation_map(p.text)}
+    return {doc.id: {short for p in doc.passages
+                     for short in DocumentAbbreviations.scan(p.text).definitions}
             for doc in docs}
 
 
@@ -185,7 +186,8 @@ def table(counts: dict, types: list[str], gold_total: dict, pred_total: dict) ->
 
 def main(argv: list[str] | None = None) -> int:
     from data_tools.registry import load_corpus
-    from e2e_linker.collective.loading import DEFAULT_SIEVES, load_annotator
+    from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", default="bc5cdr:dev")
@@ -202,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = model_with_names_from(args.kb_names_from, Path(tmp),
                                           Path(args.model) if args.model else None)
-        annotator = load_annotator(model_dir, sieves=None if args.no_sieves else DEFAULT_SIEVES)
+        annotator = load_annotator(AnnotateSettings(
+            model_dir=None if model_dir is None else str(model_dir), sieves=not args.no_sieves))
     if args.pred:
         by_id = {d.id: d for d in load_corpus(args.pred)}
         missing = [d.id for d in gold if d.id not in by_id]
@@ -219,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     scores = f1_fields(gold, pred, ("strict", "partial", "mentions"))
     result = {"command": command_line("errors", argv), "machine": machine(),
               "docs": args.docs, "documents": len(gold), "model": args.model or "shipped",
-              "pred": args.pred, "lexical_gate": annotator.lexical_gate,
+              "pred": args.pred, "lexical_gate": annotator.settings.lexical_gate,
               "kb_names_from": args.kb_names_from, "sieves": not args.no_sieves,
-              "threshold": annotator.threshold, **scores,
+              "threshold": annotator.settings.threshold, **scores,
               "false_negatives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fn"].items())},
               "false_positives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fp"].items())},
               "linking_errors": {f"{c}/{t}": n
@@ -231,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                            for (s, c, t), texts in counts["examples"].items()}}
     system = (f"predictions {args.pred}" if args.pred else
               f"model {args.model or 'shipped'}, sieves {'off' if args.no_sieves else 'on'}, "
-              f"threshold {annotator.threshold}, lexical gate {annotator.lexical_gate}")
+              f"threshold {annotator.settings.threshold}, lexical gate {annotator.settings.lexical_gate}")
     head = (f"`{args.docs}`, {len(gold)} documents, {system}; KB names mined from "
             f"{', '.join(args.kb_names_from) or 'nothing'}: strict F1 "
             f"{scores['strict']:.4f} (" + ", ".join(f"{t} {v:.4f}" for t, v in

@@ -110,12 +110,12 @@ def estimate_seconds(stderr: str) -> float | None:
 def model_kb_names() -> tuple[list[str], str]:
     """The distinct names a plain ``linker kb build`` encodes for the default model (base KB
     plus mined names, in KB order), and that KB's spec."""
-    from e2e_linker.collective.model_dir import default_model_dir, read_manifest
+    from e2e_linker.collective.model_dir import default_linker_dir, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
 
-    knowledge = load_model_kb(default_model_dir())
+    knowledge = load_model_kb(default_linker_dir())
     names = list(dict.fromkeys(name for name, _ in knowledge.names()))
-    return names, str(read_manifest(default_model_dir()).get("kb"))
+    return names, str(read_manifest(default_linker_dir()).get("kb"))
 
 
 def sample_kb(count: int, seed: int, folder: Path) -> tuple[str, Path, list[str]]:
@@ -128,13 +128,13 @@ def sample_kb(count: int, seed: int, folder: Path) -> tuple[str, Path, list[str]
     from data_tools.kb import KB, Concept
     from e2e_linker.collective.model_dir import (
         MANIFEST_FILE,
-        default_model_dir,
+        default_linker_dir,
         packed_index_file,
         read_manifest,
     )
     from e2e_linker.collective.model_kb import load_model_kb
 
-    source = default_model_dir()
+    source = default_linker_dir()
     knowledge = load_model_kb(source)
     owner: dict[str, str] = {}
     for name, concept_id in knowledge.names():
@@ -240,10 +240,10 @@ def bare_forward(names: list[str], sample: int, seed: int, batch_size: int) -> d
 
     from e2e_linker.collective.loading import pick_device
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
 
     start = time.perf_counter()
-    model = CollectiveLinker.load(default_model_dir(), device=pick_device(None))
+    model = CollectiveLinker.load(default_linker_dir(), device=pick_device(None))
     load_s = time.perf_counter() - start
     chosen = random.Random(seed).sample(names, min(sample, len(names)))
     start = time.perf_counter()

@@ -144,13 +144,13 @@ def mention_queries(n_docs: int) -> np.ndarray:
     from data_tools.registry import load_corpus
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
 
     docs = deepcopy(load_corpus("bc5cdr-bioc:test", n_docs))
     for doc in docs:
         for passage in doc.passages:
             passage.annotations = []
-    annotator = Annotator(CollectiveLinker.load(default_model_dir()), index=None)
+    annotator = Annotator.from_parts(CollectiveLinker.load(default_linker_dir()), None)
     spans, _ = annotator.detect(docs)
     return np.stack([s.vector for s in spans]).astype(np.float32)
 

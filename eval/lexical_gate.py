@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     annotator = rows.annotator
     result = {"command": command_line("lexical_gate", argv), "machine": machine(),
               "model": args.model or "shipped", "kb_names_from": args.kb_names_from,
-              "threshold": annotator.threshold, "bc5cdr_dev": rows.bc5cdr_dev,
+              "threshold": annotator.settings.threshold, "bc5cdr_dev": rows.bc5cdr_dev,
               "ncbi_dev": rows.ncbi_dev}
-    lines = [f"Model {args.model or 'shipped'}, threshold {annotator.threshold}, sieves on. "
+    lines = [f"Model {args.model or 'shipped'}, threshold {annotator.settings.threshold}, sieves on. "
              f"BC5CDR dev ({rows.bc5cdr_documents} documents) with KB names mined from "
              f"{', '.join(args.kb_names_from)}; NCBI disease dev ({rows.ncbi_documents} "
              "documents), default KB, Disease only, IDs through MEDIC.", "",

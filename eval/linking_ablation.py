@@ -30,6 +30,7 @@ from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
+from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
 from e2e_linker.lexical.text_forms import TextNormalizer
 from e2e_linker.normalizer.pools import training_triples
@@ -60,8 +61,8 @@ def normalizer_on_spans(train_pool: str):
     since the shipped pool holds dev's own mentions."""
     from data_tools.registry import load_corpus
     from e2e_linker.collective.model_kb import assemble_kb
-    from e2e_linker.normalizer.model_dir import load_model, packed_index_of
     from e2e_linker.normalizer.normalizer import DEFAULT_MODE, NormalizeOptions, Normalizer
+    from e2e_linker.normalizer.normalizer_dir import load_model, packed_index_of
 
     encoder, settings = load_model(None)
     options = NormalizeOptions(mode=settings.search or DEFAULT_MODE,
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = (None if args.kb_names_from is None
                      else model_with_names_from(args.kb_names_from, Path(tmp)))
-        annotator = load_annotator(model_dir, index_kind=args.index)
+        annotator = load_annotator(AnnotateSettings(
+            model_dir=None if model_dir is None else str(model_dir), index_kind=args.index))
     kb = annotator.kb
     started = time.perf_counter()
     spans, _ = annotator.detect(gold)
@@ -98,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for label, switches in ROWS:
         started = time.perf_counter()
-        annotator.sieves = None if switches == SieveSwitches.none() else SieveStack(
-            kb, annotator.names, pool, switches, fold)
+        annotator.linker.sieves = None if switches == SieveSwitches.none() else SieveStack(
+            kb, annotator.linker.names, pool, switches, fold)
         build_s = time.perf_counter() - started
         started = time.perf_counter()
         pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)

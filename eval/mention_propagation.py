@@ -47,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = dev_rows(settings, args.model, args.kb_names_from, args.max_docs)
     annotator = rows.annotator
     result = {"command": command_line("mention_propagation", argv), "machine": machine(),
-              "model": args.model or "shipped", "threshold": annotator.threshold,
-              "lexical_gate": annotator.lexical_gate, "kb_names_from": args.kb_names_from,
+              "model": args.model or "shipped", "threshold": annotator.settings.threshold,
+              "lexical_gate": annotator.settings.lexical_gate, "kb_names_from": args.kb_names_from,
               "bc5cdr_dev": rows.bc5cdr_dev, "ncbi_dev": rows.ncbi_dev}
-    lines = [f"Model {args.model or 'shipped'} (γ = {annotator.threshold}, lexical gate "
-             f"{annotator.lexical_gate}, sieves on). BC5CDR dev ({rows.bc5cdr_documents} "
+    lines = [f"Model {args.model or 'shipped'} (γ = {annotator.settings.threshold}, lexical gate "
+             f"{annotator.settings.lexical_gate}, sieves on). BC5CDR dev ({rows.bc5cdr_documents} "
              f"documents), KB names mined from {', '.join(args.kb_names_from)}; NCBI disease "
              f"dev ({rows.ncbi_documents} documents), default KB, Disease only, IDs through "
              "MEDIC.", "",

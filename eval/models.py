@@ -23,10 +23,10 @@ def model_source(label: str, scratch: Path) -> Path | None:
     import subprocess
     import tarfile
 
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
 
     root = Path(__file__).resolve().parent.parent
-    folder = default_model_dir().resolve().relative_to(root)
+    folder = default_linker_dir().resolve().relative_to(root)
     archive = subprocess.run(["git", "-C", str(root), "archive", label[4:], str(folder)],
                              capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -42,12 +42,12 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
         EXTRA_NAMES_FILE,
         MANIFEST_FILE,
         PACKED_INDEX_FILE,
-        default_model_dir,
+        default_linker_dir,
         read_manifest,
     )
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
-    source = (source or default_model_dir()).resolve()  # links must not be relative
+    source = (source or default_linker_dir()).resolve()  # links must not be relative
     for item in source.iterdir():
         if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
             (tmp / item.name).symlink_to(item)

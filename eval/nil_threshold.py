@@ -24,6 +24,7 @@ import numpy as np
 
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.loading import load_annotator
+from e2e_linker.collective.settings import AnnotateSettings
 from eval.models import model_with_names_from
 from eval.reporting import command_line, f1_fields, machine, write_results
 
@@ -42,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     gold = load_corpus(args.docs, args.max_docs)
     with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(model_with_names_from(args.kb_names_from, Path(tmp)))
+        annotator = load_annotator(AnnotateSettings(
+            model_dir=str(model_with_names_from(args.kb_names_from, Path(tmp)))))
     spans, _ = annotator.detect(gold)
     links = annotator.link(spans, gold)
     by_type: dict[str, list[float]] = {}

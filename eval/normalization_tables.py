@@ -201,7 +201,7 @@ def load_models(specs: list[str], untrained: bool
         spec, _, only = spec.partition("@")
         label, _, path = spec.rpartition("=")
         if not label:
-            from e2e_linker.normalizer.model_dir import NORMALIZER_FILE
+            from e2e_linker.normalizer.normalizer_dir import NORMALIZER_FILE
 
             meta = Path(path) / NORMALIZER_FILE
             data = json.loads(meta.read_text()) if meta.is_file() else {}
@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     from e2e_linker.encoder.text_encoder import TextEncoder
-    from e2e_linker.normalizer.model_dir import load_model
+    from e2e_linker.normalizer.normalizer_dir import load_model
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default="eval/results/normalize_cli")
     args = parser.parse_args(argv)
 
-    from e2e_linker.normalizer.model_dir import load_model
+    from e2e_linker.normalizer.normalizer_dir import load_model
 
     _, settings = load_model(args.model)
     root = data_dir()

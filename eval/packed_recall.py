@@ -84,18 +84,19 @@ def recall_rows(vectors: np.ndarray, queries: np.ndarray, pq_bytes: list[int],
 def collective_case(args) -> tuple[np.ndarray, np.ndarray]:
     from data_tools.registry import load_corpus
     from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
 
-    annotator = load_annotator(index_kind="hnsw")  # the full matrix, from the cache
+    annotator = load_annotator(AnnotateSettings(index_kind="hnsw"))  # the full matrix, from the cache
     spans, _ = annotator.detect(load_corpus("bc5cdr:dev", args.max_docs))
     queries = np.stack([s.vector for s in spans]).astype(np.float32)
-    return annotator.index.vectors, np.ascontiguousarray(queries)
+    return annotator.linker.index.vectors, np.ascontiguousarray(queries)
 
 
 def normalizer_case(args) -> tuple[np.ndarray, np.ndarray]:
     from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.kb_search.cache import VectorCache, encode_unit
     from e2e_linker.lexical.text_forms import TextNormalizer
-    from e2e_linker.normalizer.model_dir import load_model
+    from e2e_linker.normalizer.normalizer_dir import load_model
     from e2e_linker.normalizer.pools import ontology_pool
 
     encoder, settings = load_model(None)

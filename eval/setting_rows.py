@@ -10,16 +10,46 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 
 MODES = ("strict", "partial", "mentions")
-#: the annotator attributes issue 17 added, all off: annotate's selection and linking as they
-#: were before (exact-name sieve and dense search, no gate, no document-level steps)
+#: the steps issue 17 added, all off: annotate's selection and linking as they were before
+#: (exact-name sieve and dense search, no gate, no document-level steps)
 STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "propagation_threshold": None, "dictionary_threshold": None}
+#: the keys of a setting that are the annotator's linking components (its SpanLinker's
+#: attributes: a SieveStack or None, a text linker or None); every other key is an
+#: AnnotateSettings field
+LINKER_PARTS = ("sieves", "text_linker")
+
+
+def current(annotator, key: str):
+    """The value of one setting key (see :data:`LINKER_PARTS`) on ``annotator``."""
+    return getattr(annotator.linker if key in LINKER_PARTS else annotator.settings, key)
+
+
+@contextmanager
+def applied(annotator, setting: dict) -> Iterator[None]:
+    """``annotator`` under ``setting`` (settings fields and linker parts) for a ``with``
+    block, put back as it was afterwards."""
+    saved_settings = annotator.settings
+    saved_parts = {k: getattr(annotator.linker, k) for k in LINKER_PARTS}
+    annotator.settings = replace(saved_settings, **{k: v for k, v in setting.items()
+                                                   if k not in LINKER_PARTS})
+    for key in LINKER_PARTS:
+        if key in setting:
+            setattr(annotator.linker, key, setting[key])
+    try:
+        yield
+    finally:
+        annotator.settings = saved_settings
+        for key, value in saved_parts.items():
+            setattr(annotator.linker, key, value)
 
 
 def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] | None = None,
@@ -30,41 +60,34 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
     from e2e_linker.scoring import score
 
     names = sorted({k for setting in settings for k in setting})
-    saved = {k: getattr(annotator, k) for k in names}
-    lowest = min([annotator.threshold] + [s[k] for s in settings
-                                          for k in ("threshold", "propagation_threshold",
-                                                    "dictionary_threshold")
-                                          if s.get(k) is not None])
+    saved = {k: current(annotator, k) for k in names}
+    lowest = min([annotator.settings.threshold] + [s[k] for s in settings
+                                                   for k in ("threshold", "propagation_threshold",
+                                                             "dictionary_threshold")
+                                                   if s.get(k) is not None])
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
     detect_s = time.perf_counter() - started
     rows = []
-    try:
-        for setting in settings:
-            for key in names:
-                setattr(annotator, key, setting.get(key, saved[key]))
+    for setting in settings:
+        with applied(annotator, {k: setting.get(k, saved[k]) for k in names}):
             started = time.perf_counter()
             spans = annotator.select(candidates, gold)
             pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
             seconds = detect_s + time.perf_counter() - started
-            if types is not None:
-                for doc in pred:
-                    for passage in doc.passages:
-                        passage.annotations = [a for a in passage.annotations
-                                               if a.type in types]
-            row: dict = {**{k: getattr(annotator, k) for k in names},
-                         "spans": sum(len(d.annotations) for d in pred),
-                         "seconds": round(seconds, 1)}
-            for mode in MODES:
-                report = score(gold, pred, mode, by_type=True, resolve=resolve)
-                row[mode] = {"p": round(report.precision, 4), "r": round(report.recall, 4),
-                             "f1": round(report.f1, 4)}
-                row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
-            rows.append(row)
-            print(row, flush=True)
-    finally:
-        for key, value in saved.items():
-            setattr(annotator, key, value)
+            row: dict = {**{k: current(annotator, k) for k in names}}
+        if types is not None:
+            for doc in pred:
+                for passage in doc.passages:
+                    passage.annotations = [a for a in passage.annotations if a.type in types]
+        row.update(spans=sum(len(d.annotations) for d in pred), seconds=round(seconds, 1))
+        for mode in MODES:
+            report = score(gold, pred, mode, by_type=True, resolve=resolve)
+            row[mode] = {"p": round(report.precision, 4), "r": round(report.recall, 4),
+                         "f1": round(report.f1, 4)}
+            row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+        rows.append(row)
+        print(row, flush=True)
     return rows
 
 
@@ -106,17 +129,18 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
     was not trained on). The loading every dev sweep of issue 17 shares."""
     from data_tools.registry import load_corpus, load_kb
     from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
     from eval.models import model_with_names_from
 
     bc5cdr = load_corpus("bc5cdr:dev", max_docs)
     with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(model_with_names_from(
-            kb_names_from, Path(tmp), Path(model) if model else None))
+        annotator = load_annotator(AnnotateSettings(model_dir=str(model_with_names_from(
+            kb_names_from, Path(tmp), Path(model) if model else None))))
     out = SweepRows(setting_rows(annotator, bc5cdr, settings), bc5cdr_documents=len(bc5cdr),
                     annotator=annotator)
     if ncbi:
         docs = load_corpus("ncbi_disease:dev", max_docs)
-        out.annotator = load_annotator(model)
+        out.annotator = load_annotator(AnnotateSettings(model_dir=model))
         out.ncbi_dev = setting_rows(out.annotator, docs, settings, ("Disease",),
                                     load_kb("medic").resolve)
         out.ncbi_documents = len(docs)

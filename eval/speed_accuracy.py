@@ -63,10 +63,11 @@ def main(argv: list[str] | None = None) -> dict:
 
     from data_tools.registry import load_corpus
     from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
 
     gold = load_corpus(args.gold, args.max_docs)
     text = stripped(gold)
-    annotator = load_annotator(args.model, index_kind="exact")
+    annotator = load_annotator(AnnotateSettings(model_dir=args.model, index_kind="exact"))
     spans, _ = annotator.detect(text)
     rows = []
     base, base_chosen, secs = link_and_score(annotator, gold, text, deepcopy(spans))
@@ -75,20 +76,20 @@ def main(argv: list[str] | None = None) -> dict:
     kinds = [k for k in args.kinds.split(",") if k]
     for kind in kinds:  # same spans, other backends
         start = time.perf_counter()
-        annotator.index.use_search(kind)
+        annotator.linker.index.use_search(kind)
         built = time.perf_counter() - start
         row, chosen, secs = link_and_score(annotator, gold, text, deepcopy(spans))
         agree = sum(a == b for a, b in zip(chosen, base_chosen, strict=True)) / max(1, len(spans))
-        rows.append({"variant": f"{annotator.index.describe()}, fp32 encoder", **row,
+        rows.append({"variant": f"{annotator.linker.index.describe()}, fp32 encoder", **row,
                      "link_seconds": secs, "index_load_or_build_seconds": built,
                      "spans": len(spans), "agreement": agree})
 
     def encoder_variant(label: str, variant_spans: list) -> None:
         """Rows for the spans a changed encoder detected, linked exactly and with each kind."""
         for kind in ["exact", *kinds]:
-            annotator.index.use_search(kind)
+            annotator.linker.index.use_search(kind)
             row, _, secs = link_and_score(annotator, gold, text, deepcopy(variant_spans))
-            rows.append({"variant": f"{annotator.index.describe()}, {label}", **row,
+            rows.append({"variant": f"{annotator.linker.index.describe()}, {label}", **row,
                          "link_seconds": secs, "spans": len(variant_spans), "agreement": None})
 
     if args.bf16:

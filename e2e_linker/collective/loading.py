@@ -8,8 +8,10 @@ from pathlib import Path
 import torch
 
 from e2e_linker.collective.annotator import Annotator
-from e2e_linker.collective.model_dir import default_model_dir
+from e2e_linker.collective.model_dir import default_linker_dir
 from e2e_linker.collective.model_kb import mined_name_triples
+from e2e_linker.collective.settings import AnnotateSettings
+from e2e_linker.collective.span_linking import TextLinker
 from e2e_linker.errors import UserError
 from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
 
@@ -25,50 +27,31 @@ def pick_device(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def load_annotator(model_dir: str | os.PathLike | None = None, kb: str | None = None,
-                   device: str | None = None, threshold: float | None = None,
-                   batch_size: int = 16, mode: str = "collective",
-                   cache_dir: str | None = None, quantize: bool = False,
-                   index_kind: str = "auto",
-                   kb_memory_budget_mb: float | None = None,
-                   precision: str = "fp32",
-                   sieves: SieveSwitches | None = DEFAULT_SIEVES,
-                   lexical_gate: float | None = None,
-                   propagation_threshold: float | None = None,
-                   short_forms: bool | None = None,
-                   dictionary_threshold: float | None = None) -> Annotator:
-    """Everything ``linker annotate`` needs, with the KB index built or read from the cache.
-
-    ``quantize`` runs the mention encoder with int8 dynamic quantization (CPU; see
-    :meth:`CollectiveLinker.quantize_mention_encoder`); ``index_kind`` and
-    ``kb_memory_budget_mb`` choose the KB search backend (:mod:`e2e_linker.kb_search.backends`);
-    ``precision`` the mention encoder's forward (:mod:`e2e_linker.encoder.precision`);
-    ``sieves`` the lexical steps tried on a span the exact-name sieve does not resolve, before
-    the dense choice (:class:`~e2e_linker.lexical.sieve_stack.SieveStack`, its training pool
-    the model's mined names; None: exact-name sieve and dense search alone);
-    ``lexical_gate`` the mention score a span no lexical step links must reach (default: the
-    model's; 0: keep every span); ``propagation_threshold``, ``short_forms`` and
-    ``dictionary_threshold`` the document- and KB-level detection steps (default: the model's;
-    see :class:`Annotator`).
-    """
+def load_annotator(settings: AnnotateSettings | None = None,
+                   text_linker: TextLinker | None = None) -> Annotator:
+    """Everything ``linker annotate`` needs, with the KB index built or read from the cache,
+    built complete from one :class:`AnnotateSettings` (see ``linker annotate --help`` for each
+    option): ``settings.sieves`` adds the lexical steps tried on a span the exact-name sieve
+    does not resolve, before the dense choice
+    (:class:`~e2e_linker.lexical.sieve_stack.SieveStack`, its training pool the model's mined
+    names); ``text_linker`` relinks every kept span by its text (``--linking text``)."""
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.lexical.sieves import NameDictionary
 
-    directory = Path(model_dir) if model_dir else default_model_dir()
-    model = CollectiveLinker.load(directory, device=pick_device(device))
-    knowledge, index = build_entity_index(directory, model, kb, cache_dir, index_kind,
-                                          kb_memory_budget_mb)
-    if quantize:  # after the index: KB vectors are cached under the unquantized weights' hash
+    settings = settings or AnnotateSettings()
+    directory = Path(settings.model_dir) if settings.model_dir else default_linker_dir()
+    model = CollectiveLinker.load(directory, device=pick_device(settings.device))
+    knowledge, index = build_entity_index(directory, model, settings.kb, settings.cache_dir,
+                                          settings.index_kind, settings.kb_memory_budget_mb)
+    if settings.quantize:  # after the index: KB vectors are cached under the unquantized hash
         model.quantize_mention_encoder()
-    model.set_precision(precision)
+    model.set_precision(settings.precision)
     names = NameDictionary.from_kb(knowledge)
     stack = None
-    if sieves is not None and sieves != SieveSwitches.none():
-        stack = SieveStack(knowledge, names, mined_name_triples(directory), sieves)
-    return Annotator(model, index, names, threshold=threshold, batch_size=batch_size, mode=mode,
-                     kb=knowledge, sieves=stack, lexical_gate=lexical_gate,
-                     propagation_threshold=propagation_threshold, short_forms=short_forms,
-                     dictionary_threshold=dictionary_threshold)
+    if settings.sieves:
+        stack = SieveStack(knowledge, names, mined_name_triples(directory), DEFAULT_SIEVES)
+    return Annotator.from_parts(model, index, names, settings, sieves=stack, kb=knowledge,
+                                text_linker=text_linker)
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,
@@ -95,7 +78,7 @@ def build_entity_index(directory: Path, model, kb: str | None = None,
     return knowledge, index
 
 
-def pack_kb_index(directory: Path, model, cache_dir: str | None = None, pq_bytes: int = 16,
+def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_bytes: int = 16,
                   nlist: int | None = None, output: str | os.PathLike | None = None,
                   progress: bool = True) -> Path:
     """Encode the model's whole KB (or read it from the cache), build an IVF-PQ index over it

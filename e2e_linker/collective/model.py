@@ -32,7 +32,13 @@ from e2e_linker.collective.model_dir import (
     NORMALIZER_SETTINGS_FILE,
     load_stats,
 )
-from e2e_linker.collective.span_scorer import BioTagger, SpanScorer, span_validity, span_vectors
+from e2e_linker.collective.span_scorer import (
+    BioTagger,
+    SpanScorer,
+    decode_bio,
+    span_validity,
+    span_vectors,
+)
 from e2e_linker.encoder.precision import autocast, resolve_precision
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
@@ -186,6 +192,33 @@ class CollectiveLinker(nn.Module):
             batch["owned"] if owned_only else None, self.config.max_span_len,
         )
         return self.span_scorer(states, valid)
+
+    def candidate_spans(self, states: torch.Tensor, batch: dict[str, torch.Tensor],
+                        threshold: float
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The batch's spans scored above ``threshold`` by this model's mention head, as
+        ``(batch row, first token, last token, probability)`` tensors (None: no span).
+
+        Why here: the exhaustive scorer and the BIO tagger decode differently (a sigmoid per
+        span vs tags decoded into spans), and only the model knows which head it has; the
+        annotator's detection is the same for both after this."""
+        if self.config.mention_head == "bio":
+            probs = torch.softmax(self.span_scorer(states), -1)
+            valid_tok = batch["owned"] & batch["attention_mask"].bool()
+            found = decode_bio(probs, valid_tok, batch["word_start"], self.config.max_span_len,
+                               threshold)
+            if not found:
+                return None
+            device = states.device
+            return (torch.tensor([f[0] for f in found], device=device),
+                    torch.tensor([f[1] for f in found], device=device),
+                    torch.tensor([f[2] for f in found], device=device),
+                    torch.tensor([f[3] for f in found]))
+        probs = torch.sigmoid(self.span_logits(states, batch))
+        b, i, w = torch.nonzero(probs > threshold, as_tuple=True)
+        if len(b) == 0:
+            return None
+        return b, i, i + w, probs[b, i, w].cpu()
 
     def span_vectors(self, states: torch.Tensor, b: torch.Tensor, i: torch.Tensor,
                      j: torch.Tensor) -> torch.Tensor:

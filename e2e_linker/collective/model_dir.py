@@ -68,7 +68,7 @@ def load_stats(directory: str | os.PathLike) -> dict[str, torch.Tensor] | None:
     return load_file(str(path)) if path.is_file() else None
 
 
-def default_model_dir() -> Path:
+def default_linker_dir() -> Path:
     """The embedded default model; a :class:`UserError` naming the fix when it is missing."""
     if not (DEFAULT_MODEL_DIR / CONFIG_FILE).is_file():
         raise UserError(f"no embedded default model at {DEFAULT_MODEL_DIR}; pass --model DIR")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from data_tools.documents import Document
-from e2e_linker.lexical.abbreviations import abbreviation_map
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
 #: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
 LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]
@@ -56,11 +56,13 @@ class SelectionRules:
                 if f is not None and f < self.keep]
 
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
-               lexically_linked: LexicalCheck, is_name: NameCheck | None) -> list[SpanPrediction]:
+               lexically_linked: LexicalCheck, is_name: NameCheck | None,
+               abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
         """The spans annotate keeps from every candidate scored: the lexical gate first (so an
         overlapping span a lexical step links can win), then the weaker spans with support
-        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then short forms.
-        ``is_name`` is needed only with a dictionary threshold."""
+        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then short forms
+        (from ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
+        dictionary threshold."""
         if self.lexical_gate:
             spans = gate_unlinked(spans, lexically_linked(spans), self.lexical_gate)
         floors = self.weak_floors()
@@ -70,18 +72,18 @@ class SelectionRules:
                                self.propagation_threshold, self.dictionary_threshold, is_name)
         else:
             kept = resolve_overlaps([s for s in spans if s.mention_score > self.keep])
-        return tag_short_forms(kept, docs) if self.short_forms else kept
+        return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
 
 
 def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],
                   gate: float) -> list[SpanPrediction]:
     """The spans a lexical step links, and the others scored at least ``gate``.
 
-    Why: on BC5CDR dev (names mined from train only) 1,246 of 8,873 detected spans found no
-    name and were linked by dense search alone, and only 205 of those were right: a span whose
-    text no KB name, short form or sieve accounts for is mostly a span the gold does not have
-    (protein and gene names tagged as chemicals, fragments of longer mentions). The lookups
-    are text only, so the gate costs no search (eval/results/lexical_gate)."""
+    Why: on BC5CDR dev (names mined from train only) few of the spans no name accounts for
+    were right when dense search linked them alone: a span whose text no KB name, short form
+    or sieve accounts for is mostly a span the gold does not have (protein and gene names
+    tagged as chemicals, fragments of longer mentions); the counts are in
+    eval/results/lexical_gate. The lookups are text only, so the gate costs no search."""
     return [s for s, ok in zip(spans, linked, strict=True) if ok or s.mention_score >= gate]
 
 
@@ -115,22 +117,22 @@ def rescue_weak(spans: list[SpanPrediction], keep: float, docs: Sequence[Documen
     return resolve_overlaps(strong + weak) if weak else strong
 
 
-def tag_short_forms(spans: list[SpanPrediction],
-                    docs: Sequence[Document]) -> list[SpanPrediction]:
+def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
+                    abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
     """``spans`` plus every whole-word occurrence of a short form defined in the same document
-    ("phenobarbital (PB)") whose long form one of them covers, where no span is already; each
-    takes that span's type, score and vector."""
+    ("phenobarbital (PB)", from ``abbreviations[doc_index]``) whose long form one of them
+    covers, where no span is already; each takes that span's type, score and vector."""
     by_doc: dict[int, list[SpanPrediction]] = {}
     for span in spans:
         by_doc.setdefault(span.doc_index, []).append(span)
     added: list[SpanPrediction] = []
     for doc_index, members in by_doc.items():
         text = docs[doc_index].text
-        abbreviations = abbreviation_map(text)
-        if not abbreviations:
+        defined = abbreviations[doc_index].definitions
+        if not defined:
             continue
         taken = [(s.start, s.end) for s in members]
-        for abbr in abbreviations.values():
+        for abbr in defined.values():
             source = next((s for s in members if s.end == abbr.long_end
                            and abbr.long_start <= s.start < abbr.long_end), None)
             if source is None:

@@ -31,8 +31,7 @@ from pathlib import Path
 
 import click
 
-from e2e_linker.api import LINKINGS
-from e2e_linker.collective.annotator import MODES
+from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
@@ -90,6 +89,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--short-forms/--no-short-forms", default=None,
               help="Tag every occurrence of a short form defined in the document whose long "
                    "form was detected (default: the model's).")
+@click.option("--types", default=None,
+              help="Write only mentions of these types, comma-separated (e.g. "
+                   "Chemical,Disease with a model that also finds genes; default: all).")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),
@@ -97,7 +99,7 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="KB search: exact, or approximate with exact re-rank; packed: the model's "
                    "shipped shortlist index, encoding only shortlisted names (auto: packed while "
                    "the KB is not fully encoded, then by KB size and --kb-memory-budget).")
-@click.option("--kb-memory-budget", type=float, default=None,
+@click.option("--kb-memory-budget", "kb_memory_budget_mb", type=float, default=None,
               help="MB the KB index may hold in memory; drives --index auto.")
 @click.option("--quantize", is_flag=True,
               help="int8 mention encoder (CPU; SmoothQuant-scaled with the model's activation "
@@ -117,15 +119,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Processes on this machine sharing the run (one GPU each, or CPU processes "
                    "with cores/N threads each); with -o FILE the shards go to FILE.shards/ and "
                    "are merged into FILE at the end.")
-def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
-            fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
-            mode: str, replace: bool, cache_dir: str | None, on_error: str,
-            shard_size: int | None, resume: bool, num_processes: int, index_kind: str = "auto",
-            kb_memory_budget: float | None = None, quantize: bool = False,
-            precision: str = "fp32", lines: bool = False, linking: str = "collective",
-            sieves: bool = True, lexical_gate: float | None = None,
-            propagation_threshold: float | None = None,
-            short_forms: bool | None = None, dictionary_threshold: float | None = None) -> None:
+def command(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool,
+            on_error: str, shard_size: int | None, resume: bool, num_processes: int,
+            lines: bool = False, **options) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
@@ -144,13 +140,12 @@ def command(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str
                                               or _is_directory_target(output)):
         raise UserError("--format jsonl writes one file (or -) from one process, not a shard "
                         "directory")
+    from e2e_linker.runs.output_checks import check_output_target  # before the model loads
+    check_output_target(inputs, output)  # -o: not an input, a writable directory with room
+    settings = AnnotateSettings(**options)
     with _stdin_as_file(inputs) as paths:
-        _annotate(paths, output, model_dir, kb, fmt, threshold, batch_size, device, mode,
-                  replace, cache_dir, on_error, shard_size, resume, num_processes, index_kind,
-                  kb_memory_budget, quantize, precision, lines, linking,
-                  {"sieves": sieves, "lexical_gate": lexical_gate,
-                   "propagation_threshold": propagation_threshold, "short_forms": short_forms,
-                   "dictionary_threshold": dictionary_threshold})
+        _annotate(paths, output, fmt, replace, on_error, shard_size, resume, num_processes,
+                  lines, settings)
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -190,16 +185,13 @@ def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: str | None,
-              fmt: str | None, threshold: float | None, batch_size: int, device: str | None,
-              mode: str, replace: bool, cache_dir: str | None, on_error: str,
-              shard_size: int | None, resume: bool, num_processes: int, index_kind: str,
-              kb_memory_budget: float | None, quantize: bool, precision: str,
-              lines: bool, linking: str, steps: dict) -> None:
+def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool,
+              on_error: str, shard_size: int | None, resume: bool, num_processes: int,
+              lines: bool, settings: AnnotateSettings) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
     from data_tools.formats.mentions_jsonl import CONCEPT_NAME
     from e2e_linker.api import Linker, concept_name_in
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.errors import UserError
     from e2e_linker.runs import corpus_run, distributed
     from e2e_linker.runs.model_guard import loading_model
@@ -232,18 +224,14 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
         if merge_into is not None:
             merge_into_file(output, merge_into, fmt)
         return
-    world = distributed.init_world(device)
+    world = distributed.init_world(settings.device)
     out_format = fmt or ("bioc" if to_directory else detect_format(output, for_writing=True))
     if on_error == "raise":  # a bad document fails in seconds, not after the model and hours
         world.on_main(lambda: corpus_run.check_inputs(inputs, out_format, in_format,
                                                       progress=world.is_main))
     # the main process encodes and caches the KB vectors; the others then memory-map them
-    with world.main_process_first(), loading_model(model_dir):
-        annotator = Linker.load(model_dir, kb=kb, device=device, threshold=threshold,
-                                batch_size=batch_size, mode=mode, cache_dir=cache_dir,
-                                index_kind=index_kind, kb_memory_budget_mb=kb_memory_budget,
-                                quantize=quantize, precision=precision,
-                                linking=linking, **steps).annotator
+    with world.main_process_first(), loading_model(settings.model_dir):
+        annotator = Linker.load(settings=settings).annotator
 
     def transform(docs):
         annotated = annotator.annotate(docs, replace=replace)
@@ -257,25 +245,21 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
 
     size = shard_size or corpus_run.DEFAULT_SHARD_SIZE
     if to_directory:
-        model_path = Path(model_dir) if model_dir else default_model_dir()
-        settings = {"model": str(model_path.resolve()), "model_sha256": model_fingerprint(
-            model_path), "kb": kb, "threshold": annotator.threshold, "batch_size": batch_size,
-            "device": device, "mode": mode, "replace": replace,
-            "precision": annotator.model.precision, "quantize": annotator.quantized,
-            "linking": linking, "sieves": steps["sieves"],
-            "lexical_gate": annotator.lexical_gate,
-            "propagation_threshold": annotator.propagation_threshold,
-            "dictionary_threshold": annotator.dictionary_threshold,
-            "short_forms": annotator.short_forms}
+        model_path = Path(settings.model_dir) if settings.model_dir else default_linker_dir()
+        settings_record = run_settings(annotator.settings)
+        settings_record.update(model=str(model_path.resolve()),
+                               model_sha256=model_fingerprint(model_path), replace=replace,
+                               precision=annotator.model.precision,
+                               quantize=annotator.quantized)
         if world.distributed:
             from e2e_linker.runs.distributed_run import run_to_directory_distributed
 
             report = run_to_directory_distributed(
-                world, inputs, output, transform, settings=settings, out_format=out_format,
+                world, inputs, output, transform, settings=settings_record, out_format=out_format,
                 in_format=in_format, on_error=on_error, shard_size=size, resume=resume)
         else:
             report = corpus_run.run_to_directory(
-                inputs, output, transform, settings=settings, out_format=out_format,
+                inputs, output, transform, settings=settings_record, out_format=out_format,
                 in_format=in_format, on_error=on_error, shard_size=size, resume=resume)
     else:
         report = corpus_run.run_to_file(inputs, output, transform, out_format=fmt,
@@ -288,6 +272,17 @@ def _annotate(inputs: tuple[str, ...], output: str, model_dir: str | None, kb: s
         click.echo(f"{mentions} mentions found in this run", err=True)
         if merge_into is not None:
             merge_into_file(output, merge_into, fmt)
+
+
+def run_settings(settings: AnnotateSettings) -> dict:
+    """What a shard directory's manifest records of the (resolved) settings: everything that
+    can change the output, so ``--resume`` never mixes two settings; where the cache lives
+    does not."""
+    from dataclasses import asdict
+
+    record = asdict(settings)
+    del record["cache_dir"], record["model_dir"]
+    return record
 
 
 def shard_directory_for(output: str | os.PathLike) -> Path:

@@ -35,7 +35,7 @@ def command(run_dir: str, out_dir: str, kb_spec: str | None, corpora: tuple[str,
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.concept_search import MODES
     from e2e_linker.lexical.text_forms import TextNormalizer
-    from e2e_linker.normalizer.model_dir import (
+    from e2e_linker.normalizer.normalizer_dir import (
         ADAPTER_DIR,
         ENCODER_DIR,
         MENTIONS_FILE,

@@ -44,11 +44,11 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
     """Encode and index SPEC (default: the model's KB) for `linker annotate`."""
     from e2e_linker.collective.loading import build_entity_index, pick_device
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.kb_search.cache import default_cache_dir, folder_bytes
     from e2e_linker.runs.model_guard import loading_model
 
-    directory = Path(model_dir) if model_dir else default_model_dir()
+    directory = Path(model_dir) if model_dir else default_linker_dir()
     start = time.perf_counter()
     with loading_model(model_dir):
         model = CollectiveLinker.load(directory, device=pick_device(device))
@@ -82,21 +82,21 @@ def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_byte
     With it, `linker annotate` on an empty cache encodes only the names its mentions
     shortlist, instead of the whole KB, before the first output.
     """
-    from e2e_linker.collective.loading import pack_kb_index, pick_device
+    from e2e_linker.collective.loading import pack_linker_index, pick_device
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.runs.model_guard import loading_model
 
     start = time.perf_counter()
     if normalizer:
-        from e2e_linker.normalizer.model_dir import pack_kb_index as pack_normalizer_index
+        from e2e_linker.normalizer.normalizer_dir import pack_normalizer_index
 
         path = pack_normalizer_index(model_dir, cache_dir, pq_bytes, nlist, output)
     else:
-        directory = Path(model_dir) if model_dir else default_model_dir()
+        directory = Path(model_dir) if model_dir else default_linker_dir()
         with loading_model(model_dir):
             model = CollectiveLinker.load(directory, device=pick_device(device))
-        path = pack_kb_index(directory, model, cache_dir, pq_bytes, nlist, output)
+        path = pack_linker_index(directory, model, cache_dir, pq_bytes, nlist, output)
     click.echo(f"packed KB index: {path} ({path.stat().st_size / 2**20:,.1f} MiB, "
                f"{time.perf_counter() - start:.0f} s)")
 

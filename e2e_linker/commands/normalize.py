@@ -70,56 +70,28 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
     import itertools
 
     from data_tools.formats import open_writer, read_collection_info, read_documents
-    from data_tools.registry import load_corpus
-    from e2e_linker.collective.model_kb import assemble_kb
     from e2e_linker.errors import UserError
-    from e2e_linker.kb_search.concept_search import mode_requires
-    from e2e_linker.normalizer.model_dir import (
-        load_model,
-        model_mentions_of,
-        packed_index_of,
-        read_synonyms,
-    )
-    from e2e_linker.normalizer.normalizer import DEFAULT_MODE, NormalizeOptions, Normalizer
+    from e2e_linker.normalizer.loading import load_normalizer
 
     if top_k < 1 or batch_size < 1:
         raise UserError("--top-k and --batch-size must be at least 1")
+    from e2e_linker.runs.output_checks import check_output_target  # before the model loads
+    check_output_target(inputs, output, directory=False)  # -o: not an input, writable, room
     if device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
             raise UserError("--device cuda asked for, but no CUDA device is available")
-    encoder, settings = load_model(model, device=device)
-    spec = kb or settings.kb
-    if not spec:
-        raise UserError("the model records no KB; pass --kb")
-    knowledge = assemble_kb(spec)
-    if kb is None and settings.kb_hash and knowledge.content_hash() != settings.kb_hash:
-        click.echo(f"warning: KB '{spec}' here differs from the one the model was trained "
-                   "with (content hash); results may differ", err=True)
-    mode = mode or settings.search or DEFAULT_MODE
-    training = [d for corpus in train_mentions for d in load_corpus(corpus)] or None
-    saved = None
-    if training is None and model_mentions:
-        saved = model_mentions_of(model)
-    if training is None and saved is None and any(
-            source == "D" for source, _ in mode_requires(mode)):
-        click.echo(f"note: --search {mode} uses training mentions (D) but no --train-mentions "
-                   "was given; D searches find nothing and sieves fall through", err=True)
-    options = NormalizeOptions(mode=mode, top_k=top_k, nil_threshold=nil_threshold,
-                               type_aware=type_aware, composite=composite,
-                               abbreviations=abbreviations,
-                               inferred_abbreviations=inferred_abbreviations, lexical=lexical,
-                               salt_free=salt_free,
-                               lowercase=settings.lowercase,
-                               punctuation=settings.punctuation, batch_size=batch_size)
-    synonyms = read_synonyms(extra_synonyms) if extra_synonyms else ()
-    packed = None if index_kind == "exact" else packed_index_of(model)
-    if index_kind == "packed" and packed is None:
-        raise UserError("--index packed: the model has no packed KB index; "
-                        "`linker kb pack --normalizer` writes one")
-    normalizer = Normalizer(encoder, knowledge, training, options, cache_dir, synonyms, saved,
-                            packed, packed_always=index_kind == "packed")
+    options = {"top_k": top_k, "nil_threshold": nil_threshold, "type_aware": type_aware,
+               "composite": composite, "abbreviations": abbreviations,
+               "inferred_abbreviations": inferred_abbreviations, "lexical": lexical,
+               "salt_free": salt_free, "batch_size": batch_size}
+    if mode is not None:
+        options["mode"] = mode
+    normalizer = load_normalizer(model, kb, device, cache_dir, options, train_mentions,
+                                 model_mentions, extra_synonyms, index_kind,
+                                 note=lambda line: click.echo(line, err=True))
+    mode = normalizer.options.mode
     docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
     info = read_collection_info(inputs[0])
     n_docs = n_mentions = 0

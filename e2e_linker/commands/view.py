@@ -61,12 +61,12 @@ def concept_names(spec: str | None) -> Callable[[str], str | None] | None:
     from functools import partial
 
     from e2e_linker.api import concept_name_in
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.collective.model_kb import assemble_kb, load_model_kb
     from e2e_linker.errors import UserError
 
     try:
-        kb = assemble_kb(spec) if spec else load_model_kb(default_model_dir())
+        kb = assemble_kb(spec) if spec else load_model_kb(default_linker_dir())
     except UserError as exc:
         if spec:
             raise

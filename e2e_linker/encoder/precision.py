@@ -7,9 +7,10 @@ Only the transformer runs in bf16; the states are returned as fp32, so span scor
 and KB search stay fp32, and KB name vectors (cached, entity tower) are never computed in bf16.
 
 ``auto`` takes bf16 on CUDA GPUs that support it and fp32 on CPUs: on this project's
-AVX512-BF16 CPU (no AMX tiles) the bf16 forward of the default model was 1.5x *slower* than
-fp32, with autocast and with bf16 weights alike, as oneDNN's fp32 kernels already run near the
-cores' peak there. On CPUs, ``--quantize`` (int8) is the faster path.
+AVX512-BF16 CPU (no AMX tiles) the bf16 forward of the default model was *slower* than fp32,
+with autocast and with bf16 weights alike, as oneDNN's fp32 kernels already run near the
+cores' peak there (eval/results/encoder_variants). On CPUs, ``--quantize`` (int8) is the faster
+path.
 """
 
 from __future__ import annotations

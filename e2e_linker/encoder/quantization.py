@@ -23,8 +23,9 @@ import warnings
 import torch
 from torch import nn
 
-#: Migration strength; chosen on BC5CDR dev (0.6-0.8 tried; 0.7 kept the span vectors closest
-#: to fp32, 0.7-0.75 changed the fewest detected spans).
+#: Migration strength; chosen on BC5CDR dev as the value that kept the span vectors closest to
+#: fp32 and changed the fewest detected spans (the α sweep is described in docs/results.md,
+#: "Which encoder forward pays on a CPU"; eval/results/encoder_variants).
 DEFAULT_ALPHA = 0.7
 
 

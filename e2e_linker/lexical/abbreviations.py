@@ -7,12 +7,14 @@ parenthesised token of 2–10 characters with a letter, starting with a letter o
 form is the shortest run of preceding words (at most min(|SF| + 5, 2·|SF|)) in which the short
 form's characters occur in order, right to left, the first one at the start of a word.
 
-``linker annotate`` gives a detected short form the concept of its long form
-(:func:`abbreviation_map`). ``linker normalize`` rewrites the mention text before encoding it
-(:func:`document_expansions`, :func:`expand_mention`): "MDMA-induced" becomes
-"3,4-methylenedioxymethamphetamine-induced", and it also infers one-letter definitions
-("testosterone (T)") and short forms that are never defined but match another mention of the
-document ("PB" … "phenobarbital").
+A document's text is scanned once per ``linker annotate`` / ``linker normalize`` call
+(:meth:`DocumentAbbreviations.scan`), and every step reads that one result: annotate's lexical
+gate and short-form tagging, its sieve stack and abbreviation linking, and the normalizer's
+query rewriting (:func:`expand_mention`: "MDMA-induced" becomes
+"3,4-methylenedioxymethamphetamine-induced"). Besides parenthesised definitions the scan keeps
+one-letter definitions ("testosterone (T)"), and :meth:`DocumentAbbreviations.expansions`
+adds short forms that are never defined but match another mention of the document ("PB" …
+"phenobarbital").
 """
 
 from __future__ import annotations
@@ -100,14 +102,6 @@ def find_abbreviations(text: str) -> list[Abbreviation]:
     return found
 
 
-def abbreviation_map(text: str) -> dict[str, Abbreviation]:
-    """Short form → its first definition in the text."""
-    out: dict[str, Abbreviation] = {}
-    for abbr in find_abbreviations(text):
-        out.setdefault(abbr.short, abbr)
-    return out
-
-
 #: "testosterone (T)": a one-letter short form right after a word that starts with it
 _LETTER = re.compile(r"(?<![\w-])([A-Za-z][\w-]*[A-Za-z0-9])\s*\(([A-Za-z])\)")
 #: a mention that looks like a short form: one token, 2-10 characters, two capitals or more
@@ -134,22 +128,6 @@ def _separate_parenthetical(long: str) -> bool:
     return depth != 0
 
 
-def abbreviation_expansions(text: str) -> dict[str, str]:
-    """Short form → long form for the definitions in ``text`` (the first definition wins).
-
-    A long form with a separate parenthetical is dropped: Schwartz–Hearst then reached back
-    over an earlier definition ("carboplatin's advantages (CBDCA) over cisplatin (CDDP)" would
-    make CDDP mean the whole phrase), which is worse than leaving the short form alone.
-    Brackets inside a word ("1-(2-chloroethyl)-3-cyclohexyl-1-nitrosourea (CCNU)") are kept.
-    """
-    out: dict[str, str] = {}
-    for abbr in find_abbreviations(text):
-        if _separate_parenthetical(abbr.long):
-            continue
-        out.setdefault(abbr.short, abbr.long)
-    return out
-
-
 def letter_expansions(text: str) -> dict[str, str]:
     """One-letter short forms defined right after the word they stand for.
 
@@ -164,12 +142,6 @@ def letter_expansions(text: str) -> dict[str, str]:
         if word[0].lower() == letter.lower() and len(word) > 2:
             out.setdefault(letter, word)
     return out
-
-
-def mention_expansions(doc: Document, defined: dict[str, str]) -> dict[str, str]:
-    """Short forms used but never defined, resolved from the document's other mentions
-    (:func:`mention_pair_expansions` over the document's annotations)."""
-    return mention_pair_expansions([(ann.type, ann.text) for ann in doc.annotations], defined)
 
 
 def mention_pair_expansions(mentions: Iterable[tuple[str, str]], defined: dict[str, str]
@@ -203,28 +175,63 @@ def mention_pair_expansions(mentions: Iterable[tuple[str, str]], defined: dict[s
     return {short: next(iter(longs)) for short, longs in found.items() if len(longs) == 1}
 
 
-def document_expansions(doc: Document, letters: bool = True, mentions: bool = True,
-                        defined: dict[str, str] | None = None) -> dict[str, str]:
-    """Short form → long form for one document: :func:`text_expansions` over its whole text
-    (title + abstract...) and, with ``mentions``, its annotations."""
-    return text_expansions(doc.text, [(a.type, a.text) for a in doc.annotations]
-                           if mentions else None, letters, defined)
+@dataclass(frozen=True)
+class DocumentAbbreviations:
+    """One document's short forms, from one scan of its text.
+
+    ``definitions``: short form → its first ``long form (SF)`` definition (Schwartz–Hearst),
+    leaving out a long form with a separate parenthetical: there Schwartz–Hearst reached back
+    over an earlier definition ("carboplatin's advantages (CBDCA) over cisplatin (CDDP)" would
+    make CDDP mean the whole phrase), which is worse than leaving the short form alone;
+    brackets inside a word ("1-(2-chloroethyl)-3-cyclohexyl-1-nitrosourea (CCNU)") are kept.
+    ``letters``: one-letter definitions (:func:`letter_expansions`).
+
+    Why one object: annotate's gate, short-form tagging and linking and the normalizer used to
+    scan the same text with four functions and two filters, so they could disagree about one
+    document's abbreviations; now every step reads this.
+    """
+
+    definitions: dict[str, Abbreviation]
+    letters: dict[str, str]
+
+    @classmethod
+    def scan(cls, text: str) -> DocumentAbbreviations:
+        """The short forms defined in ``text`` (the one scan of it)."""
+        definitions: dict[str, Abbreviation] = {}
+        for abbr in find_abbreviations(text):
+            if not _separate_parenthetical(abbr.long):
+                definitions.setdefault(abbr.short, abbr)
+        return cls(definitions, letter_expansions(text))
+
+    @property
+    def defined(self) -> dict[str, str]:
+        """Short form → long form for the parenthesised definitions."""
+        return {short: abbr.long for short, abbr in self.definitions.items()}
+
+    def expansions(self, mentions: Iterable[tuple[str, str]] | None = None,
+                   letters: bool = True) -> dict[str, str]:
+        """Short form → long form: the definitions, then, for forms not defined that way,
+        one-letter definitions (``letters``) and short forms resolved from the document's own
+        ``(type, text)`` mentions (when given; :func:`mention_pair_expansions`)."""
+        out = self.defined
+        if letters:
+            for short, long in self.letters.items():
+                out.setdefault(short, long)
+        if mentions is not None:
+            for short, long in mention_pair_expansions(mentions, out).items():
+                out.setdefault(short, long)
+        return out
 
 
-def text_expansions(text: str, mentions: Iterable[tuple[str, str]] | None = None,
-                    letters: bool = True, defined: dict[str, str] | None = None
-                    ) -> dict[str, str]:
-    """Short form → long form: :func:`abbreviation_expansions` over ``text`` (or ``defined``
-    when the caller has it), then, for forms not defined that way, one-letter definitions
-    (``letters``) and the document's own ``(type, text)`` mentions (when given)."""
-    out = dict(abbreviation_expansions(text) if defined is None else defined)
-    if letters:
-        for short, long in letter_expansions(text).items():
-            out.setdefault(short, long)
-    if mentions is not None:
-        for short, long in mention_pair_expansions(mentions, out).items():
-            out.setdefault(short, long)
-    return out
+def scan_documents(docs: Iterable[Document]) -> list[DocumentAbbreviations]:
+    """:meth:`DocumentAbbreviations.scan` of each document's whole text, in order."""
+    return [DocumentAbbreviations.scan(doc.text) for doc in docs]
+
+
+def document_mentions(doc: Document) -> list[tuple[str, str]]:
+    """A document's annotations as the ``(type, text)`` pairs
+    :meth:`DocumentAbbreviations.expansions` resolves undefined short forms from."""
+    return [(ann.type, ann.text) for ann in doc.annotations]
 
 
 def expand_mention(text: str, expansions: dict[str, str]) -> str:

@@ -6,7 +6,7 @@ document, case and punctuation folded, composites split — is encoded and searc
 KB's names and/or training mentions with one of the 14 search modes of
 :mod:`e2e_linker.kb_search.concept_search`.
 
-The model directory's format is :mod:`e2e_linker.normalizer.model_dir`; the text pools are
+The model directory's format is :mod:`e2e_linker.normalizer.normalizer_dir`; the text pools are
 built by :mod:`e2e_linker.normalizer.pools`.
 
 For a library caller the one-stop function is :func:`normalize_documents`.
@@ -31,17 +31,17 @@ from e2e_linker.kb_search.concept_search import (
 )
 from e2e_linker.kb_search.label_index import LabeledTexts, Ranked
 from e2e_linker.lexical.abbreviations import (
-    abbreviation_expansions,
-    document_expansions,
+    DocumentAbbreviations,
+    document_mentions,
     expand_mention,
 )
 from e2e_linker.lexical.sieves import CompactKeyIndex
 from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
 from e2e_linker.normalizer.pools import (
     TYPE_ALIASES,
+    mention_pool,
     ontology_pool,
     synonym_pool,
-    training_triples,
 )
 
 #: The search mode used when neither the caller nor the model directory names one.
@@ -145,13 +145,7 @@ class Normalizer:
         ontology = ontology_pool(kb, self.text)
         extra = list(extra_synonyms)
         synonyms = synonym_pool(kb, self.text, extra) if extra else None
-        triples: list[tuple[str, str, str]] = []
-        if training is not None:
-            triples += training_triples(training, self.text, kb, self.options.abbreviations)
-        if mentions is not None:  # saved triples (raw text): fold them like everything else
-            triples += [(self.text(t), "|".join(kb.resolve(i) for i in label.split("|")), ty)
-                        for t, label, ty in mentions]
-        pool = LabeledTexts.from_pairs(triples) if triples else None
+        pool = mention_pool(self.text, kb, training, mentions, self.options.abbreviations)
         self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
                                [pool] if pool is not None else [])
         self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
@@ -163,17 +157,24 @@ class Normalizer:
                                         packed_always=packed_always)
 
     # -- steps, public so that evaluation can reuse one encoding for every mode --
-    def queries(self, docs: Sequence[Document]) -> list[MentionQuery]:
-        """The mention texts to search, after abbreviation expansion, folding and splitting."""
+    def queries(self, docs: Sequence[Document],
+                abbreviations: Sequence[DocumentAbbreviations] | None = None
+                ) -> list[MentionQuery]:
+        """The mention texts to search, after abbreviation expansion, folding and splitting.
+
+        ``abbreviations``: each document's scan when the caller already made it (annotate's
+        text linking); otherwise each text is scanned here, once."""
         out: list[MentionQuery] = []
         for d, doc in enumerate(docs):
             defined: dict[str, str] = {}
             expansions: dict[str, str] = {}
             if self.options.abbreviations:
-                defined = abbreviation_expansions(doc.text)
+                found = abbreviations[d] if abbreviations is not None \
+                    else DocumentAbbreviations.scan(doc.text)
+                defined = found.defined
                 inferred = self.options.inferred_abbreviations
-                expansions = document_expansions(doc, letters=inferred, mentions=inferred,
-                                                 defined=defined)
+                expansions = found.expansions(document_mentions(doc) if inferred else None,
+                                              letters=inferred)
             for ann in doc.annotations:
                 surface = expand_mention(ann.text, expansions) if expansions else ann.text
                 parts: list[str] = []
@@ -312,10 +313,13 @@ class Normalizer:
                 pred.concept_ids) else None
             ann.infons["candidates"] = pred.candidates
 
-    def normalize(self, docs: Iterable[Document]) -> list[Document]:
-        """Fill ``concept_ids``, ``link_score`` and ``infons['candidates']`` in place."""
+    def normalize(self, docs: Iterable[Document],
+                  abbreviations: Sequence[DocumentAbbreviations] | None = None
+                  ) -> list[Document]:
+        """Fill ``concept_ids``, ``link_score`` and ``infons['candidates']`` in place
+        (``abbreviations``: as in :meth:`queries`)."""
         docs = list(docs)
-        queries = self.queries(docs)
+        queries = self.queries(docs, abbreviations)
         predictions = self.rank(queries, [self.options.mode])[self.options.mode]
         self.apply(queries, predictions)
         return docs
@@ -335,7 +339,7 @@ def normalize_documents(documents: Iterable[Document], encoder: TextEncoder, kb,
     to their second search. ``options``
     are :class:`NormalizeOptions` fields (``top_k``, ``nil_threshold``, ``type_aware``,
     ``composite``, ``abbreviations``, ``lowercase``, ``punctuation``...). ``packed`` is the
-    model's packed KB index (:func:`e2e_linker.normalizer.model_dir.packed_index_of`).
+    model's packed KB index (:func:`e2e_linker.normalizer.normalizer_dir.packed_index_of`).
     """
     opts = NormalizeOptions(mode=mode, **options)
     normalizer = Normalizer(encoder, kb, training, opts, cache_dir, extra_synonyms, mentions,

@@ -47,7 +47,7 @@ PACKED_INDEX_FILE = "kb_index.safetensors"
 
 def packed_index_of(model: str | os.PathLike | None) -> Path | None:
     """The packed KB index of a normalizer model directory (None: not a directory or none)."""
-    path = (Path(model) if model is not None else default_model_dir()) / PACKED_INDEX_FILE
+    path = (Path(model) if model is not None else default_normalizer_dir()) / PACKED_INDEX_FILE
     return path if path.is_file() else None
 
 
@@ -79,7 +79,7 @@ class ModelSettings:
         return {**data, **extra}
 
 
-def default_model_dir() -> Path:
+def default_normalizer_dir() -> Path:
     """The embedded default normalizer model (``e2e_linker/default_model/normalizer/``).
 
     Raises a :class:`UserError` naming the fix when the package was built without one.
@@ -97,12 +97,12 @@ def load_model(model: str | os.PathLike | None = None, device: str | None = None
                ) -> tuple[TextEncoder, ModelSettings]:
     """The encoder and settings of a model directory, a plain HF folder, or a model name.
 
-    ``None`` means :func:`default_model_dir`. A directory with an ``encoder/`` or ``adapter/``
+    ``None`` means :func:`default_normalizer_dir`. A directory with an ``encoder/`` or ``adapter/``
     subfolder is a triplet model directory (its ``normalizer.json`` gives pooling and text settings);
     anything else goes to ``TextEncoder.from_pretrained`` with mean pooling. Weights are only
     ever read from safetensors.
     """
-    path = Path(model) if model is not None else default_model_dir()
+    path = Path(model) if model is not None else default_normalizer_dir()
     if (path / ADAPTER_DIR).is_dir() or (path / ENCODER_DIR).is_dir():
         settings_path = path / NORMALIZER_FILE
         data = {}
@@ -159,7 +159,7 @@ def model_mentions_of(model: str | os.PathLike | None) -> list[tuple[str, str, s
     """The saved training mentions of a model directory (``None`` for a model without any)."""
     if model is None:
         try:
-            path = default_model_dir()
+            path = default_normalizer_dir()
         except UserError:
             return None
     else:
@@ -211,9 +211,11 @@ def read_synonyms(path: str | os.PathLike) -> list[tuple[str, str]]:
 
 def write_mentions(path: str | os.PathLike, triples: Iterable[tuple[str, str, str]]) -> int:
     """Save ``(text, label, type)`` triples as ``label<TAB>type<TAB>text`` lines (sorted)."""
-    rows = sorted({(label, type_, " ".join(text.split())) for text, label, type_ in triples})
+    from e2e_linker.normalizer.pools import distinct_mentions
+
+    rows = distinct_mentions(triples)
     with Path(path).open("w", encoding="utf-8", newline="\n") as handle:
-        for label, type_, text in rows:
+        for text, label, type_ in rows:
             handle.write(f"{label}\t{type_}\t{text}\n")
     return len(rows)
 
@@ -233,7 +235,7 @@ def read_mentions(path: str | os.PathLike) -> list[tuple[str, str, str]]:
     return out
 
 
-def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None = None,
+def pack_normalizer_index(model: str | os.PathLike | None = None, cache_dir: str | None = None,
                   pq_bytes: int = 16, nlist: int | None = None,
                   output: str | os.PathLike | None = None, progress: bool = True) -> Path:
     """Encode the model's ontology texts (or read them from the cache), build an IVF-PQ index
@@ -245,7 +247,7 @@ def pack_kb_index(model: str | os.PathLike | None = None, cache_dir: str | None 
     from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.pools import ontology_pool
 
-    directory = Path(model) if model is not None else default_model_dir()
+    directory = Path(model) if model is not None else default_normalizer_dir()
     encoder, settings = load_model(directory)
     if not settings.kb:
         raise UserError(f"{directory}: the model records no KB to pack")

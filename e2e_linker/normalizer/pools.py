@@ -9,7 +9,11 @@ from collections.abc import Iterable
 
 from data_tools.documents import Annotation, Document, strip_prefix
 from e2e_linker.kb_search.label_index import LabeledTexts
-from e2e_linker.lexical.abbreviations import document_expansions, expand_mention
+from e2e_linker.lexical.abbreviations import (
+    DocumentAbbreviations,
+    document_mentions,
+    expand_mention,
+)
 from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
 
 #: Annotation types of other corpora that mean a KB type: NCBI disease's four classes are all
@@ -53,7 +57,8 @@ def training_triples(docs: Iterable[Document], text: TextNormalizer, kb=None,
     wanted = set(types) if types is not None else None
     out: list[tuple[str, str, str]] = []
     for doc in docs:
-        expansions = document_expansions(doc) if abbreviations else {}
+        expansions = DocumentAbbreviations.scan(doc.text).expansions(document_mentions(doc)) \
+            if abbreviations else {}
         for ann in doc.annotations:
             if wanted is not None and ann.type not in wanted:
                 continue
@@ -122,3 +127,35 @@ def align_parts(parts: list[str], ids: list[str], kb, text: TextNormalizer
         if min(pair_scores) > 0 and total > best_total:
             best, best_total = perm, total
     return None if best is None else [parts[best[j]] for j in range(len(ids))]
+
+
+def distinct_mentions(triples: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """``(text, label, type)`` triples as a model directory saves them (``mentions.tsv``):
+    whitespace collapsed, each distinct triple once, sorted by label, type and text."""
+    rows = sorted({(label, type_, " ".join(text.split())) for text, label, type_ in triples})
+    return [(text, label, type_) for label, type_, text in rows]
+
+
+def mention_pool(text: TextNormalizer, kb, training: Iterable[Document] | None = None,
+                 saved: Iterable[tuple[str, str, str]] | None = None,
+                 abbreviations: bool = True) -> LabeledTexts | None:
+    """The D pool: training mentions from annotated ``training`` documents and/or ``saved``
+    raw triples, as one pool (None when there are none).
+
+    Why one builder: the pool used to be built from documents (every occurrence counted,
+    folded at once) or from a model's saved triples (distinct raw texts), so the same corpora
+    gave two pools and two outputs. Both now go the saved way: raw triples
+    (:func:`training_triples` without folding), :func:`distinct_mentions`, then folded with
+    ``text`` and the labels resolved to the KB's primary IDs.
+    """
+    raw = TextNormalizer(lowercase=False, punctuation=False)
+    triples: list[tuple[str, str, str]] = []
+    if training is not None:
+        triples += training_triples(training, raw, kb, abbreviations)
+    if saved is not None:
+        triples += list(saved)
+    if not triples:
+        return None
+    return LabeledTexts.from_pairs(
+        (text(t), "|".join(kb.resolve(i) for i in label.split("|")), type_)
+        for t, label, type_ in distinct_mentions(triples))

@@ -146,7 +146,7 @@ def train_triplet(cfg: TripletConfig, kb=None, train_docs=None, progress: bool =
     from e2e_linker.encoder.adapter import add_lora
     from e2e_linker.encoder.text_encoder import TextEncoder, resolve_encoder_path
     from e2e_linker.lexical.text_forms import TextNormalizer
-    from e2e_linker.normalizer.model_dir import (
+    from e2e_linker.normalizer.normalizer_dir import (
         ADAPTER_DIR,
         ENCODER_DIR,
         MENTIONS_FILE,

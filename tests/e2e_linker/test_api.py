@@ -142,7 +142,7 @@ def test_text_linking_links_the_detected_spans_with_the_normalizer(tiny):
     by_text = Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
                           normalizer_model=str(tiny_encoder_dir(root / "norm")),
                           kb=f"tsv:{kb_file}", linking="text")
-    assert by_text.annotator.text_linker is by_text.normalizer
+    assert by_text.annotator.linker.text_linker is by_text.normalizer
     mentions = by_text(TEXTS[1])
     assert mentions
     # the same engine on the same texts, one mention at a time (no abbreviations here)
@@ -151,3 +151,64 @@ def test_text_linking_links_the_detected_spans_with_the_normalizer(tiny):
     with pytest.raises(ValueError, match="linking"):
         Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
                     kb=f"tsv:{kb_file}", linking="bm25")
+
+
+# ---- misuse is named, never silently wrong (issue 28) ---------------------------------------
+
+def test_pipe_refuses_a_string_at_once_instead_of_annotating_its_characters(linker):
+    with pytest.raises(UserError, match=r"a str is one text: pass \[text\]"):
+        linker.pipe("Aspirin caused a headache.")  # raised by the call, not by the first next()
+    with pytest.raises(UserError, match=r"pass \[document\]"):
+        linker.pipe(Document(id="d", passages=[Passage(offset=0, text="Aspirin.")]))
+    with pytest.raises(UserError, match="an iterable of texts or Documents, not int"):
+        linker.pipe(42)  # type: ignore[arg-type]
+
+
+def test_pipe_names_the_position_of_a_bad_item_across_batches(linker):
+    results = linker.pipe(["Aspirin.", "Nausea.", "Headache.", None], batch_size=2)
+    assert [type(next(results)) for _ in range(2)] == [list, list]  # the first batch is fine
+    with pytest.raises(UserError, match="pipe item 3: expected a str or a Document, not "
+                                        "NoneType"):
+        next(results)
+
+
+def test_pipe_names_the_item_the_annotator_fails_on(linker, monkeypatch):
+    from e2e_linker.errors import DocumentFailed
+
+    annotate = linker.annotator.annotate
+
+    def fragile(docs, replace=False):
+        if any("BOOM" in d.text for d in docs):
+            raise RuntimeError("cannot handle BOOM")
+        return annotate(docs, replace=replace)
+
+    monkeypatch.setattr(linker.annotator, "annotate", fragile)
+    with pytest.raises(DocumentFailed, match=r"pipe item 4 \(document text-4\): RuntimeError: "
+                                             "cannot handle BOOM") as caught:
+        list(linker.pipe(["a", "b", "c", "d", "BOOM here", "e"], batch_size=3))
+    assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+def test_normalize_takes_untyped_mentions_in_every_spelling(linker):
+    results = linker.normalize([("aspirin",), ("nausea", None), "headache", ["aspirin", ""]])
+    assert [(m.text, m.type, m.concept_id) for m in results] == [
+        ("aspirin", "", "C001"), ("nausea", "", "D002"), ("headache", "", "D001"),
+        ("aspirin", "", "C001")]
+
+
+@pytest.mark.parametrize("items,message", [
+    ("tamoxifen", r"a str is one mention: pass \[text\] or \[\(text, type\)\]"),
+    ([("aspirin", "Chemical"), ("a", "b", "c")],
+     r"normalize item 1: expected a text or a \(text, type\) pair, not \('a', 'b', 'c'\)"),
+    ([("aspirin", "Chemical"), "nausea", ()], r"normalize item 2: expected a text or a"),
+    ([42], "normalize item 0: expected a text or a .*pair, not 42"),
+    ([(42, "Chemical")], "normalize item 0: the text must be a str, not int"),
+    (["aspirin", "  "], "normalize item 1: the text is empty"),
+    ([("aspirin", 7)], r"normalize item 0: the type must be a str \(or None\), not int"),
+])
+def test_normalize_names_a_bad_item_before_loading_anything(tiny, items, message):
+    directory, kb_file, root = tiny
+    fresh = Linker.load(directory, cache_dir=str(root / "cache"), index_kind="exact",
+                        kb=f"tsv:{kb_file}", normalizer_model=str(root / "no-such-model"))
+    with pytest.raises(UserError, match=message):
+        fresh.normalize(items)

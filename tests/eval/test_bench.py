@@ -10,7 +10,7 @@ import pytest
 
 from eval import bench
 from tests.helpers.synthetic import synthetic_docs
-from tests.helpers.tiny_linker import tiny_annotator
+from tests.helpers.tiny_linker import settings_changed, tiny_annotator
 
 KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_s",
         "per_mention_mentions_per_s", "ratio_annotate_vs_encoder",
@@ -25,7 +25,7 @@ def annotator(tmp_path_factory):
 class FirstCandidate:
     """A text linker that links every span to one concept (stands in for the normalizer)."""
 
-    def normalize(self, docs):
+    def normalize(self, docs, abbreviations=None):
         for doc in docs:
             for ann in doc.annotations:
                 ann.concept_ids, ann.link_score = ["T1"], 1.0
@@ -34,16 +34,15 @@ class FirstCandidate:
 
 def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     docs = synthetic_docs(7)
-    annotator.lexical_gate = 0.5  # the plain stages turn it off and put it back
-    totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
-                             text_linker=FirstCandidate(), compare_plain=True,
-                             baseline=annotator)
+    with settings_changed(annotator, lexical_gate=0.5):  # the plain stages turn it off
+        totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
+                                 text_linker=FirstCandidate(), compare_plain=True,
+                                 baseline=annotator)
+        assert annotator.settings.lexical_gate == 0.5  # ... and put it back
     assert set(totals) == set(bench.STAGES)
-    assert annotator.lexical_gate == 0.5
-    annotator.lexical_gate = None
     assert totals["baseline"].mentions == totals["annotate_plain"].mentions
     assert totals["annotate_text"].mentions == totals["annotate"].mentions
-    assert annotator.text_linker is None  # the text stage leaves the annotator as it found it
+    assert annotator.linker.text_linker is None  # the text stage leaves the annotator as it found it
     assert all(t.documents == 7 for t in totals.values())
     # annotate counts the chunk tokens the bare encoder ran over, so the ratio compares like
     # with like
@@ -63,7 +62,7 @@ def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     pytest.importorskip("matplotlib")
     assert bench.plot(result, tmp_path / "bench.png")
     assert (tmp_path / "bench.png").stat().st_size > 0
-    assert annotator.mode == "collective"  # the per-mention stage leaves it as it found it
+    assert annotator.settings.mode == "collective"  # the per-mention stage leaves it as it found it
 
 
 def test_rss_sampler_sees_the_current_process():

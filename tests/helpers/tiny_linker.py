@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.helpers.synthetic import CHEMICALS, DISEASES
@@ -44,6 +46,7 @@ def tiny_annotator(directory: Path, threshold: float = 0.0):
     run on every span."""
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+    from e2e_linker.collective.settings import AnnotateSettings
     from e2e_linker.kb_search.entity_index import EntityIndex
     from e2e_linker.lexical.sieves import NameDictionary
     from tests.helpers.synthetic import synthetic_kb
@@ -52,4 +55,18 @@ def tiny_annotator(directory: Path, threshold: float = 0.0):
     model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(encoder), max_length=64))
     kb = synthetic_kb()
     index = EntityIndex.build(kb, model.entity_encoder, cache_dir=False, progress=False)
-    return Annotator(model, index, NameDictionary.from_kb(kb), threshold=threshold, batch_size=3)
+    return Annotator.from_parts(model, index, NameDictionary.from_kb(kb),
+                                AnnotateSettings(threshold=threshold, batch_size=3), kb=kb)
+
+
+@contextmanager
+def settings_changed(annotator, **changes) -> Iterator[None]:
+    """``annotator`` with some settings replaced for the duration of a ``with`` block."""
+    from dataclasses import replace
+
+    saved = annotator.settings
+    annotator.settings = replace(saved, **changes)
+    try:
+        yield
+    finally:
+        annotator.settings = saved

@@ -12,7 +12,7 @@ import pytest
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.sieves import choose_concept
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
-from tests.helpers.tiny_linker import tiny_annotator
+from tests.helpers.tiny_linker import settings_changed, tiny_annotator
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +23,8 @@ def annotator(tmp_path_factory):
 @pytest.mark.parametrize("mode", ["collective", "per-mention"])
 def test_annotate_preserves_documents(annotator, mode):
     docs = synthetic_docs(5)
-    annotator.mode = mode
-    out = annotator.annotate(docs)
-    annotator.mode = "collective"
+    with settings_changed(annotator, mode=mode):
+        out = annotator.annotate(docs)
     assert [d.id for d in out] == [d.id for d in docs]
     for before, after in zip(docs, out, strict=True):
         assert [p.text for p in after.passages] == [p.text for p in before.passages]
@@ -56,7 +55,7 @@ class RecordingTextLinker:
     def __init__(self):
         self.seen: list[tuple[str, list[tuple[int, int]], str]] = []
 
-    def normalize(self, docs):
+    def normalize(self, docs, abbreviations=None):
         for doc in docs:
             self.seen.append((doc.id, [(a.start, a.end) for a in doc.annotations], doc.text))
             for ann in doc.annotations:
@@ -68,11 +67,12 @@ class RecordingTextLinker:
 def test_text_linking_relinks_only_the_detected_spans(annotator):
     docs = synthetic_docs(3)
     plain = annotator.annotate(docs)
-    annotator.text_linker = RecordingTextLinker()
+    recording = RecordingTextLinker()
+    annotator.linker.text_linker = recording
     try:
         out = annotator.annotate(docs)
     finally:
-        seen, annotator.text_linker = annotator.text_linker.seen, None
+        seen, annotator.linker.text_linker = recording.seen, None
     for before, collective, by_text in zip(docs, plain, out, strict=True):
         old = [(a.start, a.end, a.concept_ids) for a in before.annotations]
         assert [(a.start, a.end, a.concept_ids) for a in by_text.annotations
@@ -91,24 +91,17 @@ def test_text_linking_relinks_only_the_detected_spans(annotator):
                          if a.infons.get("annotator") == "e2e_linker"]
 
 
-def test_encode_spans_matches_detected_vectors(annotator):
-    docs = synthetic_docs(2)
-    spans, _ = annotator.detect(docs)
-    vecs, ok = annotator.encode_spans(docs, [(s.doc_index, s.start, s.end) for s in spans[:5]])
-    assert all(ok)
-    np.testing.assert_allclose(vecs, np.stack([s.vector for s in spans[:5]]), atol=1e-4)
-
-
 def test_linking_matches_choose_concept_on_the_ranking(annotator):
     """link() makes choose_concept's choice on the index ranking (the tiny KB fits in k)."""
     docs = synthetic_docs(3)
     spans, _ = annotator.detect(docs)
     annotations = annotator.link(spans, docs)
     queries = np.stack([s.vector for s in spans]).astype(np.float32)
-    ranked = annotator.index.link(queries, [s.type for s in spans], k=len(annotator.index))
+    index = annotator.linker.index
+    ranked = index.link(queries, [s.type for s in spans], k=len(index))
     for span, ann, dense in zip(spans, annotations, ranked, strict=True):
         text = docs[span.doc_index].text_at(span.start, span.end)
-        cid, score, method = choose_concept(text, span.type, dense, annotator.names)
+        cid, score, method = choose_concept(text, span.type, dense, annotator.linker.names)
         assert ann.concept_ids == ([cid] if cid else [])
         assert ann.infons["link_method"] == method
         if score is not None:
@@ -125,11 +118,8 @@ def _select_gated(annotator, spans, text: str, gate: float) -> list[tuple[int, i
     from data_tools.documents import Document, Passage
 
     doc = Document(id="g", passages=[Passage(offset=0, text=text)])
-    annotator.lexical_gate = gate
-    try:
+    with settings_changed(annotator, lexical_gate=gate):
         return [(s.start, s.end) for s in annotator.select(spans, [doc], keep=0.5)]
-    finally:
-        annotator.lexical_gate = None
 
 
 def test_lexical_gate_drops_unnamed_spans_before_overlaps_are_resolved(annotator):
@@ -168,6 +158,7 @@ def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotato
 
 def test_document_level_steps_default_to_the_model_config(annotator):
     from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.collective.settings import AnnotateSettings
 
     config = annotator.model.config
     saved = (config.short_forms, config.propagation_threshold, config.lexical_gate,
@@ -175,14 +166,16 @@ def test_document_level_steps_default_to_the_model_config(annotator):
     (config.short_forms, config.propagation_threshold, config.lexical_gate,
      config.dictionary_threshold) = True, 0.3, 0.9, 0.1
     try:
-        fresh = Annotator(annotator.model, annotator.index, annotator.names)
-        assert (fresh.short_forms, fresh.propagation_threshold, fresh.lexical_gate,
-                fresh.dictionary_threshold) == (True, 0.3, 0.9, 0.1)
-        override = Annotator(annotator.model, annotator.index, annotator.names,
-                             short_forms=False, propagation_threshold=0.5, lexical_gate=0.0,
-                             dictionary_threshold=0.05)
-        assert (override.short_forms, override.propagation_threshold,
-                override.lexical_gate, override.dictionary_threshold) == (False, 0.5, 0.0, 0.05)
+        fresh = Annotator(annotator.model, annotator.linker)
+        assert (fresh.settings.short_forms, fresh.settings.propagation_threshold,
+                fresh.settings.lexical_gate, fresh.settings.dictionary_threshold) == \
+            (True, 0.3, 0.9, 0.1)
+        override = Annotator(annotator.model, annotator.linker, AnnotateSettings(
+            short_forms=False, propagation_threshold=0.5, lexical_gate=0.0,
+            dictionary_threshold=0.05))
+        assert (override.settings.short_forms, override.settings.propagation_threshold,
+                override.settings.lexical_gate, override.settings.dictionary_threshold) == \
+            (False, 0.5, 0.0, 0.05)
     finally:
         (config.short_forms, config.propagation_threshold, config.lexical_gate,
          config.dictionary_threshold) = saved
@@ -198,14 +191,10 @@ def test_select_propagates_only_above_the_propagation_threshold(annotator):
     spans = [SpanPrediction(0, starts[0], starts[0] + 9, 0.9, "Chemical", vec),
              SpanPrediction(0, starts[1], starts[1] + 9, 0.45, "Chemical", vec),
              SpanPrediction(0, starts[2], starts[2] + 9, 0.25, "Chemical", vec)]
-    saved = annotator.propagation_threshold
-    try:
-        annotator.propagation_threshold = 0.4  # candidates scored down to 0.2 (a dev sweep)
+    with settings_changed(annotator, propagation_threshold=0.4):  # scored down to 0.2
         assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts[:2]
-        annotator.propagation_threshold = 0.2
+    with settings_changed(annotator, propagation_threshold=0.2):
         assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts
-    finally:
-        annotator.propagation_threshold = saved
 
 
 def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
@@ -220,17 +209,14 @@ def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
     spans = [_chemical(0, len(name), 0.15),              # weak, a KB name: rescued
              _chemical(z, z + 9, 0.15),                  # weak, no KB name: dropped
              _chemical(q, q + 9, 0.7)]                   # strong: kept
-    saved = (annotator.dictionary_threshold, annotator.propagation_threshold)
-    try:
-        annotator.propagation_threshold = None
-        annotator.dictionary_threshold = None
-        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
-        annotator.dictionary_threshold = 0.1
-        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [0, q]
-        annotator.dictionary_threshold = 0.2  # the name is scored below it
-        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
-        annotator.dictionary_threshold = 1.0  # not below keep: off
-        assert [s.start for s in annotator.select(spans, [doc], keep=0.5)] == [q]
-        assert annotator.selection_rules(0.5).weak_floors() == []
-    finally:
-        annotator.dictionary_threshold, annotator.propagation_threshold = saved
+    def kept(dictionary: float | None) -> list[int]:
+        with settings_changed(annotator, propagation_threshold=None,
+                              dictionary_threshold=dictionary):
+            return [s.start for s in annotator.select(spans, [doc], keep=0.5)]
+
+    assert kept(None) == [q]
+    assert kept(0.1) == [0, q]
+    assert kept(0.2) == [q]  # the name is scored below it
+    assert kept(1.0) == [q]  # not below keep: off
+    with settings_changed(annotator, propagation_threshold=None, dictionary_threshold=1.0):
+        assert annotator.settings.selection_rules(0.5).weak_floors() == []

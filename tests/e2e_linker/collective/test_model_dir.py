@@ -41,13 +41,13 @@ def test_stats_round_trip_exactly(tmp_path):
         assert torch.equal(loaded[name], value)
 
 
-def test_default_model_dir_names_the_fix_when_missing(tmp_path, monkeypatch):
+def test_default_linker_dir_names_the_fix_when_missing(tmp_path, monkeypatch):
     monkeypatch.setattr(model_dir, "DEFAULT_MODEL_DIR", tmp_path / "absent")
     with pytest.raises(UserError, match="--model"):
-        model_dir.default_model_dir()
+        model_dir.default_linker_dir()
     # a folder without the config file is not a model either
     (tmp_path / "absent").mkdir()
     with pytest.raises(UserError, match="no embedded default model"):
-        model_dir.default_model_dir()
+        model_dir.default_linker_dir()
     (tmp_path / "absent" / CONFIG_FILE).write_text("{}")
-    assert model_dir.default_model_dir() == tmp_path / "absent"
+    assert model_dir.default_linker_dir() == tmp_path / "absent"

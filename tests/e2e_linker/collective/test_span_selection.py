@@ -16,6 +16,7 @@ from e2e_linker.collective.span_selection import (
     resolve_overlaps,
     tag_short_forms,
 )
+from e2e_linker.lexical.abbreviations import scan_documents
 
 
 def test_resolve_overlaps_keeps_most_probable():
@@ -109,7 +110,7 @@ def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence
     long_form = SpanPrediction(0, 0, 13, 0.9, "Chemical", vec)
     occupied = text.index("serum-PB")
     other = SpanPrediction(0, occupied, occupied + 8, 0.8, "Disease", vec)
-    tagged = tag_short_forms([long_form, other], [doc])
+    tagged = tag_short_forms([long_form, other], [doc], scan_documents([doc]))
     found = [(s.start, s.end, s.type, s.mention_score) for s in tagged]
     pbs = [m.start() for m in re.finditer(r"\bPB\b", text)]
     expected = [(p, p + 2, "Chemical", 0.9) for p in pbs if p != occupied + 6]
@@ -140,7 +141,7 @@ def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
         asked.append([s.start for s in found])
         return [s.start == 0 for s in found]
 
-    kept = SelectionRules(0.5, lexical_gate=0.99).select(spans, [doc], linked, None)
+    kept = SelectionRules(0.5, lexical_gate=0.99).select(spans, [doc], linked, None, scan_documents([doc]))
     assert [s.start for s in kept] == [0, 11] and asked == [[0, 6, 11]]
-    assert [s.start for s in SelectionRules(0.5).select(spans, [doc], linked, None)] == [0, 6, 11]
+    assert [s.start for s in SelectionRules(0.5).select(spans, [doc], linked, None, scan_documents([doc]))] == [0, 6, 11]
     assert len(asked) == 1  # no gate: no lookups

@@ -67,7 +67,7 @@ def test_normalize_needs_a_kb(tiny_dir, tmp_path, monkeypatch):
 
 def test_model_mentions_are_the_default_d_pool(model_dir, tmp_path, monkeypatch):
     from data_tools.documents import Annotation, Document, Passage
-    from e2e_linker.normalizer.model_dir import write_mentions
+    from e2e_linker.normalizer.normalizer_dir import write_mentions
 
     monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
     directory, _ = model_dir
@@ -111,7 +111,7 @@ def test_train_triplet_cli_ontology_only_with_adapter(tiny_dir, tmp_path):
 
 def test_export_normalizer_records_kb_and_rebuilds_mentions(tiny_dir, tmp_path, monkeypatch):
     from e2e_linker.commands.export_normalizer import command as export_command
-    from e2e_linker.normalizer.model_dir import load_model, read_mentions
+    from e2e_linker.normalizer.normalizer_dir import load_model, read_mentions
     from e2e_linker.training.triplet import TripletConfig, train_triplet
 
     monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))

@@ -98,10 +98,10 @@ def test_calibrate_command_writes_statistics_that_quantize_uses(model_dir, tmp_p
 
 
 def test_the_default_model_ships_statistics_for_every_encoder_layer():
-    from e2e_linker.collective.model_dir import default_model_dir
+    from e2e_linker.collective.model_dir import default_linker_dir
 
-    model = CollectiveLinker.load(default_model_dir())
-    assert (default_model_dir() / STATS_FILE).is_file()
+    model = CollectiveLinker.load(default_linker_dir())
+    assert (default_linker_dir() / STATS_FILE).is_file()
     layers = linear_layers(model.encoder.model)
     assert set(model.activation_stats) == set(layers) and len(layers) == 37  # 6 x 6 + pooler
     for name, layer in layers.items():

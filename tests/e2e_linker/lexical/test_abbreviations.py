@@ -1,5 +1,5 @@
 """Schwartz–Hearst abbreviation detection on real sentences, inferred short forms, mention
-expansion, and the annotator's use of abbreviations in linking."""
+expansion, one scan per document, and the annotator's use of abbreviations in linking."""
 
 from __future__ import annotations
 
@@ -8,15 +8,27 @@ import pytest
 
 from data_tools.documents import Annotation, Document, Passage
 from e2e_linker.lexical.abbreviations import (
-    abbreviation_expansions,
-    abbreviation_map,
+    DocumentAbbreviations,
     best_long_form,
-    document_expansions,
+    document_mentions,
     expand_mention,
     find_abbreviations,
     letter_expansions,
-    mention_expansions,
+    mention_pair_expansions,
 )
+
+
+def abbreviation_expansions(text: str) -> dict[str, str]:
+    return DocumentAbbreviations.scan(text).defined
+
+
+def document_expansions(doc: Document, mentions: bool = True) -> dict[str, str]:
+    return DocumentAbbreviations.scan(doc.text).expansions(
+        document_mentions(doc) if mentions else None)
+
+
+def mention_expansions(doc: Document, defined: dict[str, str]) -> dict[str, str]:
+    return mention_pair_expansions(document_mentions(doc), defined)
 
 
 def test_detects_real_definitions():
@@ -127,7 +139,7 @@ def test_real_bc5cdr_abbreviations(bc5cdr_test_docs):
     """Most short forms in BC5CDR gold whose definition we detect share the long form's concept."""
     agree = total = 0
     for doc in bc5cdr_test_docs:
-        abbrs = abbreviation_map(doc.text)
+        abbrs = DocumentAbbreviations.scan(doc.text).definitions
         by_span = {(a.start, a.end): a for a in doc.annotations}
         for abbr in abbrs.values():
             long_ann = by_span.get((abbr.long_start, abbr.long_end))
@@ -157,10 +169,45 @@ def test_annotator_propagates_long_form_concept():
     text = "We saw temporal lobe epilepsy (TLE) and later TLE again."
     doc = Document("1", [Passage(0, text, {})])
     names = NameDictionary([("temporal lobe epilepsy", "D004833")], {"D004833": "Disease"})
-    annotator = Annotator(FakeModel(), FakeIndex(), names)
+    annotator = Annotator.from_parts(FakeModel(), FakeIndex(), names)
     v = np.zeros(2, np.float32)
     spans = [SpanPrediction(0, text.index("TLE"), text.index("TLE") + 3, 0.9, "Disease", v),
              SpanPrediction(0, text.rindex("TLE"), text.rindex("TLE") + 3, 0.9, "Disease", v)]
     out = annotator.link(spans, [doc])
     assert [a.concept_ids for a in out] == [["D004833"], ["D004833"]]
     assert out[0].infons["link_method"] == "abbreviation"
+
+
+def test_the_scan_keeps_the_first_definition_that_passes_the_filter():
+    text = ("carboplatin's advantages (CBDCA) over cisplatin (CDDP) were small; "
+            "cis-diamminedichloroplatinum (CDDP) again.")
+    assert [a.long for a in find_abbreviations(text)][0].startswith("carboplatin's")
+    found = DocumentAbbreviations.scan(text)
+    assert found.definitions["CDDP"].long == "cis-diamminedichloroplatinum"
+    assert found.definitions["CDDP"].long_start == text.index("cis-diammine")
+
+
+def test_an_annotate_call_scans_each_document_once(monkeypatch, tmp_path):
+    """Selection (gate, short forms), linking (sieves, short forms) and a text linker all
+    read one scan per document per call."""
+    from dataclasses import replace
+
+    from e2e_linker.lexical import abbreviations
+    from tests.helpers.tiny_linker import tiny_annotator
+
+    annotator = tiny_annotator(tmp_path)
+    # every reader of the scan on: the gate, short-form tagging, short-form linking
+    annotator.settings = replace(annotator.settings, lexical_gate=0.5, short_forms=True)
+    calls: list[str] = []
+    real = abbreviations.find_abbreviations
+
+    def counting(text: str):
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(abbreviations, "find_abbreviations", counting)
+    texts = ["Cisplatin (CDDP) caused nephrotoxicity; CDDP was stopped.",
+             "Temporal lobe epilepsy (TLE) and TLE again with lidocaine."]
+    docs = [Document(str(n), [Passage(0, t, {})]) for n, t in enumerate(texts)]
+    annotator.annotate(docs)
+    assert sorted(calls) == sorted(texts)

@@ -9,10 +9,10 @@ import pytest
 
 from data_tools.documents import FormatError
 from e2e_linker.errors import UserError
-from e2e_linker.normalizer import model_dir as normalizer_module
-from e2e_linker.normalizer.model_dir import (
+from e2e_linker.normalizer import normalizer_dir as normalizer_module
+from e2e_linker.normalizer.normalizer_dir import (
     ModelSettings,
-    default_model_dir,
+    default_normalizer_dir,
     load_model,
     model_mentions_of,
     read_mentions,
@@ -37,9 +37,9 @@ def test_model_dir_round_trip_and_default(tiny_encoder, tmp_path, monkeypatch):
     assert plain.pooling == "mean" and plain_settings.kb is None
     monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", tmp_path / "absent")
     with pytest.raises(UserError):
-        default_model_dir()
+        default_normalizer_dir()
     monkeypatch.setattr(normalizer_module, "DEFAULT_NORMALIZER_DIR", directory)
-    assert default_model_dir() == directory
+    assert default_normalizer_dir() == directory
 
 
 def test_the_embedded_default_normalizer_loads_and_separates_concepts():

@@ -7,7 +7,7 @@ import json
 import torch
 
 from data_tools.kb import KB, Concept
-from e2e_linker.normalizer.model_dir import load_model
+from e2e_linker.normalizer.normalizer_dir import load_model
 from e2e_linker.training.triplet import TripletConfig, train_triplet, training_examples
 from e2e_linker.training.triplet_loss import batch_hard_soft_margin_loss
 
@@ -65,7 +65,7 @@ def test_mentions_are_repeated_to_a_third_of_the_ontology(tiny_dir):
 
 
 def test_train_od_saves_its_mentions(tiny_dir, tmp_path):
-    from e2e_linker.normalizer.model_dir import read_mentions
+    from e2e_linker.normalizer.normalizer_dir import read_mentions
     from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 
     cfg = TripletConfig(output_dir=str(tmp_path / "od"), encoder=str(tiny_dir), kb="unused",

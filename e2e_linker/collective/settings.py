@@ -1,0 +1,91 @@
+"""Everything ``linker annotate`` and ``Linker.load()`` can be told, as one value.
+
+Why one object: the options used to travel as two dozen positional and keyword parameters
+through the command, ``Linker.load``, ``load_annotator`` and ``Annotator.__init__``, and were
+gathered again by hand for a shard directory's manifest. Now the command builds one
+:class:`AnnotateSettings`, :meth:`AnnotateSettings.for_model` fills what was left to the model
+(γ, the lexical gate, the document-level steps) once, the annotator keeps the result, and the
+manifest records ``asdict`` of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from e2e_linker.collective.span_selection import SelectionRules
+from e2e_linker.errors import UserError
+
+#: how spans are encoded: one pass per chunk, or the paper's per-mention baseline
+MODES = ("collective", "per-mention")
+#: how detected spans are linked: the collective span vectors (the model's own dense step), or
+#: the normalizer's text encoder and sieves on each span's text (issue 17's dev comparison:
+#: eval/results/linking_ablation_fair)
+LINKINGS = ("collective", "text")
+#: the ``annotator`` infon that marks the annotations this linker predicted
+ANNOTATOR = "e2e_linker"
+#: the settings the model's config supplies when they are left unset (None)
+MODEL_DEFAULTS = ("threshold", "lexical_gate", "propagation_threshold", "dictionary_threshold",
+                  "short_forms")
+
+
+@dataclass(frozen=True)
+class AnnotateSettings:
+    """The options of ``linker annotate`` (each documented in its ``--help``), by the names
+    ``Linker.load`` takes. ``None`` in a :data:`MODEL_DEFAULTS` field means "the model's"
+    until :meth:`for_model` fills it; after that, ``None`` means off."""
+
+    model_dir: str | None = None
+    kb: str | None = None
+    device: str | None = None
+    threshold: float | None = None
+    batch_size: int = 16
+    max_batch_tokens: int = 16384
+    mode: str = "collective"
+    cache_dir: str | None = None
+    quantize: bool = False
+    index_kind: str = "auto"
+    kb_memory_budget_mb: float | None = None
+    precision: str = "fp32"
+    linking: str = "collective"
+    #: the normalizer's lexical steps after the exact-name sieve (off: dense search alone)
+    sieves: bool = True
+    lexical_gate: float | None = None
+    propagation_threshold: float | None = None
+    dictionary_threshold: float | None = None
+    short_forms: bool | None = None
+    #: the normalizer :meth:`e2e_linker.api.Linker.normalize` (and ``linking="text"``) loads
+    normalizer_model: str | None = None
+    #: tokens around a mention in ``mode="per-mention"``
+    context_window: int = 128
+    #: the mention types written out (None: every type the model predicts), e.g.
+    #: ``("Chemical", "Disease")`` for a model that also finds genes
+    types: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+        if self.linking not in LINKINGS:  # before minutes of loading, not after
+            raise ValueError(f"linking must be one of {LINKINGS}, not {self.linking!r}")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
+            object.__setattr__(self, "types", tuple(
+                t.strip() for t in self.types.split(",") if t.strip()) or None)
+        elif self.types is not None:
+            object.__setattr__(self, "types", tuple(self.types))
+
+    def for_model(self, config) -> AnnotateSettings:
+        """These settings with every :data:`MODEL_DEFAULTS` field left unset taken from
+        ``config`` (a :class:`~e2e_linker.collective.model.LinkerConfig`)."""
+        unknown = sorted(set(self.types or ()) - set(config.types))
+        if unknown:
+            raise UserError(f"--types {','.join(unknown)}: the model predicts "
+                            f"{', '.join(config.types)}")
+        return replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
+                                if getattr(self, name) is None})
+
+    def selection_rules(self, keep: float | None = None) -> SelectionRules:
+        """The selection these settings ask for, with ``keep`` (default: the threshold)."""
+        return SelectionRules(self.threshold if keep is None else keep, self.lexical_gate,
+                              bool(self.short_forms), self.propagation_threshold,
+                              self.dictionary_threshold)

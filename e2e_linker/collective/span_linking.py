@@ -1,0 +1,237 @@
+"""Linking the spans ``linker annotate`` kept: dense search, then the lexical steps.
+
+Why its own module: detection (the model's scores and vectors, in
+:mod:`e2e_linker.collective.annotator`) and selection (:mod:`e2e_linker.collective.span_selection`)
+decide *which* spans; this module decides *what concept* each one is, from the KB side: the
+entity index (dense), the exact-name sieve, the sieve stack, in-document short forms, or a text
+linker (``--linking text``). Every step reads each document's one abbreviation scan
+(:class:`~e2e_linker.lexical.abbreviations.DocumentAbbreviations`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from data_tools.documents import Annotation, Document, Passage
+from data_tools.species import preferred_taxa
+from e2e_linker.collective.settings import ANNOTATOR
+from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.kb_search.entity_index import EntityIndex
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
+from e2e_linker.lexical.sieve_stack import SieveStack
+from e2e_linker.lexical.sieves import NameDictionary, choose_concept
+
+
+class TextLinker(Protocol):
+    """What links detected spans by their text: ``linker normalize``'s engine
+    (:class:`e2e_linker.normalizer.normalizer.Normalizer`) fits. The collective layer does not
+    import the normalizer; the caller that wants it (:func:`e2e_linker.api.Linker.load`) hands
+    it in."""
+
+    def normalize(self, docs: Iterable[Document],
+                  abbreviations: Sequence[DocumentAbbreviations] | None = None
+                  ) -> list[Document]:
+        """Fill each annotation's ``concept_ids`` and ``link_score`` in place."""
+        ...
+
+
+class SpanLinker:
+    """Links kept spans against one KB: ``index`` (dense), ``names`` (the exact-name sieve;
+    None: off), ``sieves`` (the sieve stack; None: off), ``text_linker`` (relinks every span
+    by its text instead; None: off) and, with ``resolve_abbreviations``, a short form takes
+    its long form's concept."""
+
+    def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
+                 sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
+                 resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None):
+        self.index = index
+        self.names = names
+        self.sieves = sieves
+        self.text_linker = text_linker
+        self.resolve_abbreviations = resolve_abbreviations
+        #: concept ID → NCBI taxon, for the KB's concepts that have one (genes); None or
+        #: empty: no species preference (:meth:`species_first`)
+        self.taxa = taxa or None
+
+    def is_name(self, text: str, type_: str) -> bool:
+        """Whether ``text`` is an exact KB name of a concept of ``type_``."""
+        return self.names is not None and bool(self.names.lookup(text, type_))
+
+    def lexically_linked(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
+                         abbreviations: Sequence[DocumentAbbreviations]) -> list[bool]:
+        """Per span, whether :meth:`link` would find its concept without dense search: an
+        exact KB name, a short form defined in its document, or a sieve-stack step."""
+        expansions = self.span_expansions(spans, texts, abbreviations) \
+            if self.sieves is not None else {}
+
+        def named(text: str, type_: str, found: dict[str, str] | None) -> bool:
+            if self.is_name(text, type_):
+                return True
+            return self.sieves is not None and self.sieves.match(
+                text, type_, expand_mention(text, found) if found else None) is not None
+
+        ends: dict[int, dict[int, list[int]]] = {}  # doc → span end → span starts
+        for span in spans:
+            ends.setdefault(span.doc_index, {}).setdefault(span.end, []).append(span.start)
+        out = []
+        for span, text in zip(spans, texts, strict=True):
+            found = expansions.get(span.doc_index)
+            ok = named(text, span.type, found)
+            if not ok and self.resolve_abbreviations:
+                abbr = abbreviations[span.doc_index].definitions.get(text)
+                # a short form counts when its long form is named or detected, as
+                # :meth:`link_short_forms` links it (short forms of undetected, unnamed things
+                # were mostly junk: eval/results/lexical_gate)
+                ok = abbr is not None and (named(abbr.long, span.type, found) or any(
+                    start >= abbr.long_start
+                    for start in ends[span.doc_index].get(abbr.long_end, ())))
+            out.append(ok)
+        return out
+
+    def link(self, spans: list[SpanPrediction], docs: Sequence[Document],
+             abbreviations: Sequence[DocumentAbbreviations]) -> list[Annotation | None]:
+        """One batched index search for all spans, then the name sieve, the sieve stack and
+        short forms (or the text linker).
+
+        Every span is searched, sieved or not: the sieve breaks ties between concepts that
+        share a name by the dense ranking, and falls back to its own order when none of its
+        concepts is in the top 64 — scoring only the sieve's concepts lost strict F1 on
+        BC5CDR, so that shortcut is not taken.
+        """
+        if not spans:
+            return []
+        queries = np.stack([s.vector for s in spans]).astype(np.float32)
+        ranked = self.index.link(queries, [s.type for s in spans])
+        if self.taxa:
+            preferred: dict[int, list[str]] = {}
+            for k, span in enumerate(spans):
+                if span.doc_index not in preferred:
+                    preferred[span.doc_index] = preferred_taxa(docs[span.doc_index].text)
+                ranked[k] = self.species_first(ranked[k], preferred[span.doc_index])
+        texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
+        expansions = self.span_expansions(spans, texts, abbreviations) \
+            if self.sieves is not None else {}
+        out: list[Annotation | None] = []
+        for span, dense, text in zip(spans, ranked, texts, strict=True):
+            cid, score, method = choose_concept(text, span.type, dense, self.names)
+            if self.sieves is not None and method != "exact":
+                found = expansions.get(span.doc_index)
+                hit = self.sieves.match(text, span.type,
+                                        expand_mention(text, found) if found else None)
+                if hit is not None:
+                    cid, method = hit
+                    score = next((s for c, s in dense if c == cid), None)
+            out.append(Annotation(
+                start=span.start, end=span.end, text=text, type=span.type,
+                concept_ids=[cid] if cid else [],
+                infons={"annotator": ANNOTATOR, "link_method": method},
+                mention_score=round(span.mention_score, 4),
+                link_score=None if score is None else round(score, 4),
+            ))
+        if self.text_linker is not None:
+            self.link_by_text(spans, out, docs, abbreviations)
+        elif self.resolve_abbreviations:
+            self.link_short_forms(spans, out, abbreviations)
+        return out
+
+    def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
+                      ) -> list[tuple[str, float]]:
+        """``ranked`` with its species-specific concepts reordered in the places they hold:
+        those of the ``preferred`` taxa first, in that order, then the other taxa's, each
+        group in its dense order; concepts without a taxon (chemicals, diseases) keep their
+        places.
+
+        Why: a gene symbol ("p53", "IL6") names a gene in every species, with vectors that
+        tie or nearly tie; the document says which species it is about
+        (:func:`data_tools.species.preferred_taxa`: the species it names most, human by
+        default), and that decides both the dense choice and which of an exact name's
+        concepts wins.
+        """
+        slots = [n for n, (cid, _) in enumerate(ranked) if cid in self.taxa]
+        if len(slots) < 2:
+            return ranked
+        order = {taxon: n for n, taxon in enumerate(preferred)}
+        moved = sorted((ranked[n] for n in slots),
+                       key=lambda item: order.get(self.taxa[item[0]], len(order)))
+        out = list(ranked)
+        for n, item in zip(slots, moved, strict=True):
+            out[n] = item
+        return out
+
+    def link_by_text(self, spans: Sequence[SpanPrediction],
+                     annotations: list[Annotation | None], docs: Sequence[Document],
+                     abbreviations: Sequence[DocumentAbbreviations]) -> None:
+        """Relink every span with :attr:`text_linker`, in place.
+
+        Each document goes to it as a bare view: its passages' text with only the detected
+        spans, so abbreviations come from the whole text (the document's one scan) and the
+        spans (as ``linker normalize`` reads them) and the input's own annotations are never
+        touched. ``link_score`` becomes the text linker's (the normalizer's cosine, ≤ 1); the
+        candidates list it writes is dropped, so the output carries the same infons as with
+        collective linking.
+        """
+        views: dict[int, Document] = {}
+        for span, ann in zip(spans, annotations, strict=True):
+            if ann is None:
+                continue
+            if span.doc_index not in views:
+                doc = docs[span.doc_index]
+                views[span.doc_index] = Document(id=doc.id, passages=[
+                    Passage(offset=p.offset, text=p.text) for p in doc.passages])
+            views[span.doc_index].add_annotation(ann)
+        self.text_linker.normalize(list(views.values()),
+                                   [abbreviations[d] for d in views])
+        for ann in annotations:
+            if ann is not None:
+                ann.infons.pop("candidates", None)
+                ann.infons["link_method"] = "text"
+
+    @staticmethod
+    def span_expansions(spans: Sequence[SpanPrediction], texts: Sequence[str],
+                        abbreviations: Sequence[DocumentAbbreviations]
+                        ) -> dict[int, dict[str, str]]:
+        """Short form → long form per document, from its scan and its detected spans (what
+        the normalizer expands a mention with)."""
+        by_doc: dict[int, list[tuple[str, str]]] = {}
+        for span, text in zip(spans, texts, strict=True):
+            by_doc.setdefault(span.doc_index, []).append((span.type, text))
+        return {d: abbreviations[d].expansions(mentions) for d, mentions in by_doc.items()}
+
+    def link_short_forms(self, spans: Sequence[SpanPrediction],
+                         annotations: list[Annotation | None],
+                         abbreviations: Sequence[DocumentAbbreviations]) -> None:
+        """Give each short form the concept of its long form, defined in the same document.
+
+        The long form's own prediction is used when one covers it; otherwise the name sieve
+        looks the long form up. Without either, the short form keeps its own link.
+        """
+        by_doc: dict[int, list[int]] = {}
+        for k, span in enumerate(spans):
+            by_doc.setdefault(span.doc_index, []).append(k)
+        for doc_index, members in by_doc.items():
+            defined = abbreviations[doc_index].definitions
+            if not defined:
+                continue
+            for k in members:
+                ann = annotations[k]
+                abbr = defined.get(ann.text) if ann is not None else None
+                if abbr is None:
+                    continue
+                source = next((annotations[m] for m in members if annotations[m] is not None
+                               and annotations[m].end == abbr.long_end
+                               and annotations[m].start >= abbr.long_start), None)
+                if source is not None and source.concept_ids:
+                    ann.concept_ids = list(source.concept_ids)
+                    ann.type = source.type
+                elif self.names is not None:
+                    found = self.names.lookup(abbr.long, ann.type)
+                    if not found:
+                        continue
+                    ann.concept_ids = [found[0]]
+                else:
+                    continue
+                ann.infons["link_method"] = "abbreviation"
+                ann.infons["long_form"] = abbr.long

@@ -1,0 +1,36 @@
+"""AnnotateSettings: one value for every annotate option, resolved against the model once."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_linker.collective.model import LinkerConfig
+from e2e_linker.collective.settings import AnnotateSettings
+from e2e_linker.errors import UserError
+
+
+def test_unset_settings_take_the_models_values_and_set_ones_stay():
+    config = LinkerConfig(threshold=0.3, lexical_gate=1.01, propagation_threshold=0.2,
+                          short_forms=True, types=["Chemical", "Disease", "Gene"])
+    resolved = AnnotateSettings(lexical_gate=0.0, types="Chemical, Disease").for_model(config)
+    assert (resolved.threshold, resolved.lexical_gate, resolved.propagation_threshold,
+            resolved.short_forms, resolved.dictionary_threshold) == (0.3, 0.0, 0.2, True, None)
+    assert resolved.types == ("Chemical", "Disease")
+    assert resolved.for_model(config) == resolved  # resolving twice changes nothing
+
+
+def test_bad_settings_fail_before_anything_loads():
+    with pytest.raises(ValueError, match="linking"):
+        AnnotateSettings(linking="normalizer")
+    with pytest.raises(ValueError, match="mode"):
+        AnnotateSettings(mode="fast")
+    with pytest.raises(UserError, match="Gene"):
+        AnnotateSettings(types=("Gene",)).for_model(LinkerConfig(types=["Chemical"]))
+
+
+def test_selection_rules_carry_the_settings():
+    rules = AnnotateSettings(threshold=0.4, lexical_gate=0.9, short_forms=True,
+                             propagation_threshold=0.2).selection_rules()
+    assert (rules.keep, rules.lexical_gate, rules.short_forms,
+            rules.propagation_threshold) == (0.4, 0.9, True, 0.2)
+    assert AnnotateSettings(threshold=0.4).selection_rules(0.7).keep == 0.7
