@@ -480,13 +480,18 @@ def load_kb(spec: str) -> KB:
 
 # ---- corpus specs --------------------------------------------------------------------------
 
-def load_corpus(spec: str, limit: int | None = None) -> list[Document]:
-    """All documents of a dataset split (``name:split``) or of a path, in order."""
+def dataset_of(spec: str) -> Dataset | None:
+    """The dataset split a corpus spec names (None for a path)."""
     if ":" in spec and not Path(spec).exists():
         name, split = spec.split(":", 1)
-        docs_iter = get_dataset(name, split).documents()
-    else:
-        docs_iter = read_documents(spec)
+        return get_dataset(name, split)
+    return None
+
+
+def load_corpus(spec: str, limit: int | None = None) -> list[Document]:
+    """All documents of a dataset split (``name:split``) or of a path, in order."""
+    dataset = dataset_of(spec)
+    docs_iter = dataset.documents() if dataset is not None else read_documents(spec)
     docs: list[Document] = []
     for doc in docs_iter:
         docs.append(doc)

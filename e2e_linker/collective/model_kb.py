@@ -16,11 +16,19 @@ from e2e_linker.errors import UserError
 
 
 def mined_names(corpus_specs: list[str]):
-    """A KB of annotation texts from the given corpora (``bc5cdr:train`` style specs)."""
+    """A KB of annotation texts from the given corpora (``bc5cdr:train`` style specs), each
+    dataset split's types mapped to the model's first (a gene corpus's ``FamilyName``
+    mentions are not gene names; see :func:`data_tools.registry.apply_type_map`)."""
     from data_tools.kb_loaders import names_from_corpus
-    from data_tools.registry import load_corpus
+    from data_tools.registry import apply_type_map, dataset_of, load_corpus
 
-    docs = [d for spec in corpus_specs for d in load_corpus(spec)]
+    docs = []
+    for spec in corpus_specs:
+        part = load_corpus(spec)
+        dataset = dataset_of(spec)
+        if dataset is not None and dataset.type_map:
+            apply_type_map(part, dataset.type_map)
+        docs += part
     return names_from_corpus(docs)
 
 

@@ -7,6 +7,14 @@ on chunks with mention BCE + type CE + linking CE. Per batch, every mention is s
 the union of its batch's candidate names (gold names, its hard negatives, shared random
 negatives) encoded live by the entity encoder, so the entity side learns too.
 
+Several corpora (``train`` entries with ``types``, ``type_map``, ``weight``; see
+:class:`~e2e_linker.training.config.CorpusEntry`): each epoch draws every corpus's chunks by its
+weight (:func:`~e2e_linker.training.examples.epoch_examples`) and shuffles them together, so a
+batch mixes corpora; a chunk whose corpus annotates only some types takes the partial-label
+mention loss (:mod:`~e2e_linker.training.collective_losses`); dev may be several corpora, each
+scored on its own types, the epoch chosen by their mean strict F1. ``init_from`` starts from a
+trained model (:mod:`~e2e_linker.training.warm_start`).
+
 Data-parallel (``accelerate launch -m e2e_linker train CONFIG.yaml``): every batch of
 ``batch_size`` chunks is split over the processes (process ``i`` takes chunks ``i, i+N, ...``),
 so the number of steps and the schedule do not change. Each process draws the batch's
@@ -25,6 +33,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -32,13 +41,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from data_tools.registry import load_corpus
+from data_tools.documents import FormatError
+from data_tools.registry import get_dataset, load_corpus
 from e2e_linker.collective.annotator import Annotator, attach_annotations
 from e2e_linker.collective.batches import collate_chunks
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
 from e2e_linker.collective.span_selection import resolve_overlaps
+from e2e_linker.errors import UserError
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
 from e2e_linker.lexical.sieves import NameDictionary
 from e2e_linker.runs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
@@ -49,9 +61,20 @@ from e2e_linker.training.checkpoint import (
     save_training_state,
     saved_state_exists,
 )
-from e2e_linker.training.collective_losses import linking_ce, mention_bce
-from e2e_linker.training.config import TrainConfig
-from e2e_linker.training.examples import ChunkExample, build_examples
+from e2e_linker.training.collective_losses import (
+    all_span_type_logits,
+    linking_ce,
+    mention_bce,
+    mention_loss,
+)
+from e2e_linker.training.config import CorpusEntry, TrainConfig
+from e2e_linker.training.examples import (
+    ChunkExample,
+    build_examples,
+    epoch_examples,
+    epoch_size,
+)
+from e2e_linker.training.warm_start import warm_start
 
 #: the loss terms, in the order their counts and values are exchanged between processes
 LOSS_TERMS = ("mention", "type", "linking")
@@ -77,12 +100,39 @@ def gold_tensors(examples: list[ChunkExample], length: int, max_span_len: int, b
     return gold
 
 
+def ignore_tensors(examples: list[ChunkExample], length: int, max_span_len: int,
+                   bio: bool) -> torch.Tensor | None:
+    """What the mention loss leaves out for a batch: the ignore spans (B, T, L), or for the
+    BIO head their tokens (B, T), never a gold span or token; None when there are none."""
+    if not any(ex.ignore for ex in examples):
+        return None
+    if bio:
+        out = torch.zeros((len(examples), length), dtype=torch.bool)
+        for b, ex in enumerate(examples):
+            for i, j in ex.ignore:
+                out[b, i:j + 1] = True
+            for s in ex.spans:
+                out[b, s.i:s.j + 1] = False
+        return out
+    out = torch.zeros((len(examples), length, max_span_len), dtype=torch.bool)
+    for b, ex in enumerate(examples):
+        for i, j in ex.ignore:
+            out[b, i, j - i] = True
+        for s in ex.spans:
+            out[b, s.i, s.j - s.i] = False
+    return out
+
+
 def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDictionary,
-                 dev_docs, thresholds: list[float], batch_size: int = 16) -> dict:
-    """Strict/partial F1 on dev for each threshold (one detection pass at the lowest)."""
+                 dev_docs, thresholds: list[float], batch_size: int = 16,
+                 types: Collection[str] | None = None) -> dict:
+    """Strict/partial F1 on dev for each threshold (one detection pass at the lowest);
+    with ``types``, predictions of other types are dropped (after overlaps are resolved)
+    before scoring, for a dev corpus that annotates only those."""
     from e2e_linker.scoring import score
 
-    annotator = Annotator(model, index, names, threshold=min(thresholds), batch_size=batch_size)
+    annotator = Annotator.from_parts(model, index, names, AnnotateSettings(
+        threshold=min(thresholds), batch_size=batch_size))
     spans, _ = annotator.detect(dev_docs, resolve=False)
     annotations = annotator.link(spans, dev_docs)
     results = {}
@@ -90,7 +140,8 @@ def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDiction
         keep = [k for k, s in enumerate(spans) if s.mention_score > gamma]
         kept_spans = resolve_overlaps([spans[k] for k in keep])
         chosen = {id(s) for s in kept_spans}
-        pairs = [(spans[k], annotations[k]) for k in keep if id(spans[k]) in chosen]
+        pairs = [(spans[k], annotations[k]) for k in keep if id(spans[k]) in chosen
+                 and (types is None or spans[k].type in types)]
         pred = attach_annotations(dev_docs, [p[0] for p in pairs], [p[1] for p in pairs], True)
         strict = score(dev_docs, pred, mode="strict")
         mentions = score(dev_docs, pred, mode="mentions")
@@ -108,6 +159,43 @@ def rename_types(docs, type_map: dict[str, str]) -> int:
                 ann.type = type_map[ann.type]
                 changed += 1
     return changed
+
+
+def restrict_dev_gold(docs, entry: CorpusEntry, model_types: Sequence[str]) -> int:
+    """Drop, in place, the gold annotations a dev corpus is not scored on: its ``None``-mapped
+    types and the model types it does not annotate; how many were dropped. (Annotations of
+    types the model does not know stay, as for a single dev corpus: they count as misses.)"""
+    drop = set(entry.ignored_types) | (set(model_types) - set(entry.types))
+    dropped = 0
+    for doc in docs:
+        for passage in doc.passages:
+            kept = [a for a in passage.annotations if a.type not in drop]
+            dropped += len(passage.annotations) - len(kept)
+            passage.annotations = kept
+    return dropped
+
+
+def declared_types(spec: str) -> list[str] | None:
+    """The model types the dataset registry says the corpus split ``spec`` annotates (None:
+    a path, or a split the registry cannot define here)."""
+    if ":" not in spec or Path(spec).exists():
+        return None
+    try:
+        dataset = get_dataset(*spec.split(":", 1))
+    except (FormatError, FileNotFoundError):
+        return None
+    return list(dataset.entity_types) or None
+
+
+def mean_over_corpora(per_corpus: dict[str, dict]) -> dict:
+    """Per threshold, the mean of each metric over the dev corpora (the selection metric is
+    the mean strict F1, so a small dev corpus counts as much as a large one)."""
+    first = next(iter(per_corpus.values()))
+    out = {}
+    for gamma in first:
+        rows = [results[gamma] for results in per_corpus.values()]
+        out[gamma] = {k: sum(r[k] for r in rows) / len(rows) for k in rows[0]}
+    return out
 
 
 @torch.inference_mode()
@@ -198,16 +286,35 @@ class CollectiveTrainer:
         the model, and cut the training documents into chunk examples."""
         cfg = self.cfg
         given = self._given
+        train_entries, dev_entries = cfg.train_corpora(), cfg.dev_corpora()
         if given["train_docs"] is not None:
-            self.train_docs = list(given["train_docs"])
-            self.dev_docs = list(given["dev_docs"] or [])
+            train_sets = self._given_sets(given["train_docs"], train_entries, "train")
+            dev_sets = self._given_sets(given["dev_docs"] or [], dev_entries, "dev")
         else:
-            _log(f"loading corpora {cfg.train} / {cfg.dev}")
-            self.train_docs = [d for s in cfg.train for d in load_corpus(s, cfg.max_train_docs)]
-            self.dev_docs = load_corpus(cfg.dev, cfg.max_dev_docs) if cfg.dev else []
-        if cfg.type_map:
-            renamed = rename_types(self.train_docs + self.dev_docs, cfg.type_map)
-            _log(f"renamed {renamed} annotation types ({cfg.type_map})")
+            _log(f"loading corpora {[e.corpus for e in train_entries]} / "
+                 f"{[e.corpus for e in dev_entries]}")
+            train_sets = [(e, load_corpus(e.corpus, cfg.max_train_docs)) for e in train_entries]
+            for entry in train_entries:
+                declared = declared_types(entry.corpus)
+                if declared and not entry.partial and not set(entry.types) <= set(declared):
+                    _log(f"WARNING: {entry.corpus} annotates {', '.join(declared)} (dataset "
+                         f"registry) but is trained as annotating {', '.join(entry.types)}: "
+                         "its unannotated spans are taught as non-mentions of every type; "
+                         f"if that is wrong, give its entry types: [{', '.join(declared)}]")
+            dev_sets = [(e, load_corpus(e.corpus, cfg.max_dev_docs)) for e in dev_entries]
+        for entry, docs in train_sets + dev_sets:
+            if entry.renames:
+                renamed = rename_types(docs, entry.renames)
+                _log(f"{entry.corpus}: renamed {renamed} annotation types ({entry.renames})")
+        for entry, docs in dev_sets:
+            if entry.partial or entry.ignored_types:
+                dropped = restrict_dev_gold(docs, entry, cfg.model.types)
+                _log(f"{entry.corpus}: scored on {', '.join(entry.types)} only ({dropped} "
+                     "gold annotations of other types left out)")
+        self.train_docs = [d for _, docs in train_sets for d in docs]
+        self.dev_docs = [d for _, docs in dev_sets for d in docs]
+        #: (entry, documents) of each dev corpus, validated one by one
+        self.dev_sets = [(entry, docs) for entry, docs in dev_sets if docs]
         if given["kb"] is not None:
             self.extra = given["extra"]
             self.kb = self.train_kb = given["kb"]
@@ -219,19 +326,53 @@ class CollectiveTrainer:
                            if cfg.train_kb_corpus_names else None)
             self.train_kb = assemble_kb(cfg.train_kb or cfg.kb, train_extra)
         _log(f"KB {len(self.kb)} concepts; training KB {len(self.train_kb)} concepts")
-        self.model = given["model"] or CollectiveLinker.from_encoder(cfg.model)
+        if given["model"] is not None:
+            self.model = given["model"]
+        elif cfg.init_from:
+            _log(f"starting from the model in {cfg.init_from}")
+            self.model = warm_start(cfg.model, cfg.init_from)
+        else:
+            self.model = CollectiveLinker.from_encoder(cfg.model)
         self.tokenizer = self.model.tokenizer
-        self.examples, stats = build_examples(
-            self.train_docs, self.tokenizer, cfg.model.types, set(self.train_kb.concepts),
-            cfg.train_max_length, cfg.model.max_span_len, cfg.model.chunk_overlap,
-            cfg.max_mentions_per_chunk,
-        )
-        _log(f"{len(self.examples)} training chunks; mention stats {stats}")
+        known = set(self.train_kb.concepts)
+        self.examples = []
+        #: examples per training corpus (consecutive in ``examples``) and each one's weight
+        self.corpus_sizes: list[int] = []
+        self.corpus_weights = [entry.weight for entry, _ in train_sets]
+        for c, (entry, docs) in enumerate(train_sets):
+            examples, stats = build_examples(
+                docs, self.tokenizer, cfg.model.types, known, cfg.train_max_length,
+                cfg.model.max_span_len, cfg.model.chunk_overlap, cfg.max_mentions_per_chunk,
+                annotated=entry.types, ignore_types=entry.ignored_types, corpus=c)
+            if not stats["unknown_types"]:
+                del stats["unknown_types"]
+            what = f"annotates {', '.join(entry.types)}; " if entry.partial else ""
+            _log(f"{entry.corpus}: {len(examples)} training chunks ({what}weight "
+                 f"{entry.weight:g}); mention stats {stats}")
+            self.examples.extend(examples)
+            self.corpus_sizes.append(len(examples))
         self.dev_examples = build_examples(
             self.dev_docs, self.tokenizer, cfg.model.types, None, cfg.model.max_length,
             cfg.model.max_span_len, cfg.model.chunk_overlap, 10**9)[0] \
             if cfg.model.mention_head == "bio" else []
         self.names_dict = NameDictionary.from_kb(self.train_kb)
+
+    def _given_sets(self, docs, entries: list[CorpusEntry], what: str
+                    ) -> list[tuple[CorpusEntry, list]]:
+        """Documents passed in (tests, notebooks) paired with the config's corpus entries:
+        a mapping from each entry's corpus spec to its documents, or one list of documents
+        (the one entry's, or a corpus annotating every type when there are several)."""
+        if isinstance(docs, dict):
+            missing = [e.corpus for e in entries if e.corpus not in docs]
+            if missing:
+                raise UserError(f"no {what} documents given for {', '.join(missing)}")
+            return [(e, list(docs[e.corpus])) for e in entries]
+        docs = list(docs)
+        if len(entries) == 1:
+            return [(entries[0], docs)]
+        if not docs:
+            return []
+        return [(CorpusEntry(what, tuple(self.cfg.model.types), dict(self.cfg.type_map)), docs)]
 
     # ---- index and hard negatives -----------------------------------------------------------
     @property
@@ -248,7 +389,8 @@ class CollectiveTrainer:
             with self.world.main_process_first():
                 index = EntityIndex.build(self.train_kb, self.model.entity_encoder,
                                           cache_dir=self.cfg.cache_dir,
-                                          progress=self.world.is_main)
+                                          progress=self.world.is_main,
+                                          max_names_per_concept=self.cfg.max_names_per_concept)
             self._index = index
         elif not self.world.is_main:  # only the main process searches a re-encoded index
             index = NameTable(self.train_kb, self.cfg.max_names_per_concept)
@@ -338,17 +480,34 @@ class CollectiveTrainer:
         counts: dict[str, int] = {}
         bio = cfg.model.mention_head == "bio"
         gold = gold_tensors(examples, length, cfg.model.max_span_len, bio).to(device)
+        ignore = ignore_tensors(examples, length, cfg.model.max_span_len, bio)
         if bio:
             logits = model.span_scorer(states)
             mask = batch["attention_mask"].bool() & (batch["segment"] >= 0)
+            if ignore is not None:
+                mask &= ~ignore.to(device)
             losses["mention"] = torch.nn.functional.cross_entropy(logits[mask], gold[mask])
             counts["mention"] = int(mask.sum())
         else:
             valid = span_validity(batch["attention_mask"], batch["word_start"], batch["word_end"],
                                   batch["segment"], batch["owned"], cfg.model.max_span_len)
             valid |= gold
+            if ignore is not None:
+                valid &= ~ignore.to(device)
             logits = model.span_scorer(states, valid)
-            losses["mention"] = mention_bce(logits, valid, gold)
+            partial_rows = [k for k, ex in enumerate(examples) if ex.partial]
+            if partial_rows:  # the type head's logits of every span of those chunks
+                where = torch.tensor(partial_rows, device=device)
+                partial = torch.zeros(len(examples), dtype=torch.bool, device=device)
+                partial[where] = True
+                annotated = torch.tensor([examples[k].annotated for k in partial_rows],
+                                         dtype=torch.bool, device=device)
+                type_logits = all_span_type_logits(states[where], model.type_head,
+                                                   cfg.model.max_span_len)
+                losses["mention"] = mention_loss(logits, valid, gold, partial, type_logits,
+                                                 annotated)
+            else:  # every chunk's corpus annotates every type: plain BCE, as always
+                losses["mention"] = mention_bce(logits, valid, gold)
             counts["mention"] = int(gold.sum())
         b, i, j, t, cids = [], [], [], [], []
         for k, ex in enumerate(examples):
@@ -377,6 +536,24 @@ class CollectiveTrainer:
             losses["linking"] = linking_ce(vecs[link], cand, positive)
             counts["linking"] = len(link)
         return losses, counts
+
+    def validate(self, index) -> tuple[dict, dict[str, dict] | None]:
+        """Dev results per threshold (:func:`evaluate_dev`): of the one dev corpus, or, for a
+        list of dev corpora, their mean with each one's own results beside it (keyed by
+        corpus spec). Each corpus is scored on the types it annotates only."""
+        cfg = self.cfg
+        if len(self.dev_sets) == 1 and not isinstance(cfg.dev, list | dict):
+            return evaluate_dev(self.model, index, self.names_dict, self.dev_sets[0][1],
+                                cfg.thresholds), None
+        per_corpus: dict[str, dict] = {}
+        for entry, docs in self.dev_sets:
+            name = entry.corpus
+            if name in per_corpus:
+                name = f"{name} [{', '.join(entry.types)}]"
+            per_corpus[name] = evaluate_dev(self.model, index, self.names_dict, docs,
+                                            cfg.thresholds,
+                                            types=set(entry.types) if entry.partial else None)
+        return mean_over_corpora(per_corpus), per_corpus
 
     def _share_of_batch(self, losses: dict[str, torch.Tensor],
                         counts: dict[str, int]) -> tuple[dict[str, torch.Tensor], list[float]]:
@@ -413,16 +590,20 @@ class CollectiveTrainer:
 
         1. :meth:`refresh_index` — the training KB's index under the current entity tower;
         2. for ``e > 0``: validate on dev with that index over ``cfg.thresholds``
-           (:func:`evaluate_dev`, strict F1) and save a checkpoint when it is the best so far,
+           (:meth:`validate`: strict F1, or its mean over several dev corpora, each scored
+           on its own types) and save a checkpoint when it is the best so far,
            with the best threshold γ as the model's default; without dev, save every epoch;
         3. stop after validating epoch ``epochs`` (so the last epoch's weights are scored too);
         4. mine hard negatives once on the main process (:meth:`mine_hard_negatives`,
            broadcast) — the KB names nearest each gold mention that belong to another concept;
-        5. one pass over the shuffled training chunks in batches of ``cfg.batch_size``: draw the
-           batch's candidate names (:meth:`candidate_rows`), compute mention BCE + type CE +
-           linking CE on this process's share (:meth:`batch_loss`), weight and sum them, sum
-           gradients across processes, clip, and step AdamW (encoder and heads have their own
-           learning rates) under linear warm-up then linear decay.
+        5. one pass over the training chunks — each corpus's drawn by its weight
+           (:func:`epoch_examples`; all of them once with the default weights), shuffled
+           together — in batches of ``cfg.batch_size``: draw the batch's candidate names
+           (:meth:`candidate_rows`), compute mention BCE (partial-label for the chunks of
+           partially annotated corpora) + type CE + linking CE on this process's share
+           (:meth:`batch_loss`), weight and sum them, sum gradients across processes, clip,
+           and step AdamW (encoder and heads have their own learning rates) under linear
+           warm-up then linear decay.
 
         Why validate before training each epoch rather than after: the index used for dev is
         the one the next epoch's hard negatives come from, so each KB encoding is used twice.
@@ -441,7 +622,8 @@ class CollectiveTrainer:
             [{"params": enc_params, "lr": cfg.lr}, {"params": head_params, "lr": cfg.head_lr}],
             weight_decay=cfg.weight_decay,
         )
-        steps_per_epoch = math.ceil(len(self.examples) / cfg.batch_size)
+        steps_per_epoch = math.ceil(epoch_size(self.corpus_sizes, self.corpus_weights)
+                                    / cfg.batch_size)
         total = max(1, steps_per_epoch * cfg.epochs)
         warmup = int(total * cfg.warmup_ratio)
 
@@ -483,10 +665,12 @@ class CollectiveTrainer:
             index = self.refresh_index()
             mid_epoch = epoch == state.epoch and state.next_batch > 0
             # a run resumed within an epoch was validated and mined before the interruption
-            if epoch > 0 and not mid_epoch and self.dev_docs and world.is_main:
-                results = evaluate_dev(self.model, index, self.names_dict, self.dev_docs,
-                                       cfg.thresholds)
+            if epoch > 0 and not mid_epoch and self.dev_sets and world.is_main:
+                results, per_corpus = self.validate(index)
                 gamma, res = max(results.items(), key=lambda kv: kv[1]["strict_f1"])
+                if per_corpus is not None:
+                    res = {**res, "corpora": {name: {**r[gamma], "all_thresholds": {
+                        str(k): v for k, v in r.items()}} for name, r in per_corpus.items()}}
                 if cfg.model.mention_head == "bio":
                     res["tagging_f1"] = tagging_f1(self.model, self.dev_examples)
                 _log(f"epoch {epoch} dev: best threshold {gamma} " + json.dumps(res))
@@ -504,7 +688,8 @@ class CollectiveTrainer:
             else:  # mined once, on the main process, and broadcast
                 hard = world.on_main(lambda idx=index: self.mine_hard_negatives(idx)) \
                     if cfg.n_hard > 0 else {}
-                order = list(range(len(self.examples)))
+                order = epoch_examples(self.corpus_sizes, self.corpus_weights, cfg.seed,
+                                       epoch)
                 random.shuffle(order)
                 first = 0
             self.model.train()

@@ -4,11 +4,17 @@ Gold annotations are mapped to chunk token positions once, up front. A mention c
 mention loss when it fits in ``max_span_len`` tokens and starts in the chunk's owned range;
 it counts for the linking loss when, in addition, it has exactly one concept ID that the
 training KB knows (composite and ``-1`` mentions still teach mention detection and type).
+
+Each example also carries what its corpus annotates: the model types it annotates
+exhaustively (``annotated``; ``None`` when all of them, the usual case) and its ignore spans,
+annotations of a type the config maps to ``None`` (annotated, but not one of the model's
+types), which are neither positive nor negative examples for the mention loss.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from data_tools.documents import Document
@@ -32,6 +38,18 @@ class ChunkExample:
 
     chunk: Chunk
     spans: list[GoldSpan] = field(default_factory=list)
+    #: index of the example's corpus among the config's training corpora
+    corpus: int = 0
+    #: per model type (in ``types`` order), whether the corpus annotates it exhaustively;
+    #: None: it annotates all of them (the mention loss is plain BCE)
+    annotated: tuple[bool, ...] | None = None
+    #: (first, last) chunk positions of spans masked out of the mention loss
+    ignore: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        """Whether an unannotated span may still be a mention (of a type not annotated)."""
+        return self.annotated is not None and not all(self.annotated)
 
 
 def _is_individual_part(ann) -> bool:
@@ -47,8 +65,17 @@ def build_examples(
     max_span_len: int = 10,
     overlap: int = 32,
     max_mentions_per_chunk: int = 64,
-) -> tuple[list[ChunkExample], dict[str, int]]:
-    """Examples for ``docs`` and counts of what was used and skipped (reported by the trainer)."""
+    annotated: Sequence[str] | None = None,
+    ignore_types: Collection[str] = (),
+    corpus: int = 0,
+) -> tuple[list[ChunkExample], dict]:
+    """Examples for ``docs`` and counts of what was used and skipped (reported by the trainer).
+
+    ``annotated``: the model types the corpus annotates exhaustively (None: all ``types``);
+    annotations of ``ignore_types`` become ignore spans (counted as ``ignored``). Annotations
+    of any other type the model lacks are skipped and counted, in total (``unknown_type``) and
+    by type (``unknown_types``), so a type that a ``type_map`` forgot shows in the log.
+    """
     from data_tools.documents import strip_prefix
 
     chunks = chunk_documents(docs, tokenizer, max_length, max_span_len, overlap)
@@ -56,16 +83,25 @@ def build_examples(
     for c in chunks:
         by_doc.setdefault(c.doc_index, []).append(c)
     type_index = {t: n for n, t in enumerate(types)}
-    stats = {"mentions": 0, "too_long": 0, "unaligned": 0, "linkable": 0, "capped": 0,
-             "unknown_type": 0}
-    examples = {id(c): ChunkExample(c) for c in chunks}
+    stats: dict = {"mentions": 0, "too_long": 0, "unaligned": 0, "linkable": 0, "capped": 0,
+                   "unknown_type": 0, "ignored": 0, "unknown_types": {}}
+    mask = None
+    if annotated is not None and set(annotated) != set(types):
+        mask = tuple(t in set(annotated) for t in types)
+    examples = {id(c): ChunkExample(c, corpus=corpus, annotated=mask) for c in chunks}
     for d, doc in enumerate(docs):
         for ann in doc.annotations:
             if _is_individual_part(ann):
                 continue
+            if ann.type in ignore_types:
+                stats["ignored"] += _place_ignore_span(ann, by_doc.get(d, []), examples,
+                                                       max_span_len)
+                continue
             stats["mentions"] += 1
             if ann.type not in type_index:
                 stats["unknown_type"] += 1
+                unknown = stats["unknown_types"]
+                unknown[ann.type] = unknown.get(ann.type, 0) + 1
                 continue
             placed = False
             for chunk in by_doc.get(d, []):
@@ -93,3 +129,46 @@ def build_examples(
             if not placed:
                 stats["unaligned"] += 1
     return [examples[id(c)] for c in chunks], stats
+
+
+def _place_ignore_span(ann, chunks: list[Chunk], examples: dict[int, ChunkExample],
+                       max_span_len: int) -> int:
+    """Put ``ann`` as an ignore span into the chunk that owns its start; 1 if placed."""
+    for chunk in chunks:
+        pos = char_span_to_tokens(chunk, ann.start, ann.end)
+        if pos is None or not chunk.owned[pos[0]]:
+            continue
+        if pos[1] - pos[0] >= max_span_len:  # no such span is scored anyway
+            return 0
+        examples[id(chunk)].ignore.append(pos)
+        return 1
+    return 0
+
+
+def epoch_size(sizes: Sequence[int], weights: Sequence[float]) -> int:
+    """How many examples one epoch draws from corpora of ``sizes`` at ``weights``."""
+    return sum(int(w) * n + round((w - int(w)) * n) for n, w in zip(sizes, weights, strict=True))
+
+
+def epoch_examples(sizes: Sequence[int], weights: Sequence[float], seed: int,
+                   epoch: int) -> list[int]:
+    """Indices of the examples an epoch trains on, unshuffled; corpus ``c``'s examples are
+    ``sum(sizes[:c]) ..``. A weight ``w`` takes each example ``int(w)`` times plus a random
+    ``w - int(w)`` share of them, drawn from ``seed`` and ``epoch`` alone (so a resumed run
+    draws the same); with every weight 1.0 it is simply ``range(sum(sizes))``.
+
+    Why weights: the corpora differ in size and in what they teach, so the share of each in
+    a batch is a setting chosen on dev, not an accident of corpus size.
+    """
+    rng = random.Random(seed * 1_000_003 + epoch)
+    out: list[int] = []
+    offset = 0
+    for n, w in zip(sizes, weights, strict=True):
+        whole = int(w)
+        for _ in range(whole):
+            out.extend(range(offset, offset + n))
+        share = round((w - whole) * n)
+        if share:
+            out.extend(sorted(offset + k for k in rng.sample(range(n), share)))
+        offset += n
+    return out

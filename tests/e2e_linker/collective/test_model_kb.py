@@ -71,3 +71,12 @@ def test_a_model_without_a_kb_and_a_missing_kb_file_are_user_errors(tmp_path):
         load_model_kb(tmp_path / "model")
     with pytest.raises(UserError, match="absent.tsv"):
         load_model_kb(tmp_path / "model", f"tsv:{tmp_path / 'absent.tsv'}")
+
+
+def test_mined_names_take_the_datasets_types():
+    """A gene corpus's FamilyName / DomainMotif mentions are not mined as names."""
+    from e2e_linker.collective.model_kb import mined_names
+
+    kb = mined_names(["gnormplus:train"])
+    assert {c.type for c in kb} == {"Gene"}
+    assert len(kb) > 500

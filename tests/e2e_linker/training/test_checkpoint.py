@@ -98,3 +98,30 @@ def test_config_differences_ignore_where_and_how_fast_and_the_annotate_time_gate
     current["model"]["max_span_len"] = 8
     current["lr"] = 1.0
     assert config_differences(saved, current) == ["lr", "model.max_span_len"]
+
+
+def test_a_resumed_multi_corpus_run_matches_the_uninterrupted_one(tiny_dir, tmp_path):
+    """Two corpora of different types, one drawn at weight 0.5: the epoch's draw and the
+    partial-label loss resume like the single-corpus run."""
+    from tests.e2e_linker.training.multi_corpus_data import corpora, corpus_options, model_config
+
+    def trainer(out) -> CollectiveTrainer:
+        torch.manual_seed(0)
+        model_cfg = model_config(str(tiny_dir))
+        train, dev = corpora()
+        cfg = TrainConfig(output_dir=str(out), epochs=2, batch_size=4, lr=1e-3, head_lr=1e-2,
+                          n_random=4, n_hard=2, kb_corpus_names=[], model=model_cfg,
+                          thresholds=[0.5], device="cpu", checkpoint_minutes=0.0,
+                          **corpus_options())
+        return CollectiveTrainer(cfg, train_docs=train, dev_docs=dev, kb=synthetic_kb(),
+                                 model=CollectiveLinker.from_encoder(model_cfg))
+
+    whole = trainer(tmp_path / "whole")
+    whole.train()
+    broken = trainer(tmp_path / "run")
+    _interrupt_at(broken, 2)
+    with pytest.raises(Interrupted):
+        broken.train()
+    resumed = trainer(tmp_path / "run")
+    resumed.train()
+    assert resumed.step_losses == pytest.approx(whole.step_losses[1:], rel=1e-5)

@@ -49,3 +49,95 @@ def test_an_empty_file_is_an_empty_mapping_and_unknown_keys_name_the_source(tmp_
     assert TrainConfig.from_yaml(path) == TrainConfig()
     with pytest.raises(UserError, match="^cli: unknown keys zz$"):
         reject_unknown_keys(TrainConfig, {"zz": 1, "epochs": 1}, "cli")
+
+
+# ---- several corpora ------------------------------------------------------------------------
+
+THREE = {"types": ["Chemical", "Disease", "Gene"]}
+
+
+def _config(**data) -> TrainConfig:
+    return TrainConfig.from_dict({"model": THREE, **data}, "test.yaml")
+
+
+def test_old_string_lists_resolve_to_corpora_annotating_every_type():
+    config = TrainConfig.from_yaml(CONFIGS / "bc5cdr.yaml")
+    assert config.train == ["bc5cdr:train"] and config.dev == "bc5cdr:dev"  # kept as written
+    (entry,) = config.train_corpora()
+    assert (entry.corpus, entry.types, entry.weight, entry.partial) == \
+        ("bc5cdr:train", ("Chemical", "Disease"), 1.0, False)
+    assert [e.corpus for e in config.dev_corpora()] == ["bc5cdr:dev"]
+    assert config.init_from is None
+    ncbi = TrainConfig.from_yaml(CONFIGS / "ncbi_disease.yaml")
+    assert ncbi.train_corpora()[0].renames == ncbi.type_map  # the global map, on every corpus
+    assert TrainConfig(dev=None).dev_corpora() == []
+
+
+def test_mapping_entries_with_types_type_map_and_weight():
+    config = _config(
+        type_map={"Drug": "Chemical", "FamilyName": "Gene"},
+        train=["bc5cdr:train",
+               {"corpus": "gnormplus:train", "types": ["Gene"], "weight": 0.5,
+                "type_map": {"Gene": "Gene", "FamilyName": None, "DomainMotif": None}}],
+        dev=[{"corpus": "bc5cdr:dev", "types": ["Chemical", "Disease"]}, "ncbi_disease:dev"])
+    full, genes = config.train_corpora()
+    assert not full.partial and full.types == ("Chemical", "Disease", "Gene")
+    assert genes.partial and genes.types == ("Gene",) and genes.weight == 0.5
+    # the entry's own map overrides the global one, which still applies to its other keys
+    assert genes.renames == {"Drug": "Chemical", "Gene": "Gene"}
+    assert genes.ignored_types == {"FamilyName", "DomainMotif"}
+    dev = config.dev_corpora()
+    assert [(e.corpus, e.partial) for e in dev] == [("bc5cdr:dev", True),
+                                                    ("ncbi_disease:dev", False)]
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"train": [{"corpus": "a:train", "typse": ["Gene"]}]},
+     r"train\[0\]: unknown keys typse; a corpus entry takes corpus, types, type_map, weight"),
+    ({"train": [{"types": ["Gene"]}]}, r"train\[0\]: a corpus entry needs 'corpus"),
+    ({"train": [{"corpus": "a:train", "types": ["Protein"]}]},
+     r"train\[0\] \(a:train\): types Protein not in model.types"),
+    ({"train": [{"corpus": "a:train", "types": []}]}, "types must be a non-empty list"),
+    ({"train": [{"corpus": "a:train", "type_map": {"Gene": "Protein"}}]},
+     "type_map sends Gene to 'Protein', which is not one of model.types"),
+    ({"train": [{"corpus": "a:train", "weight": 0}]}, "weight must be a positive number"),
+    ({"train": [{"corpus": "a:train", "weight": -1}]}, "weight must be a positive number"),
+    ({"train": [{"corpus": "a:train", "weight": "half"}]}, "weight must be a positive number"),
+    ({"train": [{"corpus": "a:train", "weight": True}]}, "weight must be a positive number"),
+    ({"train": [{"corpus": "a:train", "weight": float("inf")}]}, "weight must be a positive"),
+    ({"train": [3]}, r"train\[0\]: expected a corpus spec"),
+    ({"dev": [{"corpus": "a:dev", "weight": 2}]}, "dev corpora are not sampled"),
+    ({"train": ["gnormplus:test"]}, "train: gnormplus:test is not allowed here: a test split"),
+    ({"dev": "biored:dev"}, "dev: biored:dev is not allowed here: BioRED dev is the out-of-"),
+    ({"kb_corpus_names": ["biored:dev"]}, "kb_corpus_names: biored:dev is not allowed"),
+    ({"train": [{"corpus": "a:train", "types": ["Gene"]}],
+      "model": {**THREE, "mention_head": "bio"}}, "the BIO head cannot train on"),
+])
+def test_bad_corpus_entries_are_user_errors(data, message):
+    with pytest.raises(UserError, match=message):
+        _config(**data)
+
+
+def test_the_bio_head_takes_corpora_that_annotate_every_type_and_ignore_maps():
+    config = _config(model={**THREE, "mention_head": "bio"},
+                     train=[{"corpus": "a:train", "type_map": {"FamilyName": None}}])
+    assert config.train_corpora()[0].ignored_types == {"FamilyName"}
+
+
+def test_the_shipped_multi_corpus_config_parses():
+    config = TrainConfig.from_yaml(CONFIGS / "multi_corpus.yaml")
+    assert config.model.types == ["Chemical", "Disease", "Gene"]
+    assert config.init_from == "e2e_linker/default_model"
+    train = {e.corpus: e for e in config.train_corpora()}
+    assert set(train) == {"bc5cdr:train", "ncbi_disease:train", "gnormplus:train",
+                          "nlmgene:train"}
+    assert all(e.partial for e in train.values())  # none of them annotates all three types
+    assert train["gnormplus:train"].types == ("Gene",)
+    assert train["nlmgene:train"].ignored_types >= {"FamilyName", "DomainMotif", "Cell"}
+    assert train["ncbi_disease:train"].renames["SpecificDisease"] == "Disease"
+    dev = [e.corpus for e in config.dev_corpora()]
+    assert dev == ["bc5cdr:dev", "ncbi_disease:dev"]
+    assert {"gnormplus:train", "nlmgene:train"} <= set(config.kb_corpus_names) \
+        & set(config.train_kb_corpus_names)
+    assert "ncbi_disease:dev" not in config.kb_corpus_names  # NCBI dev is scored

@@ -38,7 +38,7 @@ def test_gold_spans_and_linking_targets(tokenizer):
     examples, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"],
                                      {"C1", "D1", "D2"})
     assert stats == {"mentions": 4, "too_long": 0, "unaligned": 0, "linkable": 1, "capped": 0,
-                     "unknown_type": 1}
+                     "unknown_type": 1, "ignored": 0, "unknown_types": {"Species": 1}}
     (example,) = examples
     tokens = tokenizer.convert_ids_to_tokens(example.chunk.input_ids)
     got = [(s.text, s.type_index, s.concept_id, tokens[s.i:s.j + 1]) for s in example.spans]
@@ -74,3 +74,38 @@ def test_a_span_inside_a_word_takes_the_covering_tokens_and_one_on_no_token_is_u
     (span,) = examples[0].spans
     assert tokenizer.convert_ids_to_tokens(examples[0].chunk.input_ids)[span.i:span.j + 1] == \
         ["as", "##pi", "##rin"]
+
+
+def test_a_partial_corpus_marks_its_annotated_types_and_ignore_spans(tokenizer):
+    doc = _doc()
+    start = TEXT.index("mice")
+    doc.add_annotation(Annotation(start, start + 4, "mice", "FamilyName", []))
+    types = ["Chemical", "Disease", "Gene"]
+    examples, stats = build_examples([doc], tokenizer, types, None, annotated=["Disease"],
+                                     ignore_types={"FamilyName", "Species"}, corpus=3)
+    (example,) = examples
+    assert example.corpus == 3 and example.annotated == (False, True, False) and example.partial
+    tokens = tokenizer.convert_ids_to_tokens(example.chunk.input_ids)
+    assert [tokens[i:j + 1] for i, j in example.ignore] == [["mice"], ["mice"]]
+    assert stats["ignored"] == 2 and stats["unknown_type"] == 0 and stats["mentions"] == 3
+    # a corpus that annotates every type has no mask: the plain BCE path
+    examples, _ = build_examples([_doc()], tokenizer, types, None, annotated=types)
+    assert examples[0].annotated is None and not examples[0].partial
+
+
+def test_epoch_examples_follow_the_weights_and_are_drawn_from_seed_and_epoch():
+    from e2e_linker.training.examples import epoch_examples, epoch_size
+
+    sizes = [4, 10, 3]
+    assert epoch_examples(sizes, [1.0, 1.0, 1.0], seed=13, epoch=0) == list(range(17))
+    order = epoch_examples(sizes, [2.0, 0.5, 1.0], seed=13, epoch=0)
+    assert len(order) == epoch_size(sizes, [2.0, 0.5, 1.0]) == 8 + 5 + 3
+    assert order[:8] == [0, 1, 2, 3] * 2 and order[-3:] == [14, 15, 16]
+    half = order[8:13]
+    assert len(set(half)) == 5 and all(4 <= k < 14 for k in half)
+    assert epoch_examples(sizes, [2.0, 0.5, 1.0], seed=13, epoch=0) == order  # deterministic
+    others = {tuple(epoch_examples(sizes, [2.0, 0.5, 1.0], seed=13, epoch=e)[8:13])
+              for e in range(1, 6)}
+    assert others - {tuple(half)}  # another half in other epochs
+    assert epoch_examples(sizes, [1.5, 1.0, 0.4], seed=1, epoch=2)[:4] == [0, 1, 2, 3]
+    assert epoch_size(sizes, [1.5, 1.0, 0.4]) == 6 + 10 + 1

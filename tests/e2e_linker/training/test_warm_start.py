@@ -1,0 +1,61 @@
+"""Warm start: a saved model's encoders and heads as the starting point, type rows by name."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
+from e2e_linker.errors import UserError
+from e2e_linker.training.warm_start import copy_type_rows, warm_start
+from tests.helpers.tiny import tiny_encoder_dir
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A saved two-type model (Chemical, Disease) with recognisable type-head values."""
+    root = tmp_path_factory.mktemp("warm")
+    tiny = tiny_encoder_dir(root / "bert")
+    model = CollectiveLinker.from_encoder(LinkerConfig(encoder=str(tiny), max_length=64,
+                                                       kb="synthetic"))
+    with torch.no_grad():
+        model.type_head.weight.copy_(torch.stack([torch.full((32,), 1.0),
+                                                  torch.full((32,), 2.0)]))
+        model.type_head.bias.copy_(torch.tensor([10.0, 20.0]))
+        model.span_scorer.proj.weight.fill_(0.5)
+        model.encoder.model.embeddings.word_embeddings.weight[5].fill_(3.0)
+    model.save(root / "model")
+    return tiny, root / "model"
+
+
+def test_rows_of_known_types_are_copied_by_name_and_new_types_start_fresh(saved):
+    tiny, directory = saved
+    torch.manual_seed(1)
+    model = warm_start(LinkerConfig(encoder=str(tiny), max_length=64, kb="synthetic",
+                                    types=["Gene", "Disease", "Chemical"]), directory)
+    weight, bias = model.type_head.weight.detach(), model.type_head.bias.detach()
+    assert weight.shape == (3, 32)
+    assert torch.equal(weight[1], torch.full((32,), 2.0)) and float(bias[1]) == 20.0
+    assert torch.equal(weight[2], torch.full((32,), 1.0)) and float(bias[2]) == 10.0
+    assert weight[0].abs().max() < 1.0 and float(bias[0]) not in (10.0, 20.0)  # fresh
+    assert torch.equal(model.span_scorer.proj.weight, torch.full((3, 32), 0.5))
+    assert torch.equal(model.encoder.model.embeddings.word_embeddings.weight[5],
+                       torch.full((32,), 3.0))
+    assert model.training and model.config.types == ["Gene", "Disease", "Chemical"]
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_copy_type_rows_returns_what_it_copied():
+    source, target = torch.nn.Linear(4, 2), torch.nn.Linear(4, 3)
+    assert copy_type_rows(source, ["A", "B"], target, ["B", "C", "A"]) == ["B", "A"]
+    assert torch.equal(target.weight[0], source.weight[1])
+    assert torch.equal(target.weight[2], source.weight[0])
+
+
+def test_an_architecture_change_is_refused(saved):
+    tiny, directory = saved
+    with pytest.raises(UserError, match="model settings mention_head, entity_pooling differ"):
+        warm_start(LinkerConfig(encoder=str(tiny), mention_head="bio", entity_pooling="mean",
+                                types=["Chemical"]), directory)
+    with pytest.raises(UserError, match="not a linker model directory"):
+        warm_start(LinkerConfig(encoder=str(tiny)), directory.parent)
