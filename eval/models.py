@@ -57,3 +57,30 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
     manifest["corpus_names"] = corpora
     (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     return tmp
+
+
+def model_with_kb_of(model: Path, tmp: Path, kb_model: Path | None = None) -> Path:
+    """The weights of ``model`` with the KB of ``kb_model`` (default: the shipped one): its
+    manifest, mined names and packed index, linked into ``tmp``.
+
+    Why: a model trained with a larger KB (genes) is compared with the shipped one on the
+    shipped KB, which this machine can search through the shipped packed index; its own KB
+    would first need every name encoded. Linking is then the same for both models, so the
+    comparison is of detection and typing."""
+    from e2e_linker.collective.model_dir import (
+        EXTRA_NAMES_FILE,
+        MANIFEST_FILE,
+        PACKED_INDEX_FILE,
+        default_linker_dir,
+    )
+
+    kb_files = (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE)
+    kb_model = (kb_model or default_linker_dir()).resolve()
+    tmp.mkdir(parents=True, exist_ok=True)
+    for item in model.resolve().iterdir():
+        if item.name not in kb_files:
+            (tmp / item.name).symlink_to(item)
+    for name in kb_files:
+        if (kb_model / name).exists():
+            (tmp / name).symlink_to(kb_model / name)
+    return tmp

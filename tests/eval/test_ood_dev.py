@@ -1,0 +1,33 @@
+"""eval.ood_dev's scoring pieces on hand-made documents, and BioRED's types mapped to ours."""
+
+from __future__ import annotations
+
+from data_tools.documents import Annotation, Document, Passage
+from eval.ood_dev import gold_of, only_types, overlapped_share, report_of
+
+
+def _doc(doc_id: str, spans: list[tuple[int, int, str, str]]) -> Document:
+    text = "IL-8 and aspirin raised TNF in asthma patients."
+    doc = Document(doc_id, [Passage(0, text, {})])
+    for n, (start, end, type_, cid) in enumerate(spans):
+        doc.add_annotation(Annotation(start, end, text[start:end], type_, [cid], id=str(n)))
+    return doc
+
+
+def test_gene_confusion_counts_gold_genes_overlapped_by_chemicals_or_diseases():
+    gold = [_doc("1", [(0, 4, "Gene", "3576"), (9, 16, "Chemical", "D001241"),
+                       (24, 27, "Gene", "7124"), (31, 37, "Disease", "D001249")])]
+    pred = [_doc("1", [(0, 4, "Chemical", "D016209"), (9, 16, "Chemical", "D001241"),
+                       (24, 27, "Gene", "7124"), (31, 37, "Disease", "D001249")])]
+    assert overlapped_share(gold, pred, "Gene", ("Chemical", "Disease")) == (1, 2)
+    scores = report_of(gold, pred, ("Chemical", "Disease"), None)
+    # the IL-8 "chemical" is a false positive; the predicted gene is left out, not scored
+    assert scores["strict"]["by_type"]["Chemical"]["p"] == 0.5
+    assert scores["strict"]["by_type"]["Disease"]["f1"] == 1.0
+    assert [a.type for d in only_types(pred, ("Gene",)) for a in d.annotations] == ["Gene"]
+
+
+def test_biored_dev_arrives_in_our_types():
+    docs = gold_of("biored:dev")
+    assert len(docs) == 64
+    assert {a.type for d in docs for a in d.annotations} == {"Chemical", "Disease", "Gene"}
