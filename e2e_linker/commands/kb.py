@@ -7,7 +7,8 @@ checkpointed, so a killed build resumes) and build the approximate index that ``
 (the second waits for the first). ``linker kb pack`` stores a compact IVF-PQ index of the
 KB inside a model directory, so that the model's first runs elsewhere encode only shortlisted
 names (:mod:`e2e_linker.kb_search.packed_index`). ``linker kb info`` lists what a cache folder
-holds.
+holds, each list once (a partly encoded one with its fill ratio); ``--verify`` checks every
+file against its checksums (:mod:`e2e_linker.kb_search.integrity`).
 """
 
 from __future__ import annotations
@@ -104,29 +105,68 @@ def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_byte
 @command.command("info")
 @click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
 @click.option("--json", "as_json", is_flag=True, help="Print the listing as JSON.")
-def info(cache_dir: str | None, as_json: bool) -> None:
-    """List what the KB cache holds: encoders, names, KB matrices, indexes, size on disk."""
-    from e2e_linker.kb_search.cache import default_cache_dir, describe_cache
+@click.option("--verify", is_flag=True,
+              help="Check every cache file against its checksums (reads the whole cache) and "
+                   "report each one ok, damaged or unverified; exit code 2 when any is "
+                   "damaged.")
+def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
+    """List what the KB cache holds: encoders, names, KB matrices (full, or partly encoded on
+    demand), indexes, size on disk."""
+    from e2e_linker.errors import UserError
+    from e2e_linker.kb_search.cache import default_cache_dir, describe_cache, verify_cache
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     entries = describe_cache(root) if root.is_dir() else []
+    checked = verify_cache(root) if verify and root.is_dir() else []
     if as_json:
-        click.echo(json.dumps({"cache": str(root), "entries": entries}, indent=2))
-        return
-    if not entries:
+        listing: dict = {"cache": str(root), "entries": entries}
+        if verify:
+            listing["verify"] = checked
+        click.echo(json.dumps(listing, indent=2))
+    elif not entries:
         click.echo(f"{root}: empty (the first `linker annotate` or `linker kb build` fills it)")
-        return
-    click.echo(f"cache {root}")
-    for entry in entries:
-        who = entry.get("encoder", {})
-        click.echo(f"- {entry['store']}/{entry['fingerprint']}: "
-                   f"{entry['bytes'] / 2**20:,.1f} MiB"
-                   + (f", {entry['names']:,} names" if "names" in entry else "")
-                   + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
-                      f"{who.get('max_length')} tokens)" if who else ""))
-        for kb in entry["kbs"]:
-            click.echo(f"    KB {kb['kb'] or '(not recorded)'}: {kb['rows']:,} names, "
-                       f"index {', '.join(kb['indexes'])}"
-                       + (f", model {kb['model']}" if kb["model"] else ""))
-        for item in entry["lists"]:
-            click.echo(f"    text list {item['file']}: {item['rows']:,} rows")
+    else:
+        click.echo(f"cache {root}")
+        for entry in entries:
+            _echo_entry(entry)
+        if verify:
+            click.echo(f"verify: {len(checked)} files")
+            for item in checked:
+                click.echo(f"  {item['state']:<10}  {item['file']}"
+                           + (f": {item['why']}" if item["why"] else ""))
+    damaged = [item["file"] for item in checked if item["state"] == "damaged"]
+    if damaged:
+        more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""
+        raise UserError(f"{len(damaged)} damaged KB cache file{'s' if len(damaged) > 1 else ''} "
+                        f"in {root} ({damaged[0]}{more}): the next run that needs "
+                        f"{'them' if len(damaged) > 1 else 'it'} discards and re-encodes "
+                        f"what is damaged, or delete {'them' if len(damaged) > 1 else 'it'} "
+                        "now")
+
+
+def _rows(item: dict, unit: str) -> str:
+    """How much of a list is there: all its rows, a fill ratio, or damage."""
+    if item["state"] == "partial":
+        return (f"{item['encoded']:,} of {item['rows']:,} {unit} encoded "
+                f"({100 * item['filled']:.1f} %; the others when a search shortlists them)")
+    if item["state"] == "damaged":
+        return "damaged (`linker kb info --verify` says how; the next run replaces it)"
+    return f"{item['rows']:,} {unit}"
+
+
+def _echo_entry(entry: dict) -> None:
+    """One encoder's folder, its KB matrices and text lists, each listed once."""
+    who = entry.get("encoder", {})
+    click.echo(f"- {entry['store']}/{entry['fingerprint']}: "
+               f"{entry['bytes'] / 2**20:,.1f} MiB"
+               + (f", {entry['names']:,} names" if "names" in entry else "")
+               + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
+                  f"{who.get('max_length')} tokens)" if who else ""))
+    for kb in entry["kbs"]:
+        click.echo(f"    KB {kb['kb'] or '(not recorded)'}: {_rows(kb, 'names')}, "
+                   f"index {', '.join(kb['indexes'])}"
+                   + (f", model {kb['model']}" if kb["model"] else
+                      f", packed index {kb['packed_index']}" if kb.get("packed_index") else ""))
+    for item in entry["lists"]:
+        click.echo(f"    text list {item['file']}: {_rows(item, 'rows')}"
+                   + (f" (KB {item['kb']})" if item.get("kb") else ""))

@@ -25,8 +25,11 @@ On disk (the layout existing caches have; no file is renamed):
   (``.json`` beside: the KB it was built for; approximate indexes: ``.*.faiss``).
 * ``normalizer_vectors/<fingerprint>/<hash>-<n>.npy`` — unit full lists, written in resumable
   parts (``<hash>-<n>.parts/``).
-* ``<list>.partial.npy`` + ``<list>.partial-have.npy`` beside a list's full file — its partial
-  mode.
+* ``<list>.partial.npy`` + ``<list>.partial-have.npy`` (+ ``<list>.partial-sums.npy``) beside
+  a list's full file — its partial mode.
+* ``FILE.sums.json`` beside every whole file above — its size and block checksums
+  (:mod:`e2e_linker.kb_search.integrity`: what is checked when, and what a damaged file
+  becomes: reported by name, discarded, made again).
 
 Why a full list is encoded one way per mode: the raw mode encodes the names its table lacks,
 sorted by length, in checkpointed pieces, then gathers the list's rows; the unit mode encodes
@@ -41,6 +44,7 @@ and arguments callers already use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -57,11 +61,33 @@ from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
     default_cache_dir,
     encoder_fingerprint,
+    ensure_room,
     exclusive,
+    try_exclusive,
     writable,
 )
+from e2e_linker.kb_search.integrity import (
+    DAMAGED,
+    UNVERIFIED,
+    DamagedFile,
+    Verdict,
+    adopt,
+    atomic_write,
+    check_file,
+    discard_damaged,
+    npy_layout,
+    open_matrix,
+    report_damage,
+    save_array,
+    save_lines,
+    seal,
+)
 from e2e_linker.kb_search.packed_index import built_for, names_digest, read_info, read_packed
-from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
+from e2e_linker.kb_search.partial_matrix import (
+    PartialKBMatrix,
+    check_partial,
+    partial_fill,
+)
 from e2e_linker.kb_search.unit_vectors import encode_unit, unit_rows
 
 #: batches encoded between two updates of the progress bar
@@ -111,38 +137,158 @@ class VectorStore:
 
     # ---- the name-keyed table --------------------------------------------------------------
 
-    def load(self, attempts: int = 5) -> tuple[list[str], np.ndarray | None]:
-        """The table's texts and vectors; retried briefly while another process is writing."""
+    def load(self, attempts: int = 5, *, locked: bool = False
+             ) -> tuple[list[str], np.ndarray | None]:
+        """The table's texts and vectors, every block checked against its record (what is
+        gathered from the table goes into new files, so all of it is read).
+
+        A table that does not check out is read again while another process may be writing it
+        (it replaces the two files one after the other, holding the folder's lock), then
+        repaired under the lock (:meth:`_repair_table`). ``locked``: the caller holds it."""
+        problem: DamagedFile | None = None
         for attempt in range(attempts):
             if not (self.names_path.is_file() and self.vectors_path.is_file()):
                 return [], None
-            with self.names_path.open(encoding="utf-8") as handle:
-                names = [json.loads(line) for line in handle]
+            try:
+                return self._read_table(locked)
+            except DamagedFile as exc:
+                problem = exc
+            if locked:
+                return self._repair_table()
+            with try_exclusive(self.names_folder) as held:
+                if held:  # nobody is writing: what we saw is what there is
+                    with writable(self.names_folder):
+                        return self._repair_table()
+            if not os.access(self.names_folder, os.W_OK):
+                break  # nobody can be writing it either
+            time.sleep(0.5 * (attempt + 1))
+        if not os.access(self.names_folder, os.W_OK) and problem is not None:
+            raise UserError(f"the KB cache file {problem.path} is damaged ({problem.why}) and "
+                            "cannot be repaired here (the folder is not writable); delete "
+                            f"{self.names_path} and {self.vectors_path} (their names are "
+                            "encoded again), or point E2E_LINKER_CACHE (or --cache-dir) at "
+                            "another folder")
+        with exclusive(self.names_folder, "writes the name table", self.progress), \
+                writable(self.names_folder):
+            return self._repair_table()
+
+    def _read_names(self) -> list[str]:
+        """``names.jsonl`` parsed; :class:`DamagedFile` for a line that is not a JSON string."""
+        names: list[str] = []
+        with self.names_path.open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                try:
+                    name = json.loads(line)
+                except ValueError:
+                    raise DamagedFile(self.names_path,
+                                      f"line {number:,} is not JSON") from None
+                if not isinstance(name, str):
+                    raise DamagedFile(self.names_path, f"line {number:,} is not a name")
+                names.append(name)
+        return names
+
+    def _table_verdicts(self) -> tuple[Verdict, Verdict]:
+        return (check_file(self.names_path, npy=False, full=True),
+                check_file(self.vectors_path, full=True, dtype=np.float16))
+
+    def _read_table(self, locked: bool) -> tuple[list[str], np.ndarray]:
+        """The table when both files check out (:class:`DamagedFile` otherwise); files
+        without a record are adopted when the lock is ours or free."""
+        verdicts = self._table_verdicts()
+        for verdict in verdicts:
+            if verdict.state == DAMAGED:
+                raise DamagedFile(verdict.path, verdict.why)
+        if any(v.state == UNVERIFIED for v in verdicts):
+            if locked:
+                return self._adopt_table()
+            with try_exclusive(self.names_folder) as held:
+                if held:
+                    return self._adopt_table()
+        names = self._read_names()
+        vectors = np.load(self.vectors_path, mmap_mode="r")
+        if len(vectors) != len(names):
+            raise DamagedFile(self.vectors_path, f"{len(vectors):,} rows for the "
+                                                 f"{len(names):,} names of names.jsonl")
+        return names, vectors
+
+    def _adopt_table(self) -> tuple[list[str], np.ndarray]:
+        """A table without records (folder locked): checked and recorded, or repaired."""
+        names = self._read_names()
+        if len(npy_layout(self.vectors_path).shape) != 2 or \
+                npy_layout(self.vectors_path).shape[0] != len(names):
+            raise DamagedFile(self.vectors_path, "its rows and the names of names.jsonl "
+                                                 "differ in number")
+        verdict = adopt(self.vectors_path, dtype=np.float16)
+        if verdict.state == DAMAGED:
+            raise DamagedFile(self.vectors_path, verdict.why)
+        with contextlib.suppress(OSError):
+            seal(self.names_path, npy=False)
+        return names, np.load(self.vectors_path, mmap_mode="r")
+
+    def _repair_table(self) -> tuple[list[str], np.ndarray | None]:
+        """The table read under the folder's lock, where whatever fails is damage: damaged
+        blocks of ``vectors.npy`` (and all-zero rows of one without a record) drop the rows
+        they hold — their names are encoded again when next needed — and the table is
+        rewritten; a damaged ``names.jsonl``, or a ``vectors.npy`` whose header or size is
+        wrong, drops the table."""
+        if not (self.names_path.is_file() and self.vectors_path.is_file()):
+            return [], None
+        both = [self.names_path, self.vectors_path]
+        names_verdict, vectors_verdict = self._table_verdicts()
+        try:
+            if names_verdict.state == DAMAGED:
+                raise DamagedFile(self.names_path, names_verdict.why)
+            names = self._read_names()
+            if vectors_verdict.state == DAMAGED and not vectors_verdict.bad_blocks:
+                raise DamagedFile(self.vectors_path, vectors_verdict.why)
             vectors = np.load(self.vectors_path, mmap_mode="r")
-            if len(vectors) == len(names):
-                return names, vectors
-            time.sleep(0.5 * (attempt + 1))  # the two files are replaced one after the other
-        return [], None  # still torn: start over rather than misalign
+            if len(vectors) != len(names):
+                raise DamagedFile(self.vectors_path, f"{len(vectors):,} rows for the "
+                                                     f"{len(names):,} names of names.jsonl")
+        except DamagedFile as exc:
+            discard_damaged(exc.path, exc.why, "the name table is discarded; its names are "
+                            "encoded again when needed", also=[p for p in both if p != exc.path])
+            return [], None
+        keep = np.ones(len(names), bool)
+        why = vectors_verdict.why
+        if vectors_verdict.state == DAMAGED:
+            for block in vectors_verdict.bad_blocks:
+                rows = vectors_verdict.block_rows
+                keep[block * rows:(block + 1) * rows] = False
+        elif vectors_verdict.state == UNVERIFIED:
+            for at in range(0, len(names), 65536):
+                keep[at:at + 65536] = np.asarray(vectors[at:at + 65536]).any(axis=1)
+            why = f"{int((~keep).sum()):,} rows are all zeros, which no encoder writes"
+        if keep.all():
+            if UNVERIFIED in (names_verdict.state, vectors_verdict.state):
+                with contextlib.suppress(OSError):
+                    seal(self.names_path, npy=False)
+                    seal(self.vectors_path)
+            return names, vectors
+        kept = [name for name, k in zip(names, keep.tolist(), strict=True) if k]
+        self.store(kept, np.asarray(vectors[keep]))
+        report_damage(self.vectors_path, why, f"the vectors of {len(names) - len(kept):,} "
+                      "names were dropped; they are encoded again when needed")
+        return kept, np.load(self.vectors_path, mmap_mode="r")
 
     def store(self, names: list[str], vectors: np.ndarray) -> None:
-        """Replace the table with ``names`` and their ``vectors`` (each file atomically)."""
+        """Replace the table with ``names`` and their ``vectors`` (each file atomically and
+        with its record; room checked first). Call with the folder locked."""
         with writable(self.names_folder):
             self.names_folder.mkdir(parents=True, exist_ok=True)
-            tmp_vectors = self.names_folder / f"vectors.{os.getpid()}.tmp.npy"
-            tmp_names = self.names_folder / f"names.{os.getpid()}.tmp.jsonl"
-            np.save(tmp_vectors, vectors)
-            with tmp_names.open("w", encoding="utf-8") as handle:
-                for name in names:
-                    handle.write(json.dumps(name) + "\n")
-            os.replace(tmp_vectors, self.vectors_path)
-            os.replace(tmp_names, self.names_path)
+            lines = [json.dumps(name) + "\n" for name in names]
+            ensure_room(self.names_folder, vectors.nbytes + sum(map(len, lines)),
+                        "the name table")
+            save_array(self.vectors_path, vectors)
+            save_lines(self.names_path, lines)
             encoder_json = self.names_folder / "encoder.json"
             if not encoder_json.is_file():
                 config = getattr(self.encoder.model, "config", None)
-                encoder_json.write_text(json.dumps({
+                text = json.dumps({
                     "model": str(getattr(config, "name_or_path", "") or ""),
                     "pooling": self.encoder.pooling, "max_length": self.encoder.max_length,
-                }, indent=2) + "\n")
+                }, indent=2) + "\n"
+                atomic_write(encoder_json, lambda handle: handle.write(text.encode()))
 
     def estimate_seconds(self, missing: Sequence[str], batch_size: int = 256) -> float:
         """Seconds encoding ``missing`` will take here, from a timed sample of names spread
@@ -176,7 +322,7 @@ class VectorStore:
         """Encode and store the names the table lacks (called with its folder locked)."""
         from tqdm.auto import tqdm
 
-        known, stored = self.load()  # another process may have added them while we waited
+        known, stored = self.load(locked=True)  # another process may have added them
         row = {n: i for i, n in enumerate(known)}
         missing = sorted({n for n in names if n not in row}, key=len)
         if missing:
@@ -258,15 +404,35 @@ class VectorStore:
                                 f"list ({info.kb or 'unknown'}, {info.names:,} {items}); "
                                 f"`{pack_command}` rebuilds it")
             return None
-        if not required and self.list_path(texts).is_file():
+        if not required and self._full_list_at_hand(texts):
             return None
         rows = self.partial(texts)
+        self._describe(self.list_path(texts), {"kb": info.kb or None, "names": len(texts),
+                                               "packed_index": str(packed)})
         if self.progress:
             print(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
                   f"first use and cached in {self.folder} ({rows.present:,} so far)",
                   file=sys.stderr)
         return rows, read_packed(packed)
+
+    def _full_list_at_hand(self, texts: Sequence[str]) -> bool:
+        """Whether full mode can serve ``texts`` without encoding them all: their full list is
+        cached and intact, or it was damaged (and is now discarded) and the name table holds
+        every text to gather it again, to the same bytes.
+
+        Why the second case: a damaged list whose texts must all be encoded again (one
+        promoted from partial rows has no table behind it) is better served by the packed
+        index's on-demand rows than by an hour-long encode."""
+        path = self.list_path(texts)
+        if not path.is_file():
+            return False
+        if open_matrix(path, (len(texts), self.encoder.hidden_size), self.folder) is not None:
+            return True
+        if self.unit:
+            return False
+        known = set(self.load()[0])
+        return all(text in known for text in texts)
 
     def _full_raw(self, names: Sequence[str], describe: dict | None, batch_size: int,
                   progress: bool) -> np.ndarray:
@@ -278,33 +444,71 @@ class VectorStore:
         KB costs page cache, not process memory, until rows are touched.
         """
         path = self.list_path(names)
-        if not path.is_file():
-            matrix = self.vectors_for(names, batch_size=batch_size, progress=progress)
+        shape = (len(names), self.encoder.hidden_size)
+        matrix = open_matrix(path, shape, self.folder)
+        if matrix is None:
+            vectors = self.vectors_for(names, batch_size=batch_size, progress=progress)
             with exclusive(self.folder, "writes a KB matrix", progress), writable(path.parent):
                 path.parent.mkdir(parents=True, exist_ok=True)
-                if not path.is_file():
-                    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-                    np.save(tmp, matrix)
-                    os.replace(tmp, path)
-        info = path.with_suffix(".json")
-        if describe is not None and not info.is_file():
-            with writable(path.parent):
-                info.write_text(json.dumps({**describe, "names": len(names)}, indent=2) + "\n")
-        matrix = np.load(path, mmap_mode="r")
-        if len(matrix) != len(names):
-            raise ValueError(f"{path}: {len(matrix)} rows for {len(names)} names")
+                if open_matrix(path, shape, self.folder, locked=True) is None:
+                    ensure_room(path.parent, vectors.nbytes, f"the KB matrix {path.name}")
+                    save_array(path, vectors)
+            matrix = np.load(path, mmap_mode="r")
+        if describe is not None:
+            self._describe(path, {**describe, "names": len(names)})
         return matrix
 
+    @staticmethod
+    def _describe(path: Path, record: dict) -> None:
+        """Record what a list was made for beside it (``<list>.json``, for ``linker kb info``):
+        the first record's values stay, keys it lacks are added. A cache that cannot be
+        written goes without (the record only informs)."""
+        info = path.with_suffix(".json")
+        try:
+            old = json.loads(info.read_text()) if info.is_file() else None
+        except (OSError, ValueError):
+            old = None
+        merged = {**record, **(old if isinstance(old, dict) else {})}
+        if merged == old:
+            return
+        text = json.dumps(merged, indent=2) + "\n"
+        with contextlib.suppress(OSError):
+            info.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(info, lambda handle: handle.write(text.encode()))
+
     def _full_unit(self, texts: list[str], label: str) -> np.ndarray:
-        """A unit list's matrix: seeded from the table, the rest encoded in resumable parts."""
+        """A unit list's matrix: seeded from the table, the rest encoded in resumable parts
+        (under the folder's lock: a second process waits for the first, then maps its file)."""
         dim = self.encoder.hidden_size
         if not texts:
             return np.zeros((0, dim), np.float16)
         path = self.list_path(texts)
-        if path.is_file():
-            return np.load(path, mmap_mode="r")
+        matrix = open_matrix(path, (len(texts), dim), self.folder)
+        if matrix is not None:
+            return matrix
+        with exclusive(self.folder, "encodes texts", self.progress), writable(self.folder):
+            if open_matrix(path, (len(texts), dim), self.folder, locked=True) is None:
+                self._encode_unit(texts, label, path)
+        return np.load(path, mmap_mode="r")
+
+    def _part_ok(self, part: Path, shape: tuple[int, int]) -> bool:
+        """Whether a part of a unit list is on disk whole and right (folder locked); a damaged
+        one is discarded, to be encoded again."""
+        if not part.is_file():
+            return False
+        verdict = check_file(part, full=True, shape=shape, dtype=np.float16)
+        if verdict.state == UNVERIFIED:
+            verdict = adopt(part, shape=shape, dtype=np.float16)
+        if verdict.state == DAMAGED:
+            discard_damaged(part, verdict.why, "discarded; its texts are encoded again")
+            return False
+        return True
+
+    def _encode_unit(self, texts: list[str], label: str, path: Path) -> None:
+        """Encode a unit list into ``path`` (folder locked)."""
         from tqdm.auto import tqdm
 
+        dim = self.encoder.hidden_size
         seeded, found = (None, np.zeros(len(texts), bool))
         if len(texts) >= self.seed_min:
             seeded, found = self._seed(texts)
@@ -316,24 +520,21 @@ class VectorStore:
         for p in range(n_parts):
             part_path = parts_dir / f"{p:05d}.npy"
             chunk = todo[p * self.part_size:(p + 1) * self.part_size]
-            if not part_path.is_file():
+            if not self._part_ok(part_path, (len(chunk), dim)):
                 vecs = encode_unit(self.encoder, [texts[i] for i in chunk], self.batch_size)
-                tmp = parts_dir / f"{p:05d}.tmp.npy"
-                np.save(tmp, vecs.astype(np.float16))
-                os.replace(tmp, part_path)
+                ensure_room(parts_dir, len(chunk) * dim * 2, f"part {p} of {path.name}")
+                save_array(part_path, vecs.astype(np.float16))
             bar.update(len(chunk))
         bar.close()
         out = seeded if seeded is not None else np.zeros((len(texts), dim), np.float16)
         for p in range(n_parts):
             chunk = todo[p * self.part_size:(p + 1) * self.part_size]
             out[chunk] = np.load(parts_dir / f"{p:05d}.npy")
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, out)
-        os.replace(tmp, path)
+        ensure_room(path.parent, out.nbytes, f"the text list {path.name}")
+        save_array(path, out)
         shutil.rmtree(parts_dir, ignore_errors=True)
         if len(todo) >= self.seed_min:
             self._remember([texts[i] for i in todo], out[todo])
-        return np.load(path, mmap_mode="r")
 
     # ---- unit lists and the table ----------------------------------------------------------
 
@@ -392,7 +593,7 @@ class VectorStore:
         (the chemical KB, then the whole BC5CDR KB) encodes only the rest. Under the table's
         lock, as every writer of the table."""
         with exclusive(self.names_folder, "adds texts", self.progress):
-            known, stored = self.load()
+            known, stored = self.load(locked=True)
             seen = set(known)
             new = []
             for i, text in enumerate(texts):
@@ -443,14 +644,65 @@ class VectorCache(VectorStore):
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes of every file under ``folder``."""
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    """Bytes that the files under ``folder`` take on disk (a sparse partial matrix counts what
+    it holds, not its length)."""
+    total = 0
+    for path in folder.rglob("*"):
+        if path.is_file():
+            info = path.stat()
+            blocks = getattr(info, "st_blocks", None)
+            total += min(info.st_size, blocks * 512) if blocks is not None else info.st_size
+    return total
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _list_paths(folder: Path) -> list[Path]:
+    """The full-matrix paths of the text lists in ``folder``, each once whether the list is
+    full, partial or both (its partial files name the same list)."""
+    found: set[Path] = set()
+    for path in folder.glob("*.npy") if folder.is_dir() else []:
+        name = path.name
+        if ".tmp" in name or name.startswith(".") or name.endswith(".f32.npy") or \
+                name == "vectors.npy":
+            continue
+        for suffix in (".partial.npy", ".partial-have.npy", ".partial-sums.npy"):
+            if name.endswith(suffix):
+                name = name.removesuffix(suffix) + ".npy"
+                break
+        found.add(folder / name)
+    return sorted(found)
+
+
+def _describe_list(full: Path) -> dict:
+    """A list's rows and state: ``full`` (every row), ``partial`` (``encoded`` of ``rows``,
+    ``filled`` their ratio) or ``damaged`` (``linker kb info --verify`` says how)."""
+    if full.is_file():
+        try:
+            rows = npy_layout(full).shape[0]
+        except (DamagedFile, OSError):
+            return {"rows": None, "state": DAMAGED, "encoded": None, "filled": None}
+        return {"rows": rows, "state": "full", "encoded": rows, "filled": 1.0}
+    fill = partial_fill(full)
+    if fill is None:
+        return {"rows": None, "state": DAMAGED, "encoded": None, "filled": None}
+    present, rows = fill
+    return {"rows": rows, "state": "partial", "encoded": present,
+            "filled": round(present / rows, 4) if rows else 1.0}
 
 
 def describe_cache(root: Path) -> list[dict]:
     """What a cache folder holds, one entry per encoder: its settings, how many names it has
-    encoded, the KB matrices (with the KB each was built for, when recorded) and approximate
-    indexes beside them, the normalizer's text lists, and the bytes on disk."""
+    encoded, the KB matrices (with the KB each was built for, when recorded, how much of it is
+    encoded and the approximate indexes beside them), the normalizer's text lists, and the
+    bytes on disk. A list is listed once, full or partial; nothing here fails on a damaged
+    file (it is listed as damaged)."""
     out: list[dict] = []
     for kind in ("entity_vectors", "normalizer_vectors"):
         for folder in sorted((root / kind).glob("*")) if (root / kind).is_dir() else []:
@@ -458,29 +710,71 @@ def describe_cache(root: Path) -> list[dict]:
                 continue
             entry: dict = {"store": kind, "fingerprint": folder.name,
                            "bytes": folder_bytes(folder), "kbs": [], "lists": []}
-            settings = folder / "encoder.json"
-            if settings.is_file():
-                entry["encoder"] = json.loads(settings.read_text())
+            settings = _read_json(folder / "encoder.json")
+            if settings:
+                entry["encoder"] = settings
             names = folder / "names.jsonl"
             if names.is_file():
-                with names.open(encoding="utf-8") as handle:
+                with names.open("rb") as handle:
                     entry["names"] = sum(1 for _ in handle)
-            for matrix in sorted((folder / "kb").glob("*.npy")) if (folder / "kb").is_dir() \
-                    else []:
-                if ".tmp" in matrix.name or matrix.name.endswith(".f32.npy"):
-                    continue
-                info = matrix.with_suffix(".json")
-                record = json.loads(info.read_text()) if info.is_file() else {}
-                rows = int(np.load(matrix, mmap_mode="r").shape[0])
+            for matrix in _list_paths(folder / "kb"):
+                record = _read_json(matrix.with_suffix(".json"))
+                state = _describe_list(matrix)
                 indexes = sorted(p.name.split(".", 1)[1].removesuffix(".faiss")
                                  for p in matrix.parent.glob(f"{matrix.stem}.*.faiss"))
-                entry["kbs"].append({"file": matrix.name, "rows": rows,
+                if state["state"] == "partial":
+                    indexes = ["packed", *indexes]
+                entry["kbs"].append({"file": matrix.name, "rows": state["rows"],
                                      "kb": record.get("kb"), "model": record.get("model"),
-                                     "indexes": indexes or ["exact"]})
-            for matrix in sorted(folder.glob("*.npy")):
-                if ".tmp" in matrix.name or matrix.name == "vectors.npy":
-                    continue
-                entry["lists"].append({"file": matrix.name,
-                                       "rows": int(np.load(matrix, mmap_mode="r").shape[0])})
+                                     "packed_index": record.get("packed_index"),
+                                     "indexes": indexes or ["exact"], "state": state["state"],
+                                     "encoded": state["encoded"], "filled": state["filled"]})
+            for matrix in _list_paths(folder):
+                record = _read_json(matrix.with_suffix(".json"))
+                entry["lists"].append({"file": matrix.name, **_describe_list(matrix),
+                                       "kb": record.get("kb"),
+                                       "packed_index": record.get("packed_index")})
             out.append(entry)
     return out
+
+
+def _verdict(root: Path, verdict: Verdict) -> dict:
+    return {"file": str(verdict.path.relative_to(root)), "state": verdict.state,
+            "why": verdict.why}
+
+
+def verify_cache(root: Path) -> list[dict]:
+    """Every file of a cache folder checked whole against its record: one ``{file, state,
+    why}`` per file, ``state`` ``ok``, ``damaged`` or ``unverified`` (no record: written before
+    records existed, or an index built from a checked matrix), what ``linker kb info
+    --verify`` reports. Reads the whole cache."""
+    out: list[Verdict] = []
+    for kind in ("entity_vectors", "normalizer_vectors"):
+        for folder in sorted((root / kind).glob("*")) if (root / kind).is_dir() else []:
+            if not folder.is_dir():
+                continue
+            names, vectors = folder / "names.jsonl", folder / "vectors.npy"
+            table = [check_file(names, npy=False, full=True) if names.is_file() else None,
+                     check_file(vectors, full=True, dtype=np.float16)
+                     if vectors.is_file() else None]
+            if all(v is not None and v.state != DAMAGED for v in table):
+                with names.open("rb") as handle:
+                    count = sum(1 for _ in handle)
+                rows = npy_layout(vectors).shape[0]
+                if rows != count:
+                    table[1] = Verdict(vectors, DAMAGED, f"{rows:,} rows for the {count:,} "
+                                                         "names of names.jsonl")
+            out += [v for v in table if v is not None]
+            for matrix in _list_paths(folder / "kb") + _list_paths(folder):
+                if matrix.is_file():
+                    out.append(check_file(matrix, full=True, dtype=np.float16))
+                out += check_partial(matrix)
+                for derived in sorted(matrix.parent.glob(f"{matrix.stem}.*.faiss")) + \
+                        sorted(matrix.parent.glob(f"{matrix.stem}.f32.npy")):
+                    out.append(Verdict(derived, UNVERIFIED, "no checksum record (built from "
+                                                            "the matrix; delete it to have it "
+                                                            "built again)"))
+            for part in sorted(folder.glob("*.parts/*.npy")):
+                if ".tmp" not in part.name:
+                    out.append(check_file(part, full=True, dtype=np.float16))
+    return [_verdict(root, v) for v in out]

@@ -2,8 +2,8 @@
 
 Why a module of its own: the store (:mod:`e2e_linker.kb_search.cache`) and the rows it encodes
 on demand (:mod:`e2e_linker.kb_search.partial_matrix`) write the same folders under the same
-rules (one writer at a time, one clear error when the folder is not writable), and neither
-should import the other for it.
+rules (one writer at a time, one clear error when the folder is not writable or has no room),
+and neither should import the other for it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,9 @@ import torch
 
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
+
+#: room left free beyond what a cache write needs (file system metadata, records)
+ROOM_MARGIN = 1 << 20
 
 
 def default_cache_dir() -> Path:
@@ -43,8 +47,9 @@ def writable(folder: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise UserError(f"cannot write the KB cache in {folder}: {exc.strerror or exc}; point "
-                        "E2E_LINKER_CACHE (or --cache-dir) at a writable folder with room") from exc
+        raise UserError(f"cannot write the KB cache in {folder}: {exc.strerror or exc}; free "
+                        "some space (or fix the folder), or point E2E_LINKER_CACHE (or "
+                        "--cache-dir) at a writable folder with room") from exc
 
 
 @contextlib.contextmanager
@@ -67,3 +72,49 @@ def exclusive(folder: Path, what: str, progress: bool = True) -> Iterator[None]:
         yield
     finally:
         handle.close()
+
+
+@contextlib.contextmanager
+def try_exclusive(folder: Path) -> Iterator[bool]:
+    """Hold ``folder/.lock`` if nobody else does: yields whether it is held.
+
+    Why: work that can wait for a later run (writing the checksum record of an old cache file)
+    must never make a load wait for another process's hour-long encode, nor fail on a
+    read-only cache."""
+    held = False
+    try:
+        handle = open(folder / ".lock", "a+")  # noqa: SIM115 - held for the whole block
+    except OSError:
+        handle = None
+    if handle is not None:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except OSError:
+            pass
+    try:
+        yield held
+    finally:
+        if handle is not None:
+            handle.close()
+
+
+def ensure_room(folder: Path, needed: int, what: str) -> None:
+    """Refuse a cache write of ``needed`` bytes that the file system has no room for, before
+    anything is written.
+
+    Why: a disk that fills up half-way leaves a partial file to clean up; one that fills up
+    while a memory map is written kills the process with SIGBUS. The cache's writes go through
+    the file (so a full disk is an ``OSError`` all the same), but saying so first is cheaper."""
+    where = Path(folder)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < needed + ROOM_MARGIN:
+        raise UserError(f"cannot write the KB cache in {folder}: only {free / 2**20:.1f} MB "
+                        f"free, and {what} needs {(needed + ROOM_MARGIN) / 2**20:.1f} MB; free "
+                        "some space, or point E2E_LINKER_CACHE (or --cache-dir) at a folder "
+                        "with room")

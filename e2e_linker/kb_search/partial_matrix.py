@@ -7,29 +7,171 @@ once are kept on disk for later runs, beside the full matrices of the name cache
 
 * ``<stem>.partial.npy`` — an ``(n, d)`` fp16 matrix (a sparse file: unwritten rows take
   no disk space);
-* ``<stem>.partial-have.npy`` — which rows hold a vector;
+* ``<stem>.partial-have.npy`` — which rows hold a vector (bool);
+* ``<stem>.partial-sums.npy`` — the crc32 of each row that holds one (uint32; 0: none
+  recorded — rows written before sums existed, checked for not being all zeros and recorded at
+  the next write);
 
 where ``<stem>.npy`` is the file a full encode of the same list writes: this is the partial
 mode of the one vector store (:meth:`e2e_linker.kb_search.cache.VectorStore.partial`), for the
 collective model's entity tower (``kb/<digest>.npy``) and for the normalizer (its text-list
-file; rows of unit length: ``unit=True``). Rows are written under the cache folder's lock and
-flushed before the "have" file is replaced, so a killed run or a second process never sees a
-row marked present that is not. When every row is present the matrix is promoted to
-``<stem>.npy``.
+file; rows of unit length: ``unit=True``).
+
+Rows are written under the cache folder's lock *through the file* (``os.pwrite``), never by
+writing into a memory map of it: on a full disk a write into a sparse map is a page fault that
+kills the process with SIGBUS, a ``pwrite`` is an ``OSError`` that becomes one line. Room is
+checked first. Rows are flushed, then the sums file and then the "have" file are replaced
+(each atomically), so a killed run or a second process never sees a row marked present that is
+not. A row is checked against its sum the first time this process reads it; one that fails is
+reported and encoded again. When every row is present the matrix is promoted to
+``<stem>.npy`` and given its record (:mod:`e2e_linker.kb_search.integrity`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.cache_folder import exclusive, writable
+from e2e_linker.kb_search.cache_folder import ensure_room, exclusive, writable
+from e2e_linker.kb_search.integrity import (
+    DAMAGED,
+    OK,
+    UNVERIFIED,
+    DamagedFile,
+    NpyLayout,
+    Verdict,
+    atomic_write,
+    discard,
+    discard_damaged,
+    npy_layout,
+    open_matrix,
+    read_vector,
+    report_damage,
+    seal,
+)
 from e2e_linker.kb_search.unit_vectors import unit_rows
+
+#: rows checked against their sums per read of the matrix (bounds the memory of a full check)
+CHECK_ROWS = 65536
+
+
+def partial_paths(full_path: str | os.PathLike) -> tuple[Path, Path, Path]:
+    """The partial files of a list whose full matrix is ``full_path``: (rows, have, sums)."""
+    full_path = Path(full_path)
+    stem = full_path.name.removesuffix(".npy")
+    return (full_path.with_name(f"{stem}.partial.npy"),
+            full_path.with_name(f"{stem}.partial-have.npy"),
+            full_path.with_name(f"{stem}.partial-sums.npy"))
+
+
+def row_sums(rows: np.ndarray) -> np.ndarray:
+    """The crc32 of each row's bytes, as uint32 (0 is stored as 1: 0 means "none recorded")."""
+    rows = np.ascontiguousarray(rows)
+    flat = rows.reshape(len(rows), -1).view(np.uint8)
+    sums = np.fromiter((zlib.crc32(row) for row in flat), dtype=np.uint32, count=len(rows))
+    sums[sums == 0] = 1
+    return sums
+
+
+def failing_rows(matrix: np.ndarray, rows: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` (sorted) do not hold what ``sums`` recorded (a row without a sum, 0:
+    one that is all zeros). Returns a boolean mask over ``rows``."""
+    out = np.zeros(len(rows), bool)
+    for at in range(0, len(rows), CHECK_ROWS):
+        block = rows[at:at + CHECK_ROWS]
+        values = np.asarray(matrix[block])
+        recorded = sums[block]
+        out[at:at + CHECK_ROWS] = np.where(recorded != 0, row_sums(values) != recorded,
+                                           ~values.any(axis=1))
+    return out
+
+
+@dataclass
+class PartialFiles:
+    """A partial matrix as found on disk: its layout, which rows are present and their sums
+    (``sums_problem``: why the sums file was not usable, when it was not)."""
+
+    layout: NpyLayout
+    have: np.ndarray
+    sums: np.ndarray
+    sums_problem: str = ""
+
+
+def read_partial(full_path: str | os.PathLike, shape: tuple[int, int] | None = None
+                 ) -> PartialFiles | None:
+    """The partial files of ``full_path`` checked for shape and readability (not their rows):
+    None when there is no partial matrix, :class:`DamagedFile` naming the file that fails."""
+    path, have_path, sums_path = partial_paths(full_path)
+    if not have_path.is_file():
+        return None
+    if not path.is_file():
+        raise DamagedFile(have_path, f"its matrix {path.name} is missing")
+    layout = npy_layout(path, shape, np.float16)
+    if len(layout.shape) != 2:
+        raise DamagedFile(path, f"holds an array of shape {layout.shape}, not a matrix")
+    have = read_vector(have_path, layout.shape[0], np.bool_)
+    sums, problem = np.zeros(layout.shape[0], np.uint32), ""
+    if sums_path.is_file():
+        try:
+            sums = read_vector(sums_path, layout.shape[0], np.uint32)
+        except DamagedFile as exc:
+            problem = exc.why
+    return PartialFiles(layout, have, sums, problem)
+
+
+def partial_fill(full_path: str | os.PathLike) -> tuple[int, int] | None:
+    """(rows present, rows) of a list's partial matrix, None when it has none or it is
+    unreadable (what ``linker kb info`` shows)."""
+    path = partial_paths(full_path)[0]
+    try:
+        files = read_partial(full_path)
+        if files is None and path.is_file():  # a first write was cut short: no row yet
+            return (0, npy_layout(path).shape[0])
+    except (DamagedFile, OSError):
+        return None
+    return (int(files.have.sum()), files.layout.shape[0]) if files is not None else None
+
+
+def check_partial(full_path: str | os.PathLike) -> list[Verdict]:
+    """Every row of a partial matrix checked against its sum: a verdict per file (what
+    ``linker kb info --verify`` reports)."""
+    path, have_path, sums_path = partial_paths(full_path)
+    try:
+        files = read_partial(full_path)
+    except DamagedFile as exc:
+        return [Verdict(exc.path, DAMAGED, exc.why)]
+    if files is None:
+        if not path.is_file():
+            return []
+        try:
+            npy_layout(path, dtype=np.float16)
+        except DamagedFile as exc:
+            return [Verdict(path, DAMAGED, exc.why)]
+        return [Verdict(path, UNVERIFIED, f"no row recorded yet (no {have_path.name}: a first "
+                                          "write was cut short; the next one reuses it)")]
+    present = np.flatnonzero(files.have)
+    bad = failing_rows(np.load(path, mmap_mode="r"), present, files.sums)
+    unrecorded = int((files.sums[present] == 0).sum())
+    out = [Verdict(path, DAMAGED, f"{int(bad.sum()):,} of {len(present):,} stored rows do not "
+                                  "match their checksums") if bad.any()
+           else Verdict(path, OK, f"{len(present):,} of {len(files.have):,} rows present"),
+           Verdict(have_path, OK)]
+    if files.sums_problem:
+        out.append(Verdict(sums_path, DAMAGED, files.sums_problem))
+    elif unrecorded:
+        out.append(Verdict(sums_path, UNVERIFIED, f"{unrecorded:,} rows without a checksum "
+                                                  "(taken at the next write)"))
+    else:
+        out.append(Verdict(sums_path, OK))
+    return out
 
 
 class PartialKBMatrix:
@@ -49,14 +191,17 @@ class PartialKBMatrix:
         self.unit = unit
         self.folder = Path(lock_folder)
         self.full_path = Path(full_path)
-        stem = self.full_path.name.removesuffix(".npy")
-        self.path = self.full_path.with_name(f"{stem}.partial.npy")
-        self.have_path = self.full_path.with_name(f"{stem}.partial-have.npy")
+        self.path, self.have_path, self.sums_path = partial_paths(self.full_path)
         self.shape = (len(self.names), encoder.hidden_size)
         self.dtype = np.dtype(np.float16)
         self.encoded_here = 0  # rows this process encoded (reported by benchmarks)
         self._matrix: np.ndarray | None = None
-        self._have = np.zeros(len(self.names), dtype=bool)
+        n = len(self.names)
+        self._have = np.zeros(n, dtype=bool)  # present on disk
+        self._sums = np.zeros(n, dtype=np.uint32)  # their crc32 (0: none recorded)
+        self._checked = np.zeros(n, dtype=bool)  # compared with its sum by this process
+        self._bad = np.zeros(n, dtype=bool)  # present, but failed that comparison
+        self._locked = False  # this process holds the folder's lock
         self._refresh()
 
     def __len__(self) -> int:
@@ -65,19 +210,70 @@ class PartialKBMatrix:
     @property
     def present(self) -> int:
         """Rows that hold a vector."""
-        return int(self._have.sum())
+        return int((self._have & ~self._bad).sum())
+
+    def _reset(self) -> None:
+        self._matrix = None
+        self._have[:] = False
+        self._sums[:] = 0
+        self._checked[:] = False
+        self._bad[:] = False
+
+    def _discard_partial(self, path: Path, why: str) -> None:
+        """Remove the damaged partial files (all three: rows, have, sums), saying so."""
+        discard_damaged(path, why, "discarded; the rows it held are encoded again when a "
+                                   "search needs them",
+                        also=[p for p in (self.path, self.have_path, self.sums_path)
+                              if p != path])
+        self._reset()
 
     def _refresh(self) -> None:
         """Re-read which rows are present (another process may have added some)."""
-        if self.full_path.is_file():
-            self._matrix = np.load(self.full_path, mmap_mode="r")
+        full = open_matrix(self.full_path, self.shape, self.folder, locked=self._locked)
+        if full is not None:
+            self._matrix = full
             self._have[:] = True
+            self._sums[:] = 0
+            self._checked[:] = True  # checked as a whole file
+            self._bad[:] = False
             return
-        if self.have_path.is_file() and self.path.is_file():
-            have = np.load(self.have_path)
-            if have.shape == self._have.shape:
-                self._have = have.astype(bool)
-                self._matrix = np.load(self.path, mmap_mode="r")
+        try:
+            files = read_partial(self.full_path, self.shape)
+        except DamagedFile as exc:
+            self._discard_partial(exc.path, exc.why)
+            return
+        if files is None:
+            self._reset()
+            return
+        if files.sums_problem:  # the rows stay; their sums are taken again at the next write
+            discard_damaged(self.sums_path, files.sums_problem, "discarded; the rows it "
+                            "covered are checked for zeros only until it is written again")
+        changed = (files.have != self._have) | (files.sums != self._sums)
+        self._checked[changed] = False
+        self._bad[changed] = False
+        self._have, self._sums = files.have.astype(bool), files.sums
+        self._matrix = np.load(self.path, mmap_mode="r")
+
+    def _verify(self, rows: np.ndarray) -> None:
+        """Compare the present rows among ``rows`` that this process has not read yet with
+        their sums; a failing row counts as absent (it is encoded again)."""
+        todo = np.unique(rows[self._have[rows] & ~self._checked[rows]])
+        if not len(todo) or self._matrix is None:
+            return
+        bad = failing_rows(self._matrix, todo, self._sums)
+        self._checked[todo] = True
+        if bad.any():  # damage: check every stored row now, to say it once
+            self._bad[todo[bad]] = True
+            rest = np.flatnonzero(self._have & ~self._checked)
+            self._bad[rest[failing_rows(self._matrix, rest, self._sums)]] = True
+            self._checked[rest] = True
+            report_damage(self.path, f"{int(self._bad.sum()):,} of {int(self._have.sum()):,} "
+                                     f"stored rows do not match their checksums in "
+                                     f"{self.sums_path.name}",
+                          "those rows are encoded again when a search needs them")
+
+    def _usable(self, rows: np.ndarray) -> np.ndarray:
+        return self._have[rows] & ~self._bad[rows]
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """The fp16 vectors of ``rows``, encoding the ones not cached yet."""
@@ -86,24 +282,70 @@ class PartialKBMatrix:
         return np.asarray(self._matrix[rows])
 
     def ensure(self, rows: np.ndarray) -> None:
-        """Encode and store the given rows that have no vector yet."""
+        """Encode and store the given rows that have no (intact) vector yet."""
         rows = np.asarray(rows, dtype=np.int64)
-        if not len(rows) or self._have[rows].all():
+        if not len(rows):
+            return
+        self._verify(rows)
+        if self._usable(rows).all():
             return
         with exclusive(self.folder, "encodes KB names", self.progress), writable(self.folder):
-            self._refresh()
-            missing = np.unique(rows[~self._have[rows]])
-            if not len(missing):
-                return
-            self._write(missing)
+            self._locked = True
+            try:
+                self._refresh()
+                self._verify(rows)
+                missing = np.unique(rows[~self._usable(rows)])
+                if len(missing):
+                    self._write(missing)
+            finally:
+                self._locked = False
 
-    def _write(self, missing: np.ndarray) -> None:
-        """Encode the texts of ``missing`` rows once each and store them (folder locked)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.is_file():
-            tmp = self.path.with_name(f".{self.path.stem}.{os.getpid()}.tmp.npy")
-            np.lib.format.open_memmap(tmp, mode="w+", dtype=self.dtype, shape=self.shape)
-            os.replace(tmp, self.path)
+    def _room(self, missing: np.ndarray, offset: int) -> int:
+        """Bytes that writing ``missing`` rows may take: every file-system block they touch
+        (a sparse file allocates whole blocks), plus the sums and have files."""
+        try:
+            block = os.statvfs(self.folder).f_bsize or 4096
+        except OSError:
+            block = 4096
+        row_bytes = self.shape[1] * self.dtype.itemsize
+        first = (offset + missing * row_bytes) // block
+        last = (offset + (missing + 1) * row_bytes - 1) // block
+        touched = len(np.union1d(first, last))
+        return touched * block + 5 * len(self.names) + 4096
+
+    def _create(self) -> None:
+        """The empty sparse rows file: its header, then a hole to its full size."""
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                  "shape": self.shape}
+
+        def write(handle) -> None:
+            np.lib.format.write_array_header_1_0(handle, header)
+            handle.truncate(handle.tell() + self.shape[0] * self.shape[1] * self.dtype.itemsize)
+
+        atomic_write(self.path, write)
+
+    def _write_rows(self, offset: int, missing: np.ndarray, values: np.ndarray) -> None:
+        """Write ``values`` at rows ``missing`` (sorted) through the file, runs of consecutive
+        rows at a time, then flush it to disk."""
+        row_bytes = self.shape[1] * self.dtype.itemsize
+        values = np.ascontiguousarray(values, dtype=self.dtype)
+        starts = np.flatnonzero(np.diff(missing) != 1) + 1
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            for run in np.split(np.arange(len(missing)), starts):
+                if not len(run):
+                    continue
+                data = memoryview(values[run[0]:run[-1] + 1].reshape(-1).view(np.uint8))
+                at = offset + int(missing[run[0]]) * row_bytes
+                while len(data):
+                    written = os.pwrite(fd, data, at)
+                    data, at = data[written:], at + written
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _encode(self, missing: np.ndarray) -> np.ndarray:
+        """The fp16 vectors of ``missing`` rows, each distinct text encoded once."""
         texts = sorted({self.names[i] for i in missing.tolist()})
         if self.progress and len(texts) > 2000:
             print(f"KB index: encoding {len(texts):,} shortlisted names", file=sys.stderr)
@@ -114,17 +356,69 @@ class PartialKBMatrix:
         if self.unit:
             vectors = unit_rows(vectors).astype(np.float16)
         at = {text: i for i, text in enumerate(texts)}
-        target = np.load(self.path, mmap_mode="r+")
-        target[missing] = vectors[[at[self.names[i]] for i in missing.tolist()]]
-        target.flush()
-        del target
+        return np.asarray(vectors[[at[self.names[i]] for i in missing.tolist()]],
+                          dtype=np.float16)
+
+    def _write(self, missing: np.ndarray) -> None:
+        """Encode the texts of ``missing`` rows (sorted, distinct) once each and store them
+        (folder locked). A failure leaves the files as they were (a rows file created here is
+        removed) and reaches the caller as an ``OSError``."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        offset = 128
+        if self.path.is_file():  # rows of earlier writes, or what a cut-short first one left
+            try:
+                offset = npy_layout(self.path, self.shape, self.dtype).offset
+            except DamagedFile as exc:
+                self._discard_partial(self.path, exc.why)
+        created = not self.path.is_file()
+        ensure_room(self.folder, self._room(missing, offset), "encoding shortlisted KB names")
+        try:
+            if created:
+                self._create()
+                offset = npy_layout(self.path).offset
+            values = self._encode(missing)
+            self._write_rows(offset, missing, values)
+        except BaseException:
+            if created:
+                discard(self.path)
+            raise
         self._have[missing] = True
+        self._sums[missing] = row_sums(values)
+        self._checked[missing] = True
+        self._bad[missing] = False
         self.encoded_here += len(missing)
-        if self._have.all():
-            os.replace(self.path, self.full_path)
-            self.have_path.unlink(missing_ok=True)
-        else:
-            tmp = self.have_path.with_name(f".{self.have_path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, self._have)
-            os.replace(tmp, self.have_path)
+        self._matrix = np.load(self.path, mmap_mode="r")
+        self._record_unrecorded()
+        if self._have.all():  # complete: check every row once, then promote
+            self._verify(np.arange(len(self.names)))
+            if self._bad.any():
+                self._write(np.flatnonzero(self._bad))
+            else:
+                self._promote()
+            return
+        atomic_write(self.sums_path, lambda handle: np.save(handle, self._sums))
+        atomic_write(self.have_path, lambda handle: np.save(handle, self._have & ~self._bad))
+        self._refresh()
+
+    def _record_unrecorded(self) -> None:
+        """Give the present rows that have no sum (written before sums existed) theirs, after
+        checking that they are not all zeros."""
+        legacy = np.flatnonzero(self._have & (self._sums == 0) & ~self._bad)
+        if not len(legacy):
+            return
+        self._verify(legacy)
+        good = legacy[~self._bad[legacy]]
+        for at in range(0, len(good), CHECK_ROWS):
+            block = good[at:at + CHECK_ROWS]
+            self._sums[block] = row_sums(np.asarray(self._matrix[block]))
+
+    def _promote(self) -> None:
+        """Every row present and checked: make the rows file the list's full matrix, with its
+        record."""
+        discard(self.full_path)  # no stale record may describe the file renamed there
+        os.replace(self.path, self.full_path)
+        with contextlib.suppress(OSError):
+            seal(self.full_path)  # without it the file is adopted at its next load
+        for path in (self.have_path, self.sums_path):
+            path.unlink(missing_ok=True)
         self._refresh()

@@ -138,3 +138,55 @@ def test_pack_stores_an_index_of_every_kb_name_under_the_models_encoder(tmp_path
     (kb,) = entry["kbs"]
     assert (info.names, info.dim, info.nlist, info.pq_bytes) == (kb["rows"], 32, 4, 8)
     assert info.fingerprint == entry["fingerprint"]
+
+
+# ---- info: a partial list once, with its fill; --verify checks every file ----------------------
+
+def _partial_cache(root, encoder, rows=(0, 2, 3)):
+    from e2e_linker.kb_search.cache import VectorStore
+
+    store = VectorStore(root, encoder, progress=False)
+    texts = [f"compound {i}" for i in range(8)]
+    store.partial(texts).rows(np.array(rows))
+    return store.list_path(texts)
+
+
+def _info(cache, *extra):
+    from click.testing import CliRunner
+
+    from e2e_linker.cli import main
+
+    return CliRunner().invoke(main, ["kb", "info", "--cache-dir", str(cache), *extra])
+
+
+def test_info_lists_a_partial_cache_once_with_its_fill(tiny_encoder, tmp_path):
+    full = _partial_cache(tmp_path, tiny_encoder)
+    done = _info(tmp_path)
+    assert done.exit_code == 0, done.output
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("    ")]
+    assert line == ("    KB (not recorded): 3 of 8 names encoded (37.5 %; the others when a "
+                    "search shortlists them), index packed")
+    listing = json.loads(_info(tmp_path, "--json").stdout)
+    (kb,) = listing["entries"][0]["kbs"]
+    assert (kb["file"], kb["state"], kb["encoded"], kb["filled"]) == (full.name, "partial", 3,
+                                                                       0.375)
+
+
+def test_info_and_verify_on_a_damaged_cache(tiny_encoder, tmp_path):
+    full = _partial_cache(tmp_path, tiny_encoder)
+    checked = _info(tmp_path, "--verify")
+    assert checked.exit_code == 0 and checked.stdout.count("\n  ok ") == 3, checked.output
+    have = full.with_name(full.stem + ".partial-have.npy")
+    have.write_bytes(b"")  # was "Aborted!" (exit 1) from np.load's EOFError
+    listed = _info(tmp_path)
+    assert listed.exit_code == 0 and "damaged (`linker kb info --verify` says how" in \
+        listed.stdout
+    verified = _info(tmp_path, "--verify")
+    rel = have.relative_to(tmp_path)
+    assert f"  damaged     {rel}: empty" in verified.stdout
+    assert verified.exit_code == 2
+    assert verified.stderr.strip().splitlines() == [
+        f"error: 1 damaged KB cache file in {tmp_path} ({rel}): the next run that needs it "
+        "discards and re-encodes what is damaged, or delete it now"]
+    as_json = json.loads(_info(tmp_path, "--verify", "--json").stdout)
+    assert {"file": str(rel), "state": "damaged", "why": "empty"} in as_json["verify"]

@@ -146,3 +146,155 @@ def test_packed_rows_apply_only_where_a_packed_index_fits(tiny_encoder, tmp_path
     assert store.packed_rows(tmp_path / "missing.safetensors", TEXTS) is None
     with pytest.raises(UserError, match="no packed KB index"):
         store.packed_rows(tmp_path / "missing.safetensors", TEXTS, required=True)
+
+
+# ---- integrity: every file is checked, a damaged one is named and made again --------------------
+
+def _poke(path, offset: int, data: bytes) -> None:
+    """Overwrite bytes in place (same size), as a stray write or a failing disk would."""
+    import os
+
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        handle.write(data)
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
+def test_every_file_of_a_new_cache_carries_its_record(tiny_encoder, tmp_path):
+    from e2e_linker.kb_search.cache import VectorStore, verify_cache
+
+    VectorStore(tmp_path, tiny_encoder, progress=False).matrix(TEXTS)
+    VectorStore(tmp_path, tiny_encoder, unit=True, progress=False).matrix(TEXTS)
+    checked = verify_cache(tmp_path)
+    assert [(c["file"].split("/", 2)[-1], c["state"]) for c in checked] == [
+        ("names.jsonl", "ok"), ("vectors.npy", "ok"),
+        (f"kb/{VectorStore(tmp_path, tiny_encoder).list_path(TEXTS).name}", "ok"),
+        (VectorStore(tmp_path, tiny_encoder, unit=True).list_path(TEXTS).name, "ok")]
+
+
+@pytest.mark.parametrize("unit", [False, True])
+def test_a_damaged_list_is_discarded_and_made_again_to_the_same_bytes(tiny_encoder, tmp_path,
+                                                                      capsys, unit):
+    from e2e_linker.kb_search.cache import VectorStore
+
+    store = VectorStore(tmp_path, tiny_encoder, unit=unit, progress=False)
+    store.matrix(TEXTS)
+    path = store.list_path(TEXTS)
+    reference = path.read_bytes()
+    _poke(path, len(reference) - 64, bytes(64))  # the last row zeroed, same size
+    got = VectorStore(tmp_path, tiny_encoder, unit=unit, progress=False).matrix(TEXTS)
+    assert f"KB cache: {path} is damaged (1 of 1 blocks do not match their checksums); " \
+           "discarded; its vectors are made again" in capsys.readouterr().err
+    assert path.read_bytes() == reference and np.asarray(got).any(axis=1).all()
+
+
+def test_a_damaged_block_of_the_name_table_drops_its_names_only(tiny_encoder, tmp_path, capsys,
+                                                                monkeypatch):
+    from e2e_linker.kb_search import integrity
+    from e2e_linker.kb_search.cache import NameVectorCache
+
+    monkeypatch.setattr(integrity, "BLOCK_BYTES", 128)  # 2 rows of 32 fp16 values a block
+    names = [f"name {i}" for i in range(10)]
+    cache = NameVectorCache(tmp_path, tiny_encoder)
+    cache.vectors_for(names, progress=False)
+    known, stored = cache.load()
+    stored = np.array(stored)  # a copy: the map would show the damage
+    _poke(cache.vectors_path, 128 + 2 * 64, b"\x01\x02")  # block 1: rows 2 and 3
+    encoded: list[str] = []
+    encode = tiny_encoder.encode
+
+    def counting(texts, *args, **kwargs):
+        encoded.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    again = cache.vectors_for(names, progress=False)
+    assert sorted(encoded) == sorted(known[2:4])
+    assert "vectors.npy is damaged (1 of 5 blocks do not match their checksums); the vectors " \
+           "of 2 names were dropped; they are encoded again when needed" in capsys.readouterr().err
+    np.testing.assert_allclose(again.astype(np.float32),
+                               stored[[known.index(n) for n in names]]
+                               .astype(np.float32), atol=2e-3)
+
+
+def test_a_damaged_names_file_drops_the_table(tiny_encoder, tmp_path, capsys):
+    from e2e_linker.kb_search.cache import NameVectorCache
+
+    cache = NameVectorCache(tmp_path, tiny_encoder)
+    cache.vectors_for(TEXTS, progress=False)
+    _poke(cache.names_path, 2, b"\xff")
+    assert cache.load() == ([], None)
+    assert f"KB cache: {cache.names_path} is damaged (1 of 1 blocks do not match their " \
+           "checksums); the name table is discarded" in capsys.readouterr().err
+    assert not cache.names_path.exists() and not cache.vectors_path.exists()
+
+
+def test_a_cache_written_before_records_is_adopted_on_load(tiny_encoder, tmp_path, monkeypatch):
+    from e2e_linker.kb_search.cache import NameVectorCache, verify_cache
+    from e2e_linker.kb_search.integrity import RECORD_SUFFIX
+
+    NameVectorCache(tmp_path, tiny_encoder).kb_matrix(TEXTS, progress=False)
+    for record in tmp_path.rglob(f"*{RECORD_SUFFIX}"):
+        record.unlink()
+    assert {c["state"] for c in verify_cache(tmp_path)} == {"unverified"}
+    _no_encoding(tiny_encoder, monkeypatch)
+    cache = NameVectorCache(tmp_path, tiny_encoder)
+    cache.kb_matrix(TEXTS, progress=False)  # the list: checked whole, recorded
+    cache.load()  # the table too
+    assert {c["state"] for c in verify_cache(tmp_path)} == {"ok"}
+
+
+def test_a_damaged_unit_part_is_encoded_again(tiny_encoder, tmp_path, capsys):
+    from e2e_linker.kb_search.cache import VectorCache
+
+    cache = VectorCache(tiny_encoder, tmp_path, part_size=2, progress=False)
+    reference = np.asarray(cache.vectors(TEXTS)).copy()
+    path = cache.path_for(TEXTS)
+    parts = path.with_suffix(".parts")
+    path.unlink()  # as if the run was killed before the list was assembled
+    parts.mkdir()
+    np.save(parts / "00000.npy", np.zeros((2, tiny_encoder.hidden_size), np.float16))
+    again = VectorCache(tiny_encoder, tmp_path, part_size=2, progress=False).vectors(TEXTS)
+    assert "00000.npy is damaged (row 0 is all zeros" in capsys.readouterr().err
+    np.testing.assert_array_equal(np.asarray(again), reference)
+    assert not parts.exists()
+
+
+def test_a_damaged_full_list_lets_the_packed_index_stand_in(tiny_encoder, tmp_path):
+    """A list promoted from partial rows has no table behind it: when it is damaged, the
+    packed index's on-demand rows are the cheap way back, not a full encode."""
+    from e2e_linker.kb_search.cache import VectorStore
+    from e2e_linker.kb_search.packed_index import pack_vectors
+
+    names = [f"compound {i}" for i in range(300)]
+    store = VectorStore(tmp_path / "cache", tiny_encoder, progress=False)
+    vectors = store.matrix(names)
+    packed = pack_vectors(np.asarray(vectors), names, store.fingerprint, "test",
+                          tmp_path / "packed.safetensors", pq_bytes=8, nlist=4, progress=False)
+    assert store.packed_rows(packed, names) is None  # the full list is there
+    reference = store.list_path(names).read_bytes()
+    with open(store.list_path(names), "r+b") as handle:
+        handle.truncate(1000)
+    assert store.packed_rows(packed, names) is None  # the table can gather it again ...
+    store.matrix(names)
+    assert store.list_path(names).read_bytes() == reference  # ... to the same bytes
+    store.names_path.unlink()  # a list with no table behind it (promoted from partial rows)
+    with open(store.list_path(names), "r+b") as handle:
+        handle.truncate(1000)
+    opened = store.packed_rows(packed, names)
+    assert opened is not None and opened[0].present == 0
+
+
+def test_describe_lists_a_partial_list_once_with_its_fill(tiny_encoder, tmp_path):
+    from e2e_linker.kb_search.cache import VectorStore, describe_cache
+
+    store = VectorStore(tmp_path, tiny_encoder, progress=False)
+    store.partial(TEXTS).rows(np.array([0, 2]))
+    (entry,) = describe_cache(tmp_path)
+    (kb,) = entry["kbs"]
+    assert (kb["state"], kb["encoded"], kb["rows"], kb["filled"]) == ("partial", 2, 5, 0.4)
+    assert kb["file"] == store.list_path(TEXTS).name and kb["indexes"] == ["packed"]
+    store.partial(TEXTS).have_path.write_bytes(b"")
+    (kb,) = describe_cache(tmp_path)[0]["kbs"]
+    assert kb["state"] == "damaged" and kb["rows"] is None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
+import errno
 
-from e2e_linker.kb_search.partial_matrix import PartialKBMatrix
+import numpy as np
+import pytest
+
+from e2e_linker.errors import UserError
+from e2e_linker.kb_search.integrity import npy_layout, record_path
+from e2e_linker.kb_search.partial_matrix import PartialKBMatrix, check_partial
 
 NAMES = ["aspirin", "ibuprofen", "renal failure", "headache", "nausea", "aspirin", "cisplatin"]
 
@@ -82,3 +87,105 @@ def test_unit_rows_are_scaled_like_the_normalizers_cache(tiny_encoder, tmp_path)
     expected = encode_unit(tiny_encoder, [NAMES[1], NAMES[2]]).astype(np.float16)
     np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32), atol=2e-3)
     np.testing.assert_allclose(np.linalg.norm(got.astype(np.float32), axis=1), 1, atol=2e-3)
+
+
+# ---- integrity: damaged files are found, named, discarded and encoded again ------------------
+
+def _stored(tmp_path, encoder) -> tuple[PartialKBMatrix, np.ndarray]:
+    matrix = _matrix(tmp_path, encoder)
+    return matrix, matrix.rows(np.array([0, 1, 2, 4]))
+
+
+@pytest.mark.parametrize("damage,named", [
+    ("have_half", "partial-have.npy"), ("have_empty", "partial-have.npy"),
+    ("rows_short", "partial.npy"), ("have_wrong_length", "partial-have.npy")])
+def test_a_damaged_partial_file_is_named_discarded_and_encoded_again(tiny_encoder, tmp_path,
+                                                                     capsys, damage, named):
+    matrix, kept = _stored(tmp_path, tiny_encoder)
+    target = matrix.have_path if named == "partial-have.npy" else matrix.path
+    size = target.stat().st_size
+    if damage == "have_wrong_length":
+        np.save(target, np.ones(3, dtype=bool))
+    else:
+        with open(target, "r+b") as handle:
+            handle.truncate({"have_half": size // 2, "have_empty": 0, "rows_short": size - 1}
+                            [damage])
+    again = _matrix(tmp_path, tiny_encoder)
+    err = capsys.readouterr().err
+    assert f"KB cache: {target} is damaged (" in err and "discarded" in err
+    assert again.present == 0 and not matrix.have_path.exists()
+    np.testing.assert_array_equal(again.rows(np.array([0, 1, 2, 4])), kept)
+
+
+def test_rows_overwritten_in_place_fail_their_sums_and_are_encoded_again(tiny_encoder, tmp_path,
+                                                                         capsys):
+    matrix, kept = _stored(tmp_path, tiny_encoder)
+    offset = npy_layout(matrix.path).offset
+    with open(matrix.path, "r+b") as handle:  # the stored vectors zeroed, same size
+        handle.seek(offset)
+        handle.write(bytes(matrix.path.stat().st_size - offset))
+    again = _matrix(tmp_path, tiny_encoder)
+    assert again.present == 4  # not known yet: rows are checked when first read
+    np.testing.assert_array_equal(again.rows(np.array([0, 1, 2, 4])), kept)
+    err = capsys.readouterr().err
+    assert err.count("KB cache:") == 1
+    assert (f"KB cache: {matrix.path} is damaged (4 of 4 stored rows do not match their "
+            f"checksums in list.partial-sums.npy); those rows are encoded again") in err
+    assert _matrix(tmp_path, tiny_encoder).rows(np.array([0, 1, 2, 4])).any(axis=1).all()
+    assert check_partial(matrix.full_path)[0].state == "ok"
+
+
+def test_a_cache_written_before_sums_is_read_and_gets_them(tiny_encoder, tmp_path):
+    matrix, kept = _stored(tmp_path, tiny_encoder)
+    matrix.sums_path.unlink()  # as the cache was before sums existed
+    assert check_partial(matrix.full_path)[2].state == "unverified"
+    again = _matrix(tmp_path, tiny_encoder)
+    np.testing.assert_array_equal(again.rows(np.array([0, 1, 2, 4])), kept)
+    again.rows(np.array([3]))  # the next write records every present row's sum
+    assert [v.state for v in check_partial(matrix.full_path)] == ["ok", "ok", "ok"]
+
+
+def test_rows_are_written_through_the_file_and_a_full_disk_leaves_nothing(tiny_encoder,
+                                                                         tmp_path, monkeypatch):
+    """ENOSPC from the write itself (the disk filled after the room check): an OSError for the
+    caller, no rows file left when this write created it, no temporary file."""
+    from e2e_linker.kb_search import partial_matrix
+
+    def full(fd, data, offset):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(partial_matrix.os, "pwrite", full)
+    matrix = _matrix(tmp_path, tiny_encoder)
+    with pytest.raises(UserError, match="cannot write the KB cache in .*No space left"):
+        matrix.rows(np.array([1, 2]))
+    assert sorted(p.name for p in (tmp_path / "kb").iterdir()) == []
+    monkeypatch.undo()
+    matrix.rows(np.array([1]))  # a later write, then a failing one: the stored rows stay
+    monkeypatch.setattr(partial_matrix.os, "pwrite", full)
+    with pytest.raises(UserError):
+        matrix.rows(np.array([2]))
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "kb").iterdir()) == [
+        "list.partial-have.npy", "list.partial-sums.npy", "list.partial.npy"]
+    assert _matrix(tmp_path, tiny_encoder).present == 1
+
+
+def test_no_room_is_said_before_anything_is_written(tiny_encoder, tmp_path, monkeypatch):
+    from e2e_linker.kb_search import cache_folder
+
+    monkeypatch.setattr(cache_folder, "ROOM_MARGIN", 1 << 60)
+    with pytest.raises(UserError, match=r"cannot write the KB cache in .*: only .* MB free, "
+                                        r"and encoding shortlisted KB names needs"):
+        _matrix(tmp_path, tiny_encoder).rows(np.array([1]))
+    assert not (tmp_path / "kb").exists() or list((tmp_path / "kb").iterdir()) == []
+
+
+def test_a_complete_matrix_is_sealed_and_then_checked_as_a_file(tiny_encoder, tmp_path, capsys):
+    matrix = _matrix(tmp_path, tiny_encoder)
+    everything = matrix.rows(np.arange(len(NAMES)))
+    assert record_path(matrix.full_path).is_file()
+    with open(matrix.full_path, "r+b") as handle:
+        handle.truncate(matrix.full_path.stat().st_size - 1)
+    again = _matrix(tmp_path, tiny_encoder)
+    assert again.present == 0 and "list.npy is damaged" in capsys.readouterr().err
+    np.testing.assert_array_equal(again.rows(np.arange(len(NAMES))), everything)
