@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "merge": "merge",
     "kb": "kb",
     "view": "view",
+    "serve": "serve",
 }
 
 

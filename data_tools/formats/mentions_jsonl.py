@@ -4,9 +4,14 @@ documents (``linker annotate --format jsonl``).
 Each line holds ``document``, ``start``, ``end``, ``text``, ``type``, ``concept_id`` (IDs
 joined with ``|``; null when none), ``concept_name`` (only when known: the annotation's
 ``concept_name`` infon, which ``linker annotate`` fills from its KB), ``mention_score`` and
-``link_score`` (null when the annotation has none). Offsets are the document's character
-offsets. The format is written only: it drops the text around the mentions, so it cannot be
-read back as a corpus (BioC JSON Lines, ``.jsonl``, is the lossless one).
+``link_score`` (null when the annotation has none), then, only for an annotation that carries
+its explanation (``linker annotate --explain``), ``explanation``: the ``step`` that decided its
+concept (the ``link_method`` infon: ``exact``, ``dense``, ``abbreviation``, a sieve step such as
+``training`` or ``compact_key``, ``text``), the ``long_form`` a short form took its concept
+from, and ``candidates``: the dense ranking's top concepts with their scores. Offsets are the
+document's character offsets. The format is written only: it drops the text around the
+mentions, so it cannot be read back as a corpus (BioC JSON Lines, ``.jsonl``, is the lossless
+one).
 """
 
 from __future__ import annotations
@@ -14,10 +19,45 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from data_tools.documents import Document
+from data_tools.documents import Annotation, Document
 
 #: the annotation infon the writer takes a concept's name from
 CONCEPT_NAME = "concept_name"
+#: the infon naming the step that decided an annotation's concept
+LINK_METHOD = "link_method"
+#: the infon holding a short form's long form, when the short form took its concept
+LONG_FORM = "long_form"
+#: the infon of an explained annotation: its top dense candidates, ``ID|score;ID|score``
+CANDIDATES = "dense_candidates"
+
+
+def format_candidates(ranked: list[tuple[str, float]]) -> str:
+    """``[(concept ID, score), ...]`` as the :data:`CANDIDATES` infon holds it (scores to 4
+    places, as ``link_score``)."""
+    return ";".join(f"{cid}|{score:.4f}" for cid, score in ranked)
+
+
+def explanation_of(ann: Annotation) -> dict | None:
+    """Why ``ann`` got its concept: ``{"step", "long_form"?, "candidates": [{"concept_id",
+    "score"}, ...]}``, or None for an annotation written without ``--explain``.
+
+    Why from infons: the explanation travels with the annotation through every format (BioC
+    keeps it as two infons), and this one reader serves the JSON Lines writer and the page."""
+    found = ann.infons.get(CANDIDATES)
+    if found is None:
+        return None
+    candidates = []
+    for item in filter(None, found.split(";")):
+        cid, _, score = item.rpartition("|")
+        try:
+            candidates.append({"concept_id": cid, "score": float(score)})
+        except ValueError:  # not written by format_candidates: kept, unscored
+            candidates.append({"concept_id": item, "score": None})
+    out: dict = {"step": ann.infons.get(LINK_METHOD)}
+    if ann.infons.get(LONG_FORM):
+        out["long_form"] = ann.infons[LONG_FORM]
+    out["candidates"] = candidates
+    return out
 
 
 def mention_records(doc: Document) -> list[dict]:
@@ -32,6 +72,9 @@ def mention_records(doc: Document) -> list[dict]:
             record["concept_name"] = name
         record["mention_score"] = ann.mention_score
         record["link_score"] = ann.link_score
+        explanation = explanation_of(ann)
+        if explanation is not None:
+            record["explanation"] = explanation
         records.append(record)
     return records
 

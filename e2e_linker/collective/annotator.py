@@ -124,7 +124,7 @@ class Annotator:
              ) -> list[Annotation | None]:
         """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`)."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
-        return self.linker.link(spans, docs, abbreviations)
+        return self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

@@ -60,6 +60,9 @@ class AnnotateSettings:
     #: the mention types written out (None: every type the model predicts), e.g.
     #: ``("Chemical", "Disease")`` for a model that also finds genes
     types: tuple[str, ...] | None = None
+    #: each annotation also carries why it got its concept: its top dense candidates with
+    #: scores beside the deciding step (``--explain``; off: the output is unchanged)
+    explain: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from data_tools.documents import Annotation, Document, Passage
+from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
 from data_tools.species import preferred_taxa
 from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
@@ -23,6 +24,9 @@ from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
+
+#: candidates an explained annotation lists ("why this concept": the dense ranking's top)
+EXPLAIN_TOP = 5
 
 
 class TextLinker(Protocol):
@@ -92,9 +96,16 @@ class SpanLinker:
         return out
 
     def link(self, spans: list[SpanPrediction], docs: Sequence[Document],
-             abbreviations: Sequence[DocumentAbbreviations]) -> list[Annotation | None]:
+             abbreviations: Sequence[DocumentAbbreviations],
+             explain: bool = False) -> list[Annotation | None]:
         """One batched index search for all spans, then the name sieve, the sieve stack and
         short forms (or the text linker).
+
+        ``explain`` adds to each annotation the :data:`EXPLAIN_TOP` best concepts of its dense
+        ranking with their scores (the ``dense_candidates`` infon; with the text linker, its
+        own candidates) beside the ``link_method`` infon that names the deciding step, so a
+        curator can see why this concept; without it nothing is added, and the output is the
+        same to the byte.
 
         Every span is searched, sieved or not: the sieve breaks ties between concepts that
         share a name by the dense ranking, and falls back to its own order when none of its
@@ -131,8 +142,11 @@ class SpanLinker:
                 mention_score=round(span.mention_score, 4),
                 link_score=None if score is None else round(score, 4),
             ))
+        if explain:
+            for ann, dense in zip(out, ranked, strict=True):
+                ann.infons[CANDIDATES] = format_candidates(dense[:EXPLAIN_TOP])
         if self.text_linker is not None:
-            self.link_by_text(spans, out, docs, abbreviations)
+            self.link_by_text(spans, out, docs, abbreviations, explain)
         elif self.resolve_abbreviations:
             self.link_short_forms(spans, out, abbreviations)
         return out
@@ -163,7 +177,8 @@ class SpanLinker:
 
     def link_by_text(self, spans: Sequence[SpanPrediction],
                      annotations: list[Annotation | None], docs: Sequence[Document],
-                     abbreviations: Sequence[DocumentAbbreviations]) -> None:
+                     abbreviations: Sequence[DocumentAbbreviations],
+                     explain: bool = False) -> None:
         """Relink every span with :attr:`text_linker`, in place.
 
         Each document goes to it as a bare view: its passages' text with only the detected
@@ -171,7 +186,8 @@ class SpanLinker:
         spans (as ``linker normalize`` reads them) and the input's own annotations are never
         touched. ``link_score`` becomes the text linker's (the normalizer's cosine, ≤ 1); the
         candidates list it writes is dropped, so the output carries the same infons as with
-        collective linking.
+        collective linking, or with ``explain`` kept as the explanation's candidates (the
+        ranking that decided).
         """
         views: dict[int, Document] = {}
         for span, ann in zip(spans, annotations, strict=True):
@@ -186,7 +202,10 @@ class SpanLinker:
                                    [abbreviations[d] for d in views])
         for ann in annotations:
             if ann is not None:
-                ann.infons.pop("candidates", None)
+                found = ann.infons.pop("candidates", None)
+                ann.infons.pop(CANDIDATES, None)
+                if explain and found is not None:
+                    ann.infons[CANDIDATES] = found
                 ann.infons["link_method"] = "text"
 
     @staticmethod

@@ -92,6 +92,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--types", default=None,
               help="Write only mentions of these types, comma-separated (e.g. "
                    "Chemical,Disease with a model that also finds genes; default: all).")
+@click.option("--explain", is_flag=True,
+              help="Say why each mention got its concept: the deciding step and the top 5 "
+                   "dense candidates with scores (an explanation field in --format jsonl, "
+                   "infons in BioC).")
 @click.option("--replace", is_flag=True, help="Drop the input's existing annotations.")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS),

@@ -5,7 +5,8 @@ when it is opened (CSS inline, no scripts, no fonts), so it can be mailed or arc
 run. Every piece of document text, ID and type is escaped: the input is untrusted.
 
 Mentions are highlighted by type; hovering one shows its concept IDs, the concepts' preferred
-names (when a KB is given) and scores, with a link to each MeSH ID's page. Given the gold
+names (when a KB is given) and scores, with a link to each MeSH ID's page, and, for mentions
+annotated with ``--explain``, why: the step that decided and the top dense candidates. Given the gold
 documents, gold and prediction stand side by side and each mention is marked true positive,
 false positive or false negative by ``linker score --strict`` itself: the keys come from
 :func:`e2e_linker.scoring.mentions_of` (its ID policy: ``MESH:`` prefixes, composites, NIL)
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document, Passage
+from data_tools.formats.mentions_jsonl import explanation_of
 from e2e_linker.scoring import is_scored, mentions_of, score
 
 #: MeSH descriptor (D…) and supplementary concept (C…) IDs, with or without "MESH:"
@@ -37,6 +39,12 @@ KNOWN_TYPES = ("Chemical", "Disease")
 VERDICTS = {"tp": "true positive", "fp": "false positive", "fn": "false negative"}
 #: a concept's preferred name, or None when unknown
 NameOf = Callable[[str], str | None]
+#: the deciding step (the ``link_method`` infon) in words, for the tooltip
+STEPS = {"exact": "exact KB name", "dense": "dense: the closest name vector",
+         "abbreviation": "short form / in-document abbreviation",
+         "training": "sieve: a name mined from training mentions",
+         "compact_key": "sieve: the same letters and digits as a KB name",
+         "text": "the text linker (normalizer)", "none": "no candidate"}
 
 STYLE = """
 body{font:15px/1.6 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
@@ -54,6 +62,7 @@ h1{font-size:20px}h2{font-size:16px;margin:28px 0 6px}
 .hid::after{content:"+";color:#d00;font-weight:bold;font-size:11px;vertical-align:super}
 .legend span{margin-right:12px}.counts{font-size:13px;color:#444}
 .nav{columns:4;font-size:13px}.err{color:#d00}
+.cand{color:#555;padding-left:10px}
 """
 
 
@@ -146,7 +155,29 @@ def describe(item: Marked, name_of: NameOf | None) -> str:
               (("mention", a.mention_score), ("link", a.link_score)) if value is not None]
     if scores:
         parts.append(html.escape(", ".join(scores)))
+    parts.extend(explain_lines(a, name_of))
     return "<br>".join(parts)
+
+
+def explain_lines(a: Annotation, name_of: NameOf | None) -> list[str]:
+    """Tooltip lines saying why an explained annotation got its concept: the deciding step
+    and the dense candidates with scores (nothing for an annotation without explanation)."""
+    found = explanation_of(a)
+    if found is None:
+        return []
+    step = found["step"] or "unknown"
+    line = f"<i>why:</i> {html.escape(STEPS.get(step, 'sieve: ' + step))}"
+    if found.get("long_form"):
+        line += f" (long form “{html.escape(found['long_form'])}”)"
+    lines = [line]
+    if found["candidates"]:
+        lines.append("<i>dense ranking:</i>")
+    for cand in found["candidates"]:
+        name = name_of(cand["concept_id"]) if name_of else None
+        score = "" if cand["score"] is None else f" {cand['score']:.3f}"
+        lines.append(f'<span class="cand">{html.escape(cand["concept_id"])}'
+                     f'{" " + html.escape(name) if name else ""}{score}</span>')
+    return lines
 
 
 def render_text(doc: Document, marked: Iterable[Marked], colours: dict[str, str],
@@ -183,13 +214,15 @@ def render_text(doc: Document, marked: Iterable[Marked], colours: dict[str, str]
 
 
 def render_page(documents: Sequence[Document], gold: Sequence[Document] | None = None,
-                name_of: NameOf | None = None, title: str = "e2e_linker") -> str:
+                name_of: NameOf | None = None, title: str = "e2e_linker",
+                intro: str = "") -> str:
     """The whole page: a legend, the counts, a list of the documents and each document.
 
     With ``gold`` (matched by document ID), each document shows gold and prediction side by
     side; gold documents without a prediction come last, their mentions all misses, so the
     totals equal ``linker score --strict`` on the same two files. ``name_of`` gives a concept's
-    preferred name (or None).
+    preferred name (or None). ``intro`` is trusted HTML placed under the title (``linker
+    serve``'s form); callers must escape whatever untrusted text it holds.
     """
     with_gold = gold is not None
     gold_by_id = {d.id: d for d in gold or ()}
@@ -236,7 +269,7 @@ def render_page(documents: Sequence[Document], gold: Sequence[Document] | None =
                    " (strict, as <code>linker score</code>)</p>")
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1><p class=\"legend\">{legend}</p>{summary}"
+            f"<h1>{html.escape(title)}</h1>{intro}<p class=\"legend\">{legend}</p>{summary}"
             f"<ul class=\"nav\">{''.join(nav)}</ul>{''.join(sections)}</body></html>\n")
 
 

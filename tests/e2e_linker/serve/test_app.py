@@ -1,0 +1,328 @@
+"""``linker serve``'s application on a real server (uvicorn, a free local port) with the tiny
+model: every endpoint; answers byte-identical to ``linker annotate`` whatever the batching;
+BioC and PubTator bodies back in their format with only annotations added; each bad input
+answered with its status and one line; the page in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+from data_tools.formats.mentions_jsonl import CANDIDATES
+from e2e_linker.cli import main
+from e2e_linker.collective.model_kb import assemble_kb
+from e2e_linker.serve.config import ServeConfig
+from e2e_linker.viewer.html_page import PALETTE
+from tests.e2e_linker.serve.server_thread import running, tiny_settings
+from tests.helpers.chromium import chromium, screenshot
+from tests.helpers.hostile_inputs import CASES, GOOD_PUBTATOR, materialise
+
+TEXTS = ["Aspirin caused a headache.", "Nothing here.",
+         "Ibuprofen (ä ß é) and nausea; αβ-blocker 🙂 with aspirin and café headache.",
+         "Cisplatin", "Treatment with haloperidol caused delirium in two cases.",
+         "We observed renal failure after cisplatin exposure, and kidney failure later.",
+         "Headache, nausea and delirium.", "The patient was given ibuprofen.",
+         "acetylsalicylic acid", "A longer one: " + "aspirin and nausea, " * 12 + "end."]
+BIOC_XML = ("<?xml version='1.0' encoding='UTF-8'?><collection><source>src</source>"
+            "<date>2026</date><key>k.key</key><infon key='c'>v</infon><document><id>7</id>"
+            "<infon key='d'>keep me</infon><passage><infon key='type'>title</infon>"
+            "<offset>0</offset><text>Aspirin caused nausea.</text><annotation id='g1'>"
+            "<infon key='type'>Chemical</infon><location offset='0' length='7'/>"
+            "<text>Aspirin</text></annotation></passage><passage><offset>23</offset>"
+            "<text>Renal failure after cisplatin.</text></passage><relation id='r1'>"
+            "<infon key='relation'>CID</infon><node refid='g1' role='x'/></relation>"
+            "</document></collection>")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return tiny_settings(tmp_path_factory.mktemp("serve"))
+
+
+@pytest.fixture(scope="module")
+def url(tiny):
+    settings, _, _ = tiny
+    config = ServeConfig(settings=settings, max_wait_ms=50, max_queue=64,
+                         max_request_bytes=200_000)
+    with running(config) as base:
+        yield base
+
+
+def jsonl(url: str, payload: dict) -> bytes:
+    answer = httpx.post(f"{url}/annotate", json=payload,
+                        headers={"Accept": "application/x-ndjson"}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["content-type"] == "application/x-ndjson"
+    return answer.content
+
+
+def cli(tiny, monkeypatch, *args: str) -> None:
+    settings, directory, kb_file = tiny
+    monkeypatch.setenv("E2E_LINKER_CACHE", settings.cache_dir)
+    result = CliRunner().invoke(main, ["annotate", *args, "--model", str(directory),
+                                       "--kb", f"tsv:{kb_file}", "--index", "exact",
+                                       "--threshold", "0"])
+    assert result.exit_code == 0, result.output
+
+
+def test_health_ready_info_and_the_openapi_schema(url, tiny):
+    assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+    assert httpx.get(f"{url}/ready").json() == {"ready": True}
+    info = httpx.get(f"{url}/info").json()
+    settings, directory, kb_file = tiny
+    assert info["state"] == "ready" and info["version"] not in ("", None)
+    assert info["model"] == str(directory.resolve())
+    assert info["kb_hash"] == assemble_kb(f"tsv:{kb_file}").content_hash()
+    assert info["kb_concepts"] == 8 and info["types"] == ["Chemical", "Disease"]
+    assert info["settings"]["batch_size"] == 1 and "cache_dir" not in info["settings"]
+    assert info["limits"]["max_queue"] == 64
+    schema = httpx.get(f"{url}/openapi.json").json()
+    assert {"/annotate", "/normalize", "/health", "/ready", "/info", "/"} <= set(schema["paths"])
+    body = schema["paths"]["/annotate"]["post"]["requestBody"]["content"]
+    assert {"application/json", "text/plain", "application/xml", "application/bioc+json",
+            "text/x-pubtator"} <= set(body)
+    assert "texts" in body["application/json"]["schema"]["properties"]
+    assert httpx.get(f"{url}/docs").status_code == 404  # its pages would load network scripts
+
+
+def test_annotate_gives_the_mention_records_of_linker_annotate(url):
+    answer = httpx.post(f"{url}/annotate", json={"text": TEXTS[2]}, timeout=60)
+    assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
+    [doc] = answer.json()["documents"]
+    assert doc["id"] == "text-1" and doc["mentions"]
+    for m in doc["mentions"]:
+        assert TEXTS[2][m["start"]:m["end"]] == m["text"]  # exact on non-ASCII text
+        assert set(m) >= {"document", "start", "end", "text", "type", "concept_id",
+                          "mention_score", "link_score"}
+        assert "explanation" not in m
+    named = [m for m in doc["mentions"] if m["concept_id"]]
+    assert named and all(m["concept_name"] for m in named)
+    several = httpx.post(f"{url}/annotate", json={"texts": TEXTS[:2], "ids": ["a", "b"]},
+                         timeout=60).json()
+    assert [d["id"] for d in several["documents"]] == ["a", "b"]
+    plain = httpx.post(f"{url}/annotate", content=TEXTS[2].encode(),
+                       headers={"Content-Type": "text/plain; charset=utf-8"}, timeout=60)
+    assert plain.json() == answer.json()
+    assert httpx.post(f"{url}/annotate", json={"texts": []}).json() == {"documents": []}
+    blank = httpx.post(f"{url}/annotate", json={"texts": ["", "   "]}, timeout=60).json()
+    assert blank == {"documents": [{"id": "text-1", "mentions": []},
+                                   {"id": "text-2", "mentions": []}]}
+
+
+def test_the_same_bytes_whatever_the_batching_and_as_linker_annotate(url, tiny, tmp_path,
+                                                                     monkeypatch):
+    ids = [f"text-{n}" for n in range(1, len(TEXTS) + 1)]
+    alone = [jsonl(url, {"texts": [t], "ids": [i]}) for t, i in zip(TEXTS, ids, strict=True)]
+    before = httpx.get(f"{url}/info").json()["batching"]["largest_batch"]
+    for _ in range(2):  # concurrently: requests share calls of the annotator
+        with ThreadPoolExecutor(len(TEXTS)) as pool:
+            together = list(pool.map(lambda p: jsonl(url, {"texts": [p[0]], "ids": [p[1]]}),
+                                     zip(TEXTS, ids, strict=True)))
+        assert together == alone
+    assert httpx.get(f"{url}/info").json()["batching"]["largest_batch"] > max(before, 1)
+    whole = jsonl(url, {"texts": TEXTS})  # one request, default IDs text-1, text-2, ...
+    assert whole == b"".join(alone)
+    # linker annotate on the same texts, one a line of text.txt (so IDs text-<line>)
+    (tmp_path / "text.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
+        "-o", str(tmp_path / "out.jsonl"), "--batch-size", "1")
+    assert (tmp_path / "out.jsonl").read_bytes() == whole
+    # ... and with its default batch size on one text: one chunk, encoded alone either way
+    (tmp_path / "one.txt").write_text(TEXTS[5] + "\n", encoding="utf-8")
+    cli(tiny, monkeypatch, str(tmp_path / "one.txt"), "--lines", "-o",
+        str(tmp_path / "one.jsonl"), "--format", "jsonl")
+    assert (tmp_path / "one.jsonl").read_bytes() == jsonl(url, {"text": TEXTS[5], "ids":
+                                                                ["one-1"]})
+
+
+def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_path,
+                                                                monkeypatch):
+    plain = httpx.post(f"{url}/annotate", json={"texts": TEXTS[:3]}, timeout=60).json()
+    why = httpx.post(f"{url}/annotate", json={"texts": TEXTS[:3], "explain": True},
+                     timeout=60).json()
+    steps = set()
+    for p_doc, w_doc in zip(plain["documents"], why["documents"], strict=True):
+        for p, w in zip(p_doc["mentions"], w_doc["mentions"], strict=True):
+            explanation = w.pop("explanation")
+            assert w == p  # the rest unchanged
+            assert 1 <= len(explanation["candidates"]) <= 5
+            scores = [c["score"] for c in explanation["candidates"]]
+            assert scores == sorted(scores, reverse=True)
+            steps.add(explanation["step"])
+            if explanation["step"] == "dense":
+                assert explanation["candidates"][0]["concept_id"] == p["concept_id"]
+    assert {"exact", "dense"} <= steps
+    query = httpx.post(f"{url}/annotate?explain=true", json={"texts": TEXTS[:3]}, timeout=60)
+    assert query.json() == why | {"documents": query.json()["documents"]}
+    assert "explanation" in query.json()["documents"][0]["mentions"][0]
+    # linker annotate --explain writes the same records
+    (tmp_path / "text.txt").write_text("\n".join(TEXTS[:3]) + "\n", encoding="utf-8")
+    cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
+        "-o", str(tmp_path / "why.jsonl"), "--batch-size", "1", "--explain")
+    assert (tmp_path / "why.jsonl").read_bytes() == jsonl(url, {"texts": TEXTS[:3],
+                                                                "explain": True})
+    cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
+        "-o", str(tmp_path / "plain.jsonl"), "--batch-size", "1")
+    assert b"explanation" not in (tmp_path / "plain.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("kind, suffix", [("application/xml", ".xml"),
+                                          ("application/bioc+json", ".json"),
+                                          ("text/x-pubtator", ".pubtator")])
+def test_document_bodies_come_back_in_their_format_as_linker_annotate_writes_them(
+        url, tiny, tmp_path, monkeypatch, kind, suffix):
+    source = tmp_path / f"in{suffix}"
+    if suffix == ".xml":
+        source.write_text(BIOC_XML, encoding="utf-8")
+    elif suffix == ".pubtator":
+        source.write_text(GOOD_PUBTATOR, encoding="utf-8")
+    else:  # the BioC JSON linker convert makes of the XML
+        (tmp_path / "x.xml").write_text(BIOC_XML, encoding="utf-8")
+        done = CliRunner().invoke(main, ["convert", str(tmp_path / "x.xml"), str(source)])
+        assert done.exit_code == 0, done.output
+    for replace in (False, True):
+        answer = httpx.post(f"{url}/annotate" + ("?replace=true" if replace else ""),
+                            content=source.read_bytes(), headers={"Content-Type": kind},
+                            timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith(kind)
+        out = tmp_path / f"out{replace}{suffix}"
+        cli(tiny, monkeypatch, str(source), "-o", str(out), "--batch-size", "1",
+            *(["--replace"] if replace else []))
+        assert answer.content == out.read_bytes()
+    if suffix == ".xml":
+        kept = httpx.post(f"{url}/annotate", content=source.read_bytes(),
+                          headers={"Content-Type": kind}, timeout=60).text
+        for piece in ("<source>src</source>", "<key>k.key</key>", "keep me", "id=\"g1\"",
+                      "<infon key=\"relation\">CID</infon>", "e2e0"):
+            assert piece in kept.replace("'", '"'), piece
+
+
+def test_normalize_links_given_mentions_in_order(url):
+    answer = httpx.post(f"{url}/normalize", json=[{"text": "aspirin", "type": "Chemical"},
+                                                  {"text": "nausea", "type": "Disease"},
+                                                  {"text": "headache"}], timeout=120)
+    assert answer.status_code == 200, answer.text
+    assert [(m["text"], m["type"], m["concept_id"], m["concept_name"])
+            for m in answer.json()["mentions"]] == [
+        ("aspirin", "Chemical", "C001", "aspirin"), ("nausea", "Disease", "D002", "nausea"),
+        ("headache", "", "D001", "headache")]
+    assert httpx.post(f"{url}/normalize", json=[]).json() == {"mentions": []}
+    assert httpx.get(f"{url}/info").json()["normalizer"] == "ready"
+
+
+JSON = {"Content-Type": "application/json"}
+BAD = [  # (what, path, body, headers, status, words of the one-line message)
+    ("malformed JSON", "/annotate", b'{"text": ', JSON, 400, ["malformed JSON"]),
+    ("not an object", "/annotate", b"[1, 2]", JSON, 422, ["object"]),
+    ("text and texts", "/annotate", b'{"text": "a", "texts": ["b"]}', JSON, 422,
+     ["either text or texts"]),
+    ("neither", "/annotate", b'{"explain": true}', JSON, 422, ["either text or texts"]),
+    ("unknown field", "/annotate", b'{"txt": "a"}', JSON, 422, ["txt", "Extra inputs"]),
+    ("a text not a string", "/annotate", b'{"texts": ["a", 5]}', JSON, 422,
+     ["texts.1", "valid string"]),
+    ("ids of another length", "/annotate", b'{"texts": ["a"], "ids": ["x", "y"]}', JSON, 422,
+     ["2 IDs for 1 texts"]),
+    ("BioC JSON as JSON", "/annotate", b'{"documents": []}', JSON, 422,
+     ["application/bioc+json"]),
+    ("lone surrogate", "/annotate", b'{"text": "a\\ud800"}', JSON, 400, ["malformed JSON"]),
+    ("deep JSON", "/annotate", b"[" * 100_000, JSON, 400, ["malformed JSON"]),
+    ("too many texts", "/annotate", json.dumps({"texts": ["a"] * 65}).encode(), JSON, 413,
+     ["65 documents", "--max-queue"]),
+    ("too large", "/annotate", json.dumps({"text": "a" * 300_000}).encode(), JSON, 413,
+     ["over the limit of 200000 bytes"]),
+    ("text not UTF-8", "/annotate", b"caf\xe9", {"Content-Type": "text/plain"}, 400,
+     ["not valid UTF-8"]),
+    ("Latin-1", "/annotate", b"a", {"Content-Type": "text/plain; charset=latin-1"}, 415,
+     ["charset latin-1", "UTF-8"]),
+    ("unknown type", "/annotate", b"a,b", {"Content-Type": "text/csv"}, 415,
+     ["text/csv", "application/json"]),
+    ("gzip", "/annotate", b"\x1f\x8b\x08\x00", {"Content-Type": "application/xml"}, 400,
+     ["compressed"]),
+    ("empty XML", "/annotate", b"", {"Content-Type": "application/xml"}, 400, ["empty"]),
+    ("explain=maybe", "/annotate?explain=maybe", b'{"text": "a"}', JSON, 422, ["explain"]),
+    ("format=xml", "/annotate?format=xml", b'{"text": "a"}', JSON, 422, ["json or jsonl"]),
+    ("normalize malformed", "/normalize", b"[{", JSON, 400, ["malformed JSON"]),
+    ("normalize object", "/normalize", b'{"text": "a"}', JSON, 422, ["valid array"]),
+    ("normalize empty text", "/normalize", b'[{"text": ""}]', JSON, 422, ["0.text"]),
+    ("normalize text/plain", "/normalize", b"aspirin", {"Content-Type": "text/plain"}, 415,
+     ["application/json"]),
+    ("unknown path", "/nothing", b"", {}, 404, ["Not Found"]),
+]
+
+
+@pytest.mark.parametrize("what, path, body, headers, status, words", BAD,
+                         ids=[case[0] for case in BAD])
+def test_bad_input_gets_its_status_and_one_line(url, what, path, body, headers, status,
+                                                words):
+    answer = httpx.post(f"{url}{path}", content=body, headers=headers, timeout=60)
+    assert answer.status_code == status, answer.text
+    message = answer.json()["error"]
+    assert "\n" not in message and len(message) <= 300
+    for word in words:
+        assert word in message, (word, message)
+    assert httpx.get(f"{url}/health").status_code == 200  # and the server is still there
+
+
+KINDS = {".xml": "application/xml", ".json": "application/bioc+json",
+         ".jsonl": "application/bioc+json", ".txt": "text/x-pubtator"}
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.name not in (
+    "truncated_gzip", "directory_with_mixed_formats", "directory_with_one_bad_file",
+    "document_of_100k_tokens")], ids=lambda c: c.name)
+def test_hostile_document_bodies_as_the_readers_answer_them(url, tmp_path, case):
+    source = materialise(case, tmp_path)
+    answer = httpx.post(f"{url}/annotate", content=source.read_bytes(),
+                        headers={"Content-Type": KINDS[source.suffix]}, timeout=120)
+    for secret in case.never:
+        assert secret not in answer.text
+    if case.error is None:
+        assert answer.status_code == 200, answer.text
+        return
+    assert answer.status_code in (400, 413, 422), answer.text
+    message = answer.json()["error"]
+    assert "\n" not in message and str(tmp_path) not in message and "linker-serve-" not in message
+    for word in case.error:
+        if word != source.name:  # the file is the server's temporary copy: not named
+            assert word in message, (word, message)
+
+
+def test_the_page_highlights_and_explains_pasted_text(url, tmp_path):
+    empty = httpx.get(f"{url}/")
+    assert empty.status_code == 200 and '<form class="paste" method="post"' in empty.text
+    text = "Aspirin caused a headache. <script>alert(1)</script>"
+    posted = httpx.post(f"{url}/", data={"text": text, "explain": "1"}, timeout=60)
+    assert posted.status_code == 200
+    page = posted.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    assert 'class="m' in page and "why:" in page and 'class="cand"' in page
+    assert "checked" in page  # the form keeps what was asked
+    # self-contained: nothing is loaded from anywhere
+    assert not re.search(r"<(script|link|img|iframe)|@import|url\(", page)
+    assert "http" not in page.replace("https://meshb.nlm.nih.gov/record/ui?ui=", "")
+    assert httpx.get(f"{url}/", params={"text": text}).text.count('class="m') == \
+        page.count('class="m')
+    chromium()  # skipped, with the reason, where there is none (fails under CI)
+    saved = tmp_path / "page.html"
+    saved.write_text(page, encoding="utf-8")
+    image = Image.open(screenshot(saved, tmp_path / "page.png")).convert("RGB")
+    colours = {rgb for _, rgb in image.getcolors(maxcolors=1 << 20)}
+    used = {tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in PALETTE[:2]}
+    assert used & colours, "no mention highlight on screen"
+
+
+def test_a_candidates_infon_is_what_explanations_are_read_from(url):
+    assert CANDIDATES == "dense_candidates"  # the infon BioC output carries with ?explain
+    answer = httpx.post(f"{url}/annotate?explain=true", content=GOOD_PUBTATOR.encode(),
+                        headers={"Content-Type": "text/x-pubtator"}, timeout=60)
+    assert answer.status_code == 200  # PubTator has no infons: the rows are unchanged
+    xml = httpx.post(f"{url}/annotate?explain=true", content=BIOC_XML.encode(),
+                     headers={"Content-Type": "application/xml"}, timeout=60).text
+    assert 'key="dense_candidates"' in xml and 'key="link_method"' in xml
