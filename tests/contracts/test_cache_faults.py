@@ -20,14 +20,12 @@ skipped with the reason elsewhere; the same code paths are covered everywhere by
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +33,7 @@ from click.testing import CliRunner
 
 from e2e_linker.cli import main
 from tests.helpers.tiny_linker import tiny_linker_dir
+from tests.helpers.tmpfs import mounted_tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "bc5cdr_sample.bioc.xml"
@@ -192,21 +191,8 @@ def test_kb_info_lists_a_partial_cache_once_with_its_kb_and_fill(setup):
 
 # ---- a full or read-only disk (tmpfs, root only) ------------------------------------------------
 
-@contextlib.contextmanager
-def _tmpfs(where: Path, options: str) -> Iterator[Path]:
-    """A tmpfs mounted at ``where`` (root only: skipped with the reason otherwise)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("a full or read-only disk is simulated with a small tmpfs, which only root "
-                    "may mount; test_partial_matrix.py injects ENOSPC into the same writes")
-    where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
+def _tmpfs(where: Path, options: str):
+    return mounted_tmpfs(where, options, "test_partial_matrix.py injects ENOSPC into the same writes")
 
 
 #: annotate in a child process (a SIGBUS would kill pytest), with the room check made blind, as

@@ -18,7 +18,6 @@ output's fsync fail with ENOSPC.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import shutil
@@ -26,7 +25,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +38,7 @@ from e2e_linker.errors import UserError
 from e2e_linker.runs import output_checks
 from tests.helpers import chromium as chromium_helper
 from tests.helpers.tiny_linker import tiny_linker_dir
+from tests.helpers.tmpfs import mounted_tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "bc5cdr_sample.bioc.xml"
@@ -83,21 +82,8 @@ def _litter(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.part"))
 
 
-@contextlib.contextmanager
-def _tmpfs(where: Path, options: str) -> Iterator[Path]:
-    """A tmpfs mounted at ``where`` (root only: skipped with the reason otherwise)."""
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        pytest.skip("a full or read-only disk is simulated with a small tmpfs, which only root "
-                    "may mount; the injected-ENOSPC tests cover the same code")
-    where.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, text=True)
-    if done.returncode:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
+def _tmpfs(where: Path, options: str):
+    return mounted_tmpfs(where, options, "the injected-ENOSPC tests cover the same code")
 
 
 # ---- 1. outputs: never an input, refused before the model loads ---------------------------
