@@ -40,11 +40,11 @@ from e2e_linker.kb_search.top_k import TorchProducts, check_ties, exact_top_k
 
 SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq", "packed")
 
-#: Above this many names ``auto`` leaves exact search for HNSW. Measured on the bc5cdr KB
-#: (744k names, BC5CDR test, ``python -m eval.speed_accuracy --kinds hnsw``): exact linking took
-#: 92.5 s for 500 documents, HNSW 6.3 s (after a one-time 100 s build, cached on disk), with
-#: strict F1 0.7557 vs 0.7550 and 99.3 % of spans given the same concept. Below a few hundred
-#: thousand names exact search is cheap enough and loses nothing.
+#: Above this many names ``auto`` leaves exact search for HNSW: on the bc5cdr KB HNSW links an
+#: order of magnitude faster than exact search (after a one-time build, cached on disk) for a
+#: strict F1 within noise and nearly every span given the same concept
+#: (eval/results/speed_accuracy, ``python -m eval.speed_accuracy --kinds hnsw``). Below a few
+#: hundred thousand names exact search is cheap enough and loses nothing.
 EXACT_MAX_NAMES = 200_000
 
 
@@ -81,7 +81,8 @@ def choose_kind(n: int, dim: int, memory_budget_mb: float | None = None,
     """The fastest kind whose memory fits ``memory_budget_mb`` (None: no limit).
 
     Exact search for KBs up to :data:`EXACT_MAX_NAMES` names (no recall loss at all), then
-    HNSW (about 15x faster linking at 744k names for -0.06 points strict F1), then IVF-PQ, the
+    HNSW (much faster linking at the bc5cdr KB's size for a strict F1 within noise:
+    eval/results/speed_accuracy), then IVF-PQ, the
     smallest; IVF-PQ is returned even if it does not fit, as nothing smaller exists.
     """
     candidates = ["hnsw", "ivfpq"]

@@ -2,7 +2,7 @@
 model directory.
 
 Why: the first ``linker annotate`` on a new machine would otherwise encode every KB name
-(744k names, ~40 min on a 2-core CPU) before it links anything. A product-quantised index of
+(the bc5cdr KB's whole encode: eval/results/kb_build) before it links anything. A product-quantised index of
 those vectors is ~30 MB: it proposes a shortlist for each mention at once, and only the
 shortlisted names are then encoded exactly (:mod:`e2e_linker.kb_search.partial_matrix`) and
 re-ranked, so scores are true inner products and only the shortlist's recall is approximate.

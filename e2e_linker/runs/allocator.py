@@ -3,8 +3,8 @@
 Why: a `linker annotate` run allocates differently sized buffers for every group of chunks
 (token states, span scores, KB search blocks). glibc raises its mmap threshold each time a
 large mmapped block is freed, so later large buffers come from the heap instead, and with one
-arena per thread the freed pieces stay resident: with the default model, peak RSS grew ×1.13
-from 1k to 10k documents although nothing is kept (eval/results/memory/NOTES.md). A fixed mmap
+arena per thread the freed pieces stay resident: with the default model, peak RSS grew from 1k
+to 10k documents although nothing is kept (eval/results/memory/NOTES.md). A fixed mmap
 threshold sends every large buffer straight back to the OS when it is freed, and few arenas
 keep the small ones in one place. The same can be set from outside the process with
 ``GLIBC_TUNABLES``/``MALLOC_*`` variables; when the user has set any of those, they win and
