@@ -2,6 +2,7 @@
 
     python -m eval.output_identity                      # compare with the recorded reference
     python -m eval.output_identity --record-from DIR    # record DIR's outputs as the reference
+    python -m eval.output_identity --compare BEFORE AFTER --out DIR   # two trees' outputs
 
 Why: a refactoring that moves code between modules must not change what users get. The two
 commands run on BC5CDR dev exactly as a user runs them (default models, default options):
@@ -59,6 +60,53 @@ def run_case(name: str, out_dir: Path) -> tuple[Path, float]:
     return target, time.perf_counter() - start
 
 
+def annotation_rows(path: Path) -> dict[tuple[str, int, int], tuple]:
+    """Each annotation of an output by (document, start, end): text, type, IDs, link method
+    and long form (what a refactoring could change)."""
+    from data_tools.formats import read_documents
+
+    return {(doc.id, a.start, a.end): (a.text, a.type, tuple(a.concept_ids),
+                                       a.infons.get("link_method"), a.infons.get("long_form"))
+            for doc in read_documents(path) for a in doc.annotations}
+
+
+def compare_folders(before: Path, after: Path, out: Path, argv: list[str] | None) -> int:
+    """``--compare``: the two folders' outputs, byte for byte and annotation by annotation,
+    with strict / partial / mention scores of each on BC5CDR dev (``linker score``'s scorer)."""
+    from data_tools.formats import read_documents
+    from e2e_linker.scoring import score
+
+    gold_files = {"annotate_dev.bioc.xml": "bc5cdr/CDR_DevelopmentSet.BioC.xml",
+                  "normalize_dev.pubtator": "bc5cdr/CDR_DevelopmentSet.PubTator.txt"}
+    cases = {}
+    for name in CASES:
+        a, b = before / name, after / name
+        row: dict = {"before_sha256": sha256(a), "after_sha256": sha256(b)}
+        row["identical"] = row["before_sha256"] == row["after_sha256"]
+        rows_a, rows_b = annotation_rows(a), annotation_rows(b)
+        row["only_before"] = [[*k, *rows_a[k]] for k in sorted(set(rows_a) - set(rows_b))]
+        row["only_after"] = [[*k, *rows_b[k]] for k in sorted(set(rows_b) - set(rows_a))]
+        row["changed"] = [[*k, list(rows_a[k]), list(rows_b[k])]
+                          for k in sorted(set(rows_a) & set(rows_b)) if rows_a[k] != rows_b[k]]
+        gold = list(read_documents(data_dir() / gold_files[name]))
+        for side, path in (("before", a), ("after", b)):
+            pred = list(read_documents(path))
+            row[f"{side}_scores"] = {mode: round(score(gold, pred, mode).f1, 5)
+                                     for mode in ("strict", "partial", "mentions")}
+        cases[name] = row
+    result = {"command": command_line("output_identity", argv), "machine": platform.machine(),
+              "before": str(before), "after": str(after), "cases": cases}
+    lines = ["| output | identical | annotations only before / only after / changed | "
+             "strict F1 before → after |", "|---|---|---|---|"]
+    for name, row in cases.items():
+        lines.append(f"| `{name}` | {'yes' if row['identical'] else 'no'} | "
+                     f"{len(row['only_before'])} / {len(row['only_after'])} / "
+                     f"{len(row['changed'])} | {row['before_scores']['strict']:.5f} → "
+                     f"{row['after_scores']['strict']:.5f} |")
+    write_results(out, result, "\n".join(lines) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(RESULTS))
@@ -66,8 +114,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="a folder holding the reference outputs (the CASES file names)")
     parser.add_argument("--commit", default=None, help="with --record-from: the code's commit")
     parser.add_argument("--keep", default=None, help="also copy this run's outputs here")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE_DIR", "AFTER_DIR"),
+                        default=None,
+                        help="no run: compare two folders of the CASES outputs (e.g. written by "
+                             "two trees with one shared cache): bytes, every annotation that "
+                             "differs, and each side's scores on BC5CDR dev")
     args = parser.parse_args(argv)
     out = Path(args.out)
+    if args.compare:
+        return compare_folders(Path(args.compare[0]), Path(args.compare[1]), out, argv)
     reference_path = out / "reference.json"
     if args.record_from:
         folder = Path(args.record_from)

@@ -25,7 +25,7 @@ def activation_absmax(model, docs: Sequence) -> dict[str, torch.Tensor]:
             found[name] = torch.maximum(found[name], x) if name in found else x
         hooks.append(layer.register_forward_hook(record))
     try:
-        Annotator(model, index=None).detect(list(docs))
+        Annotator.from_parts(model, None).detect(list(docs))
     finally:
         for hook in hooks:
             hook.remove()

@@ -39,9 +39,13 @@ def test_the_load_test_runs_every_phase_on_the_tiny_model(tmp_path):
     assert load["rss_mb"]["window"] == 6 and load["rss_mb"]["growth_pct"] is not None
     assert result["low_load"]["latency_ms"]["p50"] > 0 and result["low_load"]["failed"] == 0
     assert result["batching"]["documents"] >= 30 + 5
-    assert result["cli"]["same_batch_size"]["docs_per_s"] > 0
+    # the CLI's rate net of its start-up is None when the run is too short to tell it apart
+    # from start-up noise (a tiny model on a busy machine); with start-up it is always there
+    same = result["cli"]["same_batch_size"]
+    assert same["docs_per_s_with_startup"] > 0
+    assert (same["docs_per_s"] is None) == (result["ratio_vs_cli_same_batch_size"] is None)
+    assert same["docs_per_s"] is None or result["ratio_vs_cli_same_batch_size"] > 0
     assert result["cli"]["default_batch_size"]["batch_size"] == 16
-    assert result["ratio_vs_cli_same_batch_size"] > 0
     assert result["shutdown"]["seconds"] < 60
     assert json.loads((out / "results.json").read_text())["load"]["ok"] == 30
     table = (out / "results.md").read_text()
