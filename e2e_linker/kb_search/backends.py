@@ -35,6 +35,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from e2e_linker.kb_search.integrity import (
+    DAMAGED,
+    OK,
+    check_file,
+    discard_damaged,
+    record_path,
+    seal,
+)
 from e2e_linker.kb_search.shortlist_rerank import rerank_shortlist
 from e2e_linker.kb_search.top_k import TorchProducts, check_ties, exact_top_k
 
@@ -115,6 +123,28 @@ def _sharing_machine() -> bool:
     """Whether other processes of a multi-process run work on this machine (launchers set
     LOCAL_WORLD_SIZE; see e2e_linker.runs.distributed)."""
     return int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1) > 1
+
+
+def read_checked_index(path: Path):
+    """The faiss index in ``path`` when its integrity record agrees (or it has none yet: an
+    index written before records existed is sealed now); None after discarding a damaged or
+    unreadable file, so that the caller rebuilds it."""
+    import faiss
+
+    verdict = check_file(path, npy=False)
+    if verdict.state == DAMAGED:
+        discard_damaged(path, verdict.why, "discarded; the index is built again",
+                        also=[record_path(path)])
+        return None
+    try:
+        index = faiss.read_index(str(path))
+    except RuntimeError as exc:  # faiss's own check of a file cut short or garbled
+        discard_damaged(path, f"faiss cannot read it: {str(exc).splitlines()[0]}",
+                        "discarded; the index is built again", also=[record_path(path)])
+        return None
+    if verdict.state != OK:
+        seal(path, npy=False)
+    return index
 
 
 def fp32_twin(vectors: np.memmap, block_rows: int = 262_144) -> np.ndarray:
@@ -227,8 +257,8 @@ class FaissShortlistSearch(VectorSearch):
         path = Path(index_path) if index_path else None
         if index is not None:
             self.index = index
-        elif path is not None and path.is_file():
-            self.index = faiss.read_index(str(path))
+        elif path is not None and path.is_file() and (loaded := read_checked_index(path)):
+            self.index = loaded
         else:
             self.index = build_faiss(kind, vectors, self.params)
             if path is not None:
@@ -236,6 +266,7 @@ class FaissShortlistSearch(VectorSearch):
                 tmp = path.with_suffix(".tmp")
                 faiss.write_index(self.index, str(tmp))
                 os.replace(tmp, path)
+                seal(path, npy=False)
         if self.index.ntotal != len(vectors):
             raise ValueError(f"{path}: index holds {self.index.ntotal} vectors, not {len(vectors)}")
         #: under a memory budget the re-rank reads rows with pread (:class:`RowReader`)

@@ -162,3 +162,27 @@ def test_order_ties_sends_equal_scores_to_the_higher_or_lower_row():
     assert order_ties(scores, rows)[1].tolist() == [[4, 2, 3, 1], [5, 6, 7, 8]]  # default
     with pytest.raises(ValueError, match="tie rule"):
         order_ties(scores, rows, "first")
+
+
+def test_a_damaged_faiss_index_file_is_named_discarded_and_rebuilt(tmp_path, capsys):
+    """The approximate index beside a KB matrix carries an integrity record like the matrix:
+    a file cut short is reported, removed and built again, and searches do not change."""
+    import numpy as np
+
+    from e2e_linker.kb_search.backends import FaissShortlistSearch
+    from e2e_linker.kb_search.integrity import record_path
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((3000, 32)).astype(np.float16)
+    path = tmp_path / "kb.hnsw.faiss"
+    first = FaissShortlistSearch("hnsw", vectors, index_path=path)
+    assert path.is_file() and record_path(path).is_file()
+    queries = rng.standard_normal((5, 32)).astype(np.float32)
+    expected = first.search(queries, 10)
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    again = FaissShortlistSearch("hnsw", vectors, index_path=path)
+    err = capsys.readouterr().err
+    assert "kb.hnsw.faiss is damaged" in err and "built again" in err
+    np.testing.assert_array_equal(again.search(queries, 10)[1], expected[1])
+    assert path.is_file() and record_path(path).is_file()
