@@ -156,6 +156,13 @@ def fp32_twin(vectors: np.memmap, block_rows: int = 262_144) -> np.ndarray:
     """
     source = Path(vectors.filename)
     twin = source.with_name(f"{source.stem}.f32.npy")
+    if twin.is_file():
+        verdict = check_file(twin, shape=vectors.shape, dtype=np.float32)
+        if verdict.state == DAMAGED:
+            discard_damaged(twin, verdict.why, "discarded; it is copied again",
+                            also=[record_path(twin)])
+        elif verdict.state != OK:
+            seal(twin)
     if not twin.is_file():
         tmp = twin.with_name(f".{twin.stem}.{os.getpid()}.tmp.npy")
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=vectors.shape)
@@ -164,6 +171,7 @@ def fp32_twin(vectors: np.memmap, block_rows: int = 262_144) -> np.ndarray:
         out.flush()
         del out
         os.replace(tmp, twin)
+        seal(twin)
     return np.load(twin, mmap_mode="c")
 
 

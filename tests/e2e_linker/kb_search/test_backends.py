@@ -186,3 +186,20 @@ def test_a_damaged_faiss_index_file_is_named_discarded_and_rebuilt(tmp_path, cap
     assert "kb.hnsw.faiss is damaged" in err and "built again" in err
     np.testing.assert_array_equal(again.search(queries, 10)[1], expected[1])
     assert path.is_file() and record_path(path).is_file()
+
+
+def test_a_damaged_fp32_twin_is_copied_again(tmp_path, capsys):
+    """The shared fp32 copy of a KB matrix is checked like the matrix it copies."""
+    import numpy as np
+
+    from e2e_linker.kb_search.backends import fp32_twin
+
+    source = tmp_path / "kb.npy"
+    np.save(source, np.arange(64 * 8, dtype=np.float16).reshape(64, 8))
+    vectors = np.load(source, mmap_mode="r")
+    np.testing.assert_array_equal(fp32_twin(vectors), vectors.astype(np.float32))
+    twin = tmp_path / "kb.f32.npy"
+    with twin.open("r+b") as handle:
+        handle.truncate(twin.stat().st_size - 4)
+    np.testing.assert_array_equal(fp32_twin(vectors), vectors.astype(np.float32))
+    assert "kb.f32.npy is damaged" in capsys.readouterr().err
