@@ -48,9 +48,7 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
     source = (source or default_linker_dir()).resolve()  # links must not be relative
-    for item in source.iterdir():
-        if item.name not in (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE):
-            (tmp / item.name).symlink_to(item)
+    link_files(source, tmp, skip=(EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE))
     spec = read_manifest(source)["kb"]
     extra = mined_names(corpora) if corpora else None
     manifest = save_model_kb(tmp, spec, extra, assemble_kb(spec, extra))
@@ -77,10 +75,16 @@ def model_with_kb_of(model: Path, tmp: Path, kb_model: Path | None = None) -> Pa
     kb_files = (EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE)
     kb_model = (kb_model or default_linker_dir()).resolve()
     tmp.mkdir(parents=True, exist_ok=True)
-    for item in model.resolve().iterdir():
-        if item.name not in kb_files:
-            (tmp / item.name).symlink_to(item)
-    for name in kb_files:
-        if (kb_model / name).exists():
-            (tmp / name).symlink_to(kb_model / name)
+    link_files(model.resolve(), tmp, skip=kb_files)
+    link_files(kb_model, tmp, only=kb_files)
     return tmp
+
+
+def link_files(source: Path, target: Path, skip: tuple[str, ...] = (),
+               only: tuple[str, ...] | None = None) -> None:
+    """Symlink the files of model directory ``source`` into ``target`` (absolute links), all
+    but ``skip``, or just those of ``only`` that exist: a model assembled from parts of two
+    without copying hundreds of MB."""
+    for item in source.iterdir():
+        if item.name not in skip and (only is None or item.name in only):
+            (target / item.name).symlink_to(item)

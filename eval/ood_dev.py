@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 from data_tools.documents import Document
-from data_tools.registry import BIORED_TYPE_MAP, apply_type_map, load_corpus, load_kb
+from data_tools.registry import apply_type_map, dataset_of, load_corpus, load_kb
+from e2e_linker.normalizer.pools import TYPE_ALIASES
 from e2e_linker.scoring import score
 from eval.reporting import command_line, machine, write_results
 
@@ -43,17 +44,14 @@ MODES = ("strict", "partial", "mentions")
 #: primary ones on both sides
 CORPUS_TYPES = {"biored:dev": ("Chemical", "Disease"), "ncbi_disease:dev": ("Disease",),
                 "bc5cdr:dev": ("Chemical", "Disease")}
-NCBI_TYPES = {"SpecificDisease": "Disease", "DiseaseClass": "Disease", "Modifier": "Disease",
-              "CompositeMention": "Disease"}
 
 
 def gold_of(spec: str, max_docs: int | None = None) -> list[Document]:
     """A corpus with its annotation types mapped to the model's."""
     docs = load_corpus(spec, max_docs)
-    if spec.startswith("biored"):
-        apply_type_map(docs, BIORED_TYPE_MAP)
-    elif spec.startswith("ncbi_disease"):
-        apply_type_map(docs, NCBI_TYPES)
+    dataset = dataset_of(spec)
+    # NCBI's four disease classes: the normalizer's aliases (its dataset carries no map)
+    apply_type_map(docs, dataset.type_map if dataset and dataset.type_map else TYPE_ALIASES)
     return docs
 
 

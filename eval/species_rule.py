@@ -19,19 +19,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from data_tools.registry import (
-    BIORED_TYPE_MAP,
-    GENE_CORPUS_TYPE_MAP,
-    apply_type_map,
-    load_corpus,
-    load_kb,
-)
+from data_tools.registry import apply_type_map, dataset_of, load_corpus, load_kb
 from data_tools.species import DEFAULT_TAXON, document_species, preferred_taxa
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "species_rule"
-CORPORA = {"gnormplus:train": GENE_CORPUS_TYPE_MAP, "nlmgene:train": GENE_CORPUS_TYPE_MAP,
-           "biored:dev": BIORED_TYPE_MAP}
+CORPORA = ("gnormplus:train", "nlmgene:train", "biored:dev")
 
 
 def non_human_first(text: str) -> list[str]:
@@ -47,7 +40,7 @@ RULES = {"counts": preferred_taxa, "non-human first": non_human_first,
 def agreement(spec: str, taxa: dict[str, str]) -> dict:
     """Per rule, the share of gold gene mentions whose taxon the rule ranks first."""
     docs = load_corpus(spec)
-    apply_type_map(docs, CORPORA[spec])
+    apply_type_map(docs, dataset_of(spec).type_map)
     hits = dict.fromkeys(RULES, 0)
     total = 0
     for doc in docs:
