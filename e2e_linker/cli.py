@@ -14,7 +14,7 @@ import sys
 import click
 
 from e2e_linker.errors import EXPECTED_ERRORS
-from e2e_linker.runs.allocator import bound_heap
+from e2e_linker.jobs.allocator import bound_heap
 
 #: (command name, module under e2e_linker.commands); imported lazily so `linker --help` is fast.
 COMMANDS: dict[str, str] = {
@@ -65,5 +65,5 @@ class LazyGroup(click.Group):
 def main() -> None:
     """End-to-end biomedical entity linking: annotate, normalize, convert and score corpora."""
     # before torch starts its threads: large buffers go back to the OS when freed, so a corpus
-    # run's memory follows the batch, not the number of documents (e2e_linker/runs/allocator.py)
+    # run's memory follows the batch, not the number of documents (e2e_linker/jobs/allocator.py)
     bound_heap()

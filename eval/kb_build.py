@@ -33,7 +33,7 @@ The two sides, one after the other in one run:
   bare time is, if anything, slightly long, and the ratio slightly low.
 * **the bare forward under the CLI's heap settings**: the same sample again, in a child process
   that first calls ``bound_heap()`` as every ``linker`` process does (glibc mmap threshold fixed
-  at 1 MiB, two arenas: :mod:`e2e_linker.runs.allocator`). On the 2-core CPU this alone made
+  at 1 MiB, two arenas: :mod:`e2e_linker.jobs.allocator`). On the 2-core CPU this alone made
   the forward 18-25 % slower (332 vs 395-407 names/s, and 346 vs 433; ~2.5x the page faults
   and system time), so the two bare rates split the build's overhead into the heap settings'
   share and the rest.
@@ -261,7 +261,7 @@ def bare_forward(names: list[str], sample: int, seed: int, batch_size: int) -> d
 
 #: the bare forward again in a child that first applies the CLI's glibc heap settings
 BOUNDED = ("import json, sys\n"
-           "from e2e_linker.runs.allocator import bound_heap\n"
+           "from e2e_linker.jobs.allocator import bound_heap\n"
            "applied = bound_heap()\n"
            "from eval.kb_build import bare_forward\n"
            "names = json.loads(open(sys.argv[1], encoding='utf-8').read())\n"
@@ -272,7 +272,7 @@ BOUNDED = ("import json, sys\n"
 def bare_forward_bounded(names: list[str], sample: int, seed: int, batch_size: int,
                          folder: Path) -> dict:
     """:func:`bare_forward` on the same sample in a child process that first calls
-    :func:`e2e_linker.runs.allocator.bound_heap`, as ``linker`` does before any command.
+    :func:`e2e_linker.jobs.allocator.bound_heap`, as ``linker`` does before any command.
 
     Why: every ``linker`` process fixes glibc's mmap threshold at 1 MiB (to bound a long
     annotate run's memory), so each batch's large buffers are mapped and unmapped afresh; the

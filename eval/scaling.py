@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from e2e_linker.runs.distributed import available_cores
+from e2e_linker.jobs.distributed import available_cores
 
 
 def bc5cdr_subset(n: int, path: Path) -> Path:
@@ -116,7 +116,7 @@ def run_once(corpus: Path, out: Path, processes: int, shard_size: int,
 
 
 def merged_bytes(out: Path, target: Path) -> bytes:
-    from e2e_linker.runs.corpus_run import merge_shards
+    from e2e_linker.jobs.corpus_run import merge_shards
 
     merge_shards(out, target)
     return target.read_bytes()

@@ -2,14 +2,14 @@
 
 ``-o out.xml`` writes one file atomically; ``-o OUTDIR`` (an existing directory, a path ending
 in ``/``, or a name without a suffix) writes a resumable shard directory (see
-:mod:`e2e_linker.runs.corpus_run`), which ``--resume`` finishes after a crash. With several
+:mod:`e2e_linker.jobs.corpus_run`), which ``--resume`` finishes after a crash. With several
 processes, ``-o out.xml`` shards into ``out.xml.shards/`` beside the file and merges it at the
 end (the same bytes as one process); after a crash, the same command with ``--resume``
 finishes the shards and merges.
 
 Several processes (``--num-processes N`` on one machine, or any launcher such as
 ``accelerate launch -m e2e_linker annotate``) share one shard directory, process ``i`` writing
-the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.runs.distributed_run`).
+the shards ``k`` with ``k % N == i`` (see :mod:`e2e_linker.jobs.distributed_run`).
 
 Plain text: a ``.txt`` input that is not PubTator is one document (ID: the file name without
 ``.txt``), or one document per non-blank line with ``--lines`` (IDs ``<name>-<line>``). ``-``
@@ -144,7 +144,7 @@ def command(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool
                                               or _is_directory_target(output)):
         raise UserError("--format jsonl writes one file (or -) from one process, not a shard "
                         "directory")
-    from e2e_linker.runs.output_checks import check_output_target  # before the model loads
+    from e2e_linker.jobs.output_checks import check_output_target  # before the model loads
     check_output_target(inputs, output)  # -o: not an input, a writable directory with room
     settings = AnnotateSettings(**options)
     with _stdin_as_file(inputs) as paths:
@@ -157,7 +157,7 @@ MENTIONS = "mentions"
 
 
 def _is_directory_target(output: str) -> bool:
-    from e2e_linker.runs import corpus_run
+    from e2e_linker.jobs import corpus_run
 
     return corpus_run.is_directory_target(output)
 
@@ -197,8 +197,8 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
     from e2e_linker.api import Linker, concept_name_in
     from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.errors import UserError
-    from e2e_linker.runs import corpus_run, distributed
-    from e2e_linker.runs.model_guard import loading_model
+    from e2e_linker.jobs import corpus_run, distributed
+    from e2e_linker.jobs.model_guard import loading_model
 
     in_format = None
     if lines:
@@ -256,7 +256,7 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
                                precision=annotator.model.precision,
                                quantize=annotator.quantized)
         if world.distributed:
-            from e2e_linker.runs.distributed_run import run_to_directory_distributed
+            from e2e_linker.jobs.distributed_run import run_to_directory_distributed
 
             report = run_to_directory_distributed(
                 world, inputs, output, transform, settings=settings_record, out_format=out_format,
@@ -300,7 +300,7 @@ def merge_into_file(directory: str, output: str, fmt: str | None) -> None:
     written) and remove the directory."""
     import shutil
 
-    from e2e_linker.runs.corpus_run import merge_shards
+    from e2e_linker.jobs.corpus_run import merge_shards
 
     count = merge_shards(directory, output, fmt)
     shutil.rmtree(directory)

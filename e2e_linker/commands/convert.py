@@ -18,8 +18,8 @@ def command(sources: tuple[str, ...], target: str, src_format: str | None,
             dst_format: str | None, on_error: str) -> None:
     """Convert SOURCES (files or directories) to TARGET; every document, passage, infon,
     annotation and relation is kept."""
-    from e2e_linker.runs.corpus_run import run_to_file
-    from e2e_linker.runs.output_checks import check_output_target
+    from e2e_linker.jobs.corpus_run import run_to_file
+    from e2e_linker.jobs.output_checks import check_output_target
 
     check_output_target(sources, target, directory=False)
     report = run_to_file(sources, target, None, out_format=dst_format, in_format=src_format,

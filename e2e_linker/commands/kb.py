@@ -46,8 +46,8 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
     from e2e_linker.collective.loading import build_entity_index, pick_device
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.collective.model_dir import default_linker_dir
+    from e2e_linker.jobs.model_guard import loading_model
     from e2e_linker.kb_search.cache import default_cache_dir, folder_bytes
-    from e2e_linker.runs.model_guard import loading_model
 
     directory = Path(model_dir) if model_dir else default_linker_dir()
     start = time.perf_counter()
@@ -86,7 +86,7 @@ def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_byte
     from e2e_linker.collective.loading import pack_linker_index, pick_device
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.collective.model_dir import default_linker_dir
-    from e2e_linker.runs.model_guard import loading_model
+    from e2e_linker.jobs.model_guard import loading_model
 
     start = time.perf_counter()
     if normalizer:

@@ -1,5 +1,5 @@
 """`linker merge OUTDIR -o FILE`: the shards of a finished `linker annotate -o OUTDIR` run as
-one file, byte for byte what a one-file run would have written (see e2e_linker.runs.corpus_run)."""
+one file, byte for byte what a one-file run would have written (see e2e_linker.jobs.corpus_run)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import click
 @click.option("--format", "fmt", type=click.Choice(["bioc", "biocjson", "pubtator"]), default=None)
 def command(directory: str, output: str, fmt: str | None) -> None:
     """Merge the shard directory DIRECTORY into one file, in input order."""
-    from e2e_linker.runs.corpus_run import merge_shards
+    from e2e_linker.jobs.corpus_run import merge_shards
 
     count = merge_shards(directory, output, fmt)
     click.echo(f"wrote {count} documents -> {output}", err=True)

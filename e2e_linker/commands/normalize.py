@@ -75,7 +75,7 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
 
     if top_k < 1 or batch_size < 1:
         raise UserError("--top-k and --batch-size must be at least 1")
-    from e2e_linker.runs.output_checks import check_output_target  # before the model loads
+    from e2e_linker.jobs.output_checks import check_output_target  # before the model loads
     check_output_target(inputs, output, directory=False)  # -o: not an input, writable, room
     if device == "cuda":
         import torch

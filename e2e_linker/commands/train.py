@@ -29,7 +29,7 @@ def command(config: str, output_dir: str | None, epochs: int | None, device: str
 
     The run saves its state every epoch and every checkpoint_minutes: run the same command
     again after an interruption and it continues where it stopped."""
-    from e2e_linker.runs import distributed
+    from e2e_linker.jobs import distributed
 
     if num_processes > 1 and not distributed.launched_distributed():
         args = distributed.render_argv(command, click.get_current_context().params,

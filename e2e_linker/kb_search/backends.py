@@ -121,7 +121,7 @@ class VectorSearch:
 
 def _sharing_machine() -> bool:
     """Whether other processes of a multi-process run work on this machine (launchers set
-    LOCAL_WORLD_SIZE; see e2e_linker.runs.distributed)."""
+    LOCAL_WORLD_SIZE; see e2e_linker.jobs.distributed)."""
     return int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1) > 1
 
 

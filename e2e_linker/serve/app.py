@@ -85,7 +85,7 @@ def load_linker(settings: AnnotateSettings) -> Any:
     """The linker ``linker annotate`` would load with these settings (a damaged model
     directory is one line naming it)."""
     from e2e_linker.api import Linker
-    from e2e_linker.runs.model_guard import loading_model
+    from e2e_linker.jobs.model_guard import loading_model
 
     with loading_model(settings.model_dir):
         return Linker.load(settings=settings)

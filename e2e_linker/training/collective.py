@@ -51,9 +51,9 @@ from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
 from e2e_linker.collective.span_selection import resolve_overlaps
 from e2e_linker.errors import UserError
+from e2e_linker.jobs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
 from e2e_linker.lexical.sieves import NameDictionary
-from e2e_linker.runs.distributed import PROCESS_GROUP_TIMEOUT, World, init_world
 from e2e_linker.training.checkpoint import (
     TrainingState,
     discard_training_state,

@@ -35,7 +35,7 @@ from data_tools.formats import write_documents
 from e2e_linker.api import Linker
 from e2e_linker.cli import main
 from e2e_linker.errors import UserError
-from e2e_linker.runs import output_checks
+from e2e_linker.jobs import output_checks
 from tests.helpers import chromium as chromium_helper
 from tests.helpers.tiny_linker import tiny_linker_dir
 from tests.helpers.tmpfs import mounted_tmpfs

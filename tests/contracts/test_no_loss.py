@@ -17,7 +17,7 @@ from data_tools.documents import Annotation, Document
 from data_tools.formats import read_documents
 from e2e_linker.collective.annotator import attach_annotations
 from e2e_linker.collective.span_selection import SpanPrediction
-from e2e_linker.runs.corpus_run import merge_shards, run_to_directory, run_to_file
+from e2e_linker.jobs.corpus_run import merge_shards, run_to_directory, run_to_file
 from tests.helpers.bioc_dtd import validate_bioc
 
 SPLITS = ["CDR_TrainingSet", "CDR_DevelopmentSet", "CDR_TestSet"]

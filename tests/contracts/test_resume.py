@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.cli import main
-from e2e_linker.runs.corpus_run import MANIFEST, REPORT, SHARDS, merge_shards
+from e2e_linker.jobs.corpus_run import MANIFEST, REPORT, SHARDS, merge_shards
 from tests.helpers.tiny_linker import tiny_linker_dir
 
 SHARD = 10

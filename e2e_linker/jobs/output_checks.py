@@ -16,7 +16,7 @@ from pathlib import Path
 
 from data_tools.formats.detect import expand_inputs
 from e2e_linker.errors import UserError
-from e2e_linker.runs.corpus_run import MANIFEST, is_directory_target
+from e2e_linker.jobs.corpus_run import MANIFEST, is_directory_target
 
 #: free space below which no run starts: room for a small output plus its temporary file
 MIN_FREE_BYTES = 8 << 20

@@ -1,6 +1,6 @@
 """A shard-directory corpus run split over the processes of a group (issue 7).
 
-It is :func:`e2e_linker.runs.corpus_run.run_to_directory` with the shards dealt out: process ``i``
+It is :func:`e2e_linker.jobs.corpus_run.run_to_directory` with the shards dealt out: process ``i``
 of ``N`` writes shard ``k`` exactly when ``k % N == i``. Shard ``k`` depends only on the
 manifest and the records of shard ``k`` (groups never cross a shard, so the annotator sees the
 same batches whichever process runs it), hence ``linker merge`` of the directory gives the
@@ -8,7 +8,7 @@ bytes of a one-process run. Every process reads the whole numbered record stream
 other processes' records costs parsing, not annotation) so every process checks document IDs
 and knows the shard numbering without talking to the others.
 
-Coordination, all through :class:`e2e_linker.runs.distributed.World`: the main process alone writes
+Coordination, all through :class:`e2e_linker.jobs.distributed.World`: the main process alone writes
 (or, on ``--resume``, checks) the manifest and removes stale temporary files before anyone
 writes a shard; at the end every process reports success or its error, and only when all
 succeeded does the main process write ``report.json`` from the shards' done records. Resume is
@@ -24,7 +24,7 @@ from data_tools.documents import Skipped
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource
 from e2e_linker.errors import UserError
-from e2e_linker.runs.corpus_run import (
+from e2e_linker.jobs.corpus_run import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
     DIRECTORY_HINT,
@@ -43,7 +43,7 @@ from e2e_linker.runs.corpus_run import (
     write_json,
     write_shard,
 )
-from e2e_linker.runs.distributed import World
+from e2e_linker.jobs.distributed import World
 
 
 def owns(world: World, shard: int) -> bool:

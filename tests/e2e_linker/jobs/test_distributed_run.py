@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.cli import main
 from e2e_linker.commands.annotate import command as annotate_command
-from e2e_linker.runs.corpus_run import REPORT, SHARDS
-from e2e_linker.runs.distributed import render_argv
+from e2e_linker.jobs.corpus_run import REPORT, SHARDS
+from e2e_linker.jobs.distributed import render_argv
 from tests.helpers.tiny_linker import tiny_linker_dir
 
 SHARD = 7

@@ -1,4 +1,4 @@
-"""The one-machine launcher's process life cycle (e2e_linker.runs.distributed): workers die
+"""The one-machine launcher's process life cycle (e2e_linker.jobs.distributed): workers die
 with their launcher, however it ends, and stop together when one fails.
 
 Tiny Python commands stand in for the workers, so these run in seconds without torch."""
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from e2e_linker.runs.distributed import LAUNCHER_PID, die_with_launcher, supervise
+from e2e_linker.jobs.distributed import LAUNCHER_PID, die_with_launcher, supervise
 
 #: a worker: joins as launch_local's workers do, says its PID, then works for a minute
 WORKER = textwrap.dedent("""
     import sys, time
-    from e2e_linker.runs.distributed import die_with_launcher
+    from e2e_linker.jobs.distributed import die_with_launcher
     assert die_with_launcher()
     with open(sys.argv[1], "a") as out:
         print(__import__("os").getpid(), file=out, flush=True)
@@ -29,7 +29,7 @@ WORKER = textwrap.dedent("""
 #: a launcher of two such workers, as ``linker annotate --num-processes 2`` is
 LAUNCHER = textwrap.dedent("""
     import os, sys
-    from e2e_linker.runs.distributed import supervise
+    from e2e_linker.jobs.distributed import supervise
     worker = [sys.executable, "-c", sys.argv[1], sys.argv[2]]
     sys.exit(supervise([worker, worker], [dict(os.environ)] * 2))
 """)

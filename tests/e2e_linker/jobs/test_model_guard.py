@@ -8,7 +8,7 @@ import pytest
 
 from data_tools.documents import FormatError
 from e2e_linker.errors import UserError
-from e2e_linker.runs.model_guard import loading_model
+from e2e_linker.jobs.model_guard import loading_model
 
 
 @pytest.mark.parametrize("error", [OSError("disk on fire"), KeyError("encoder"),

@@ -1,4 +1,4 @@
-"""``-o`` checks made before the model loads (e2e_linker.runs.output_checks): an input is never
+"""``-o`` checks made before the model loads (e2e_linker.jobs.output_checks): an input is never
 the output, however it is spelled, and an output that cannot be written is refused with one
 line naming the path."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from e2e_linker.errors import UserError
-from e2e_linker.runs import output_checks
-from e2e_linker.runs.output_checks import check_not_an_input, check_output_target
+from e2e_linker.jobs import output_checks
+from e2e_linker.jobs.output_checks import check_not_an_input, check_output_target
 
 
 @pytest.fixture

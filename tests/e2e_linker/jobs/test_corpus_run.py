@@ -13,7 +13,7 @@ from data_tools.documents import Document
 from data_tools.formats.atomic import OutputError
 from data_tools.formats.source import Record
 from e2e_linker.errors import UserError
-from e2e_linker.runs.corpus_run import (
+from e2e_linker.jobs.corpus_run import (
     FILE_HINT,
     GroupTransform,
     is_directory_target,

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 PROBE = r"""
 import ctypes, os, sys
 if sys.argv[1] == "bound":
-    from e2e_linker.runs.allocator import bound_heap
+    from e2e_linker.jobs.allocator import bound_heap
     assert bound_heap()
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
@@ -61,7 +61,7 @@ def test_default_glibc_keeps_them():
 
 
 def test_user_environment_wins(monkeypatch):
-    from e2e_linker.runs.allocator import bound_heap
+    from e2e_linker.jobs.allocator import bound_heap
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert bound_heap() is False

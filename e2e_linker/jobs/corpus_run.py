@@ -37,7 +37,7 @@ with ``k % N == i``, each reading the same numbered sequence and skipping other 
 then writes the shards' documents in shard order through one writer with the manifest's
 collection info: the same bytes as a single-process run to one file, because writers are
 deterministic functions of the document sequence and the batches were cut the same way.
-That mode is :mod:`e2e_linker.runs.distributed_run`: the main process writes the manifest (and
+That mode is :mod:`e2e_linker.jobs.distributed_run`: the main process writes the manifest (and
 removes stale temporary files) before any process writes a shard, and ``report.json`` after
 all of them finished.
 
@@ -45,7 +45,7 @@ A write that fails (disk full, quota, permissions: :class:`OutputError` from the
 ends the run with one line naming the file and what to do (:func:`reported_write_errors`); the
 same errors met while annotating stop the run instead of marking documents as skipped
 (:func:`resource_error`). The ``-o`` checks made before a model loads are in
-:mod:`e2e_linker.runs.output_checks`.
+:mod:`e2e_linker.jobs.output_checks`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource, Record
 from e2e_linker.errors import DocumentFailed, UserError
-from e2e_linker.runs.allocator import release_freed_memory
+from e2e_linker.jobs.allocator import release_freed_memory
 
 LAYOUT = "e2e_linker-shards/1"
 MANIFEST = "manifest.json"
