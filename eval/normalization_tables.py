@@ -21,7 +21,7 @@ when a system is retrained on all labelled data. Tables written (JSON + Markdown
 
 ``--quick`` runs on the first 40 documents of each split, uses MeSH chemical descriptors only
 (no supplementary records) and limits the ablation to BC5CDR-D: a smoke test, not results.
-KB vectors are cached (see e2e_linker.kb_search.concept_search.VectorCache), so reruns are fast.
+KB vectors are cached (see e2e_linker.kb_search.cache.VectorStore), so reruns are fast.
 """
 
 from __future__ import annotations

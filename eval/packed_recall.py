@@ -94,7 +94,7 @@ def collective_case(args) -> tuple[np.ndarray, np.ndarray]:
 
 def normalizer_case(args) -> tuple[np.ndarray, np.ndarray]:
     from e2e_linker.collective.model_kb import assemble_kb
-    from e2e_linker.kb_search.cache import VectorCache, encode_unit
+    from e2e_linker.kb_search.cache import VectorStore, encode_unit
     from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.normalizer_dir import load_model
     from e2e_linker.normalizer.pools import ontology_pool
@@ -102,7 +102,7 @@ def normalizer_case(args) -> tuple[np.ndarray, np.ndarray]:
     encoder, settings = load_model(None)
     text = TextNormalizer(settings.lowercase, settings.punctuation)
     pool = ontology_pool(assemble_kb(settings.kb), text)
-    vectors = VectorCache(encoder).vectors(pool.texts)
+    vectors = VectorStore(None, encoder, unit=True).matrix(pool.texts)
     queries = encode_unit(encoder, [text(t) for t in dev_mention_texts()])
     return vectors, np.ascontiguousarray(queries)
 

@@ -86,16 +86,16 @@ def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_b
     machine encode only the names their mentions shortlist (``linker kb pack``)."""
     from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
-    from e2e_linker.kb_search.cache import NameVectorCache, default_cache_dir
+    from e2e_linker.kb_search.cache import VectorStore
     from e2e_linker.kb_search.entity_index import kb_names
     from e2e_linker.kb_search.packed_index import pack_vectors
 
     knowledge = load_model_kb(directory, None)
     names = [name for name, _ in kb_names(knowledge)]
-    cache = NameVectorCache(Path(cache_dir or default_cache_dir()), model.entity_encoder)
-    vectors, _ = cache.kb_matrix(names, progress=progress,
-                                 describe={"kb": read_manifest(directory).get("kb"),
-                                           "model": str(directory), "concepts": len(knowledge)})
+    cache = VectorStore(cache_dir, model.entity_encoder)
+    vectors = cache.matrix(names, progress=progress,
+                           describe={"kb": read_manifest(directory).get("kb"),
+                                     "model": str(directory), "concepts": len(knowledge)})
     return pack_vectors(vectors, names, cache.folder.name,
                         str(read_manifest(directory).get("kb") or ""),
                         Path(output) if output else packed_index_file(directory), pq_bytes,

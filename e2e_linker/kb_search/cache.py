@@ -38,8 +38,9 @@ with its own vectors, and the same texts encoded in other batches (or normalised
 rounding instead of before) differ in the last bits, which flips near-ties; so each mode keeps
 its encode, and the store shares the rest: the table, the folders, the lock, the list files.
 
-:class:`NameVectorCache` and :class:`VectorCache` are the store's two settings under the names
-and arguments callers already use.
+Callers pick the mode by argument: ``VectorStore(root, encoder)`` for ``linker annotate``'s
+entity tower and ``linker kb`` (raw rows), ``VectorStore(root, encoder, unit=True)`` for the
+normalizer; ``root`` None is :func:`default_cache_dir`.
 """
 
 from __future__ import annotations
@@ -113,13 +114,15 @@ class VectorStore:
     KB versions only encodes the texts not seen before. Encoding into the table is checkpointed
     every ``checkpoint`` names and a unit list is written in parts of ``part_size`` texts, so an
     interrupted encode of a large KB resumes where it stopped. Only unit lists of at least
-    ``seed_min`` texts look into the table (reading it costs a second or two).
+    ``seed_min`` texts look into the table (reading it costs a second or two). ``root`` None:
+    :func:`default_cache_dir`.
     """
 
-    def __init__(self, root: str | os.PathLike, encoder: TextEncoder, *, unit: bool = False,
-                 fingerprint: str | None = None, batch_size: int = 256, progress: bool = True,
-                 checkpoint: int = 32768, part_size: int = 16384, seed_min: int = 1000):
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike | None, encoder: TextEncoder, *,
+                 unit: bool = False, fingerprint: str | None = None, batch_size: int = 256,
+                 progress: bool = True, checkpoint: int = 32768, part_size: int = 16384,
+                 seed_min: int = 1000):
+        self.root = Path(root) if root else default_cache_dir()
         self.encoder = encoder
         self.unit = unit
         self.fingerprint = fingerprint or encoder_fingerprint(encoder)
@@ -605,42 +608,6 @@ class VectorStore:
             rows = vectors[new].astype(np.float16)
             merged = np.concatenate([np.asarray(stored), rows]) if stored is not None else rows
             self.store(known + [texts[i] for i in new], merged)
-
-
-class NameVectorCache(VectorStore):
-    """The store with raw rows, as ``linker annotate``'s entity tower and ``linker kb`` use it
-    (its former name and arguments)."""
-
-    def __init__(self, root: str | os.PathLike, encoder: TextEncoder, checkpoint: int = 32768,
-                 fingerprint: str | None = None):
-        super().__init__(root, encoder, fingerprint=fingerprint, checkpoint=checkpoint)
-
-    def kb_matrix(self, names: Sequence[str], batch_size: int = 256,
-                  progress: bool = True, describe: dict | None = None
-                  ) -> tuple[np.ndarray, Path]:
-        """Full mode for a KB name list: its memory-mapped fp16 matrix and that file's path."""
-        return (self.matrix(names, describe=describe, batch_size=batch_size, progress=progress),
-                self.list_path(names))
-
-
-class VectorCache(VectorStore):
-    """The store with unit rows, as the normalizer uses it (its former name and arguments):
-    ``vectors(texts)`` is a list's full matrix, read-only and memory-mapped."""
-
-    def __init__(self, encoder: TextEncoder, cache_dir: str | os.PathLike | None = None,
-                 batch_size: int = 256, part_size: int = 16384, progress: bool = True,
-                 seed_min: int = 1000):
-        super().__init__(Path(cache_dir) if cache_dir else default_cache_dir(), encoder,
-                         unit=True, batch_size=batch_size, progress=progress,
-                         part_size=part_size, seed_min=seed_min)
-
-    def vectors(self, texts: Sequence[str], label: str = "encoding") -> np.ndarray:
-        """fp16 unit vectors of ``texts`` in order, memory-mapped from the cache."""
-        return self.matrix(texts, label=label)
-
-    def path_for(self, texts: Sequence[str]) -> Path:
-        """Where the full matrix of ``texts`` lives (or will)."""
-        return self.list_path(texts)
 
 
 def folder_bytes(folder: Path) -> int:

@@ -11,7 +11,7 @@ match, mostly a mention seen in training) and falls back to B otherwise. That gi
 
 The searches themselves run on :mod:`e2e_linker.kb_search.label_index` (exact, ties to the
 lowest row, other types filtered out); the vectors come from the shared store in unit mode
-(:class:`e2e_linker.kb_search.cache.VectorCache`).
+(:class:`e2e_linker.kb_search.cache.VectorStore`, unit rows).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.cache import VectorCache
+from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.label_index import (
     ExactIndex,
     LabeledTexts,
@@ -100,7 +100,7 @@ class ConceptSearcher:
     """
 
     def __init__(self, encoder: TextEncoder, ontology: LabeledTexts,
-                 training: LabeledTexts | None = None, cache: VectorCache | None = None,
+                 training: LabeledTexts | None = None, cache: VectorStore | None = None,
                  sieve_threshold: float = SIEVE_THRESHOLD, progress: bool = True,
                  extra_synonyms: LabeledTexts | None = None,
                  packed: str | os.PathLike | None = None, packed_always: bool = False):
@@ -109,7 +109,7 @@ class ConceptSearcher:
             "O": [p for p in (ontology, extra_synonyms) if p is not None and len(p)],
             "D": [training] if training is not None and len(training) else [],
         }
-        self.cache = cache or VectorCache(encoder, progress=progress)
+        self.cache = cache or VectorStore(None, encoder, unit=True, progress=progress)
         self.sieve_threshold = sieve_threshold
         self.packed = Path(packed) if packed is not None else None
         self.packed_always = packed_always
@@ -122,7 +122,7 @@ class ConceptSearcher:
         if key not in self._vectors:
             label = "encoding training mentions" if any(pool is p for p in self.pools["D"]) \
                 else "encoding ontology names"
-            self._vectors[key] = self.cache.vectors(pool.texts, label=label)
+            self._vectors[key] = self.cache.matrix(pool.texts, label=label)
         return self._vectors[key]
 
     def _text_index(self, source: str, pool: LabeledTexts) -> ExactIndex:

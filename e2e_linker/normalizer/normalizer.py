@@ -22,7 +22,7 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.cache import VectorCache, encode_unit
+from e2e_linker.kb_search.cache import VectorStore, encode_unit
 from e2e_linker.kb_search.concept_search import (
     SIEVE_THRESHOLD,
     ConceptSearcher,
@@ -149,7 +149,7 @@ class Normalizer:
         self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
                                [pool] if pool is not None else [])
         self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
-        cache = VectorCache(encoder, cache_dir, batch_size=self.options.batch_size,
+        cache = VectorStore(cache_dir, encoder, unit=True, batch_size=self.options.batch_size,
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
                                         self.options.sieve_threshold,

@@ -242,7 +242,7 @@ def pack_normalizer_index(model: str | os.PathLike | None = None, cache_dir: str
     over them and store it packed in the model directory, so that ``linker normalize`` on a new
     machine encodes only the texts its mentions shortlist (``linker kb pack --normalizer``)."""
     from e2e_linker.collective.model_kb import assemble_kb
-    from e2e_linker.kb_search.cache import VectorCache
+    from e2e_linker.kb_search.cache import VectorStore
     from e2e_linker.kb_search.packed_index import pack_vectors
     from e2e_linker.lexical.text_forms import TextNormalizer
     from e2e_linker.normalizer.pools import ontology_pool
@@ -253,8 +253,8 @@ def pack_normalizer_index(model: str | os.PathLike | None = None, cache_dir: str
         raise UserError(f"{directory}: the model records no KB to pack")
     pool = ontology_pool(assemble_kb(settings.kb),
                          TextNormalizer(settings.lowercase, settings.punctuation))
-    cache = VectorCache(encoder, cache_dir, progress=progress)
-    vectors = cache.vectors(pool.texts, label="encoding ontology names")
+    cache = VectorStore(cache_dir, encoder, unit=True, progress=progress)
+    vectors = cache.matrix(pool.texts, label="encoding ontology names")
     return pack_vectors(vectors, pool.texts, cache.fingerprint, settings.kb,
                         Path(output) if output else directory / PACKED_INDEX_FILE, pq_bytes,
                         nlist, progress)

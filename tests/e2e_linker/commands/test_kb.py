@@ -60,11 +60,11 @@ RACER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from e2e_linker.encoder.text_encoder import TextEncoder
-    from e2e_linker.kb_search.cache import NameVectorCache
+    from e2e_linker.kb_search.cache import VectorStore
     encoder = TextEncoder.from_pretrained(sys.argv[1], pooling="mean", max_length=16).eval()
     names = [f"{sys.argv[3]} name {i}" for i in range(int(sys.argv[4]))] + [
         f"shared name {i}" for i in range(300)]
-    NameVectorCache(Path(sys.argv[2]), encoder, checkpoint=64).vectors_for(names, progress=False)
+    VectorStore(Path(sys.argv[2]), encoder, checkpoint=64).vectors_for(names, progress=False)
 """)
 
 
@@ -78,10 +78,10 @@ def test_two_builds_at_once_leave_one_valid_cache(tmp_path, tiny_dir):
     for racer in racers:
         assert racer.wait(timeout=600) == 0, racer.stderr.read()
     from e2e_linker.encoder.text_encoder import TextEncoder
-    from e2e_linker.kb_search.cache import NameVectorCache
+    from e2e_linker.kb_search.cache import VectorStore
 
     encoder = TextEncoder.from_pretrained(str(tiny_dir), pooling="mean", max_length=16).eval()
-    names, vectors = NameVectorCache(cache, encoder).load()
+    names, vectors = VectorStore(cache, encoder).load()
     expected = {f"{tag} name {i}" for tag in ("alpha", "beta") for i in range(700)} | {
         f"shared name {i}" for i in range(300)}
     assert sorted(names) == sorted(expected) and len(names) == len(set(names))

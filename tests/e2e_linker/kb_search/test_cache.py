@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.cache import VectorCache
+from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.concept_search import ConceptSearcher
 from e2e_linker.kb_search.label_index import LabeledTexts
 
@@ -15,7 +15,7 @@ def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
              "headache", "renal failure", "kidney failure"]
     labels = ["C1", "C1", "C2", "C3", "C4", "D1", "D2", "D2"]
     pool = LabeledTexts.from_pairs([(n, c, "") for n, c in zip(names, labels, strict=True)])
-    cache = VectorCache(tiny_encoder, tmp_path, part_size=3, progress=False)
+    cache = VectorStore(tmp_path, tiny_encoder, unit=True, part_size=3, progress=False)
     searcher = ConceptSearcher(tiny_encoder, pool, cache=cache)
     from e2e_linker.kb_search.cache import encode_unit
 
@@ -25,25 +25,24 @@ def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
     assert all(r[0][1] == pytest.approx(1.0, abs=2e-3) for r in ranked)
     files = list((tmp_path / "normalizer_vectors").rglob("*.npy"))
     assert len(files) == 1 and not list((tmp_path / "normalizer_vectors").rglob("*.parts"))
-    again = VectorCache(tiny_encoder, tmp_path, progress=False).vectors(pool.texts)
+    again = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False).matrix(pool.texts)
     assert isinstance(again, np.memmap) and again.dtype == np.float16
-    assert np.allclose(np.asarray(again, np.float32), np.asarray(cache.vectors(pool.texts),
+    assert np.allclose(np.asarray(again, np.float32), np.asarray(cache.matrix(pool.texts),
                                                                  np.float32))
 
 
 def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
-    from e2e_linker.kb_search.cache import NameVectorCache
 
-    NameVectorCache(tmp_path, tiny_encoder).vectors_for(["Aspirin", "Renal Failure"],
+    VectorStore(tmp_path, tiny_encoder).vectors_for(["Aspirin", "Renal Failure"],
                                                         progress=False)
-    cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=1)
+    cache = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False, seed_min=1)
     seeded, found = cache._seed(["aspirin", "renal failure", "headache"])
     assert found.tolist() == [True, True, False]
     from e2e_linker.kb_search.cache import encode_unit
 
     direct = encode_unit(tiny_encoder, ["aspirin", "renal failure"])
     assert np.allclose(seeded[:2].astype(np.float32), direct, atol=2e-3)
-    got = cache.vectors(["aspirin", "renal failure", "headache"])
+    got = cache.matrix(["aspirin", "renal failure", "headache"])
     assert np.allclose(np.asarray(got[2], np.float32), encode_unit(tiny_encoder, ["headache"])[0],
                        atol=2e-3)
 
@@ -52,8 +51,8 @@ def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
     """A second list sharing texts with a first one encodes only its new texts."""
     from e2e_linker.kb_search import cache as search
 
-    cache = VectorCache(tiny_encoder, tmp_path, progress=False, seed_min=2)
-    first = cache.vectors(["aspirin", "renal failure", "headache"])
+    cache = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False, seed_min=2)
+    first = cache.matrix(["aspirin", "renal failure", "headache"])
     encoded: list[str] = []
     real = search.encode_unit
 
@@ -62,7 +61,7 @@ def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
         return real(encoder, texts, batch_size)
 
     monkeypatch.setattr(search, "encode_unit", counting)
-    second = cache.vectors(["headache", "nausea", "aspirin"])
+    second = cache.matrix(["headache", "nausea", "aspirin"])
     assert encoded == ["nausea"]
     assert np.allclose(np.asarray(second[0], np.float32), np.asarray(first[2], np.float32),
                        atol=2e-3)
@@ -118,7 +117,7 @@ def test_partial_mode_fills_the_full_lists_file(tiny_encoder, tmp_path):
 def test_existing_cache_files_are_read_under_their_old_names(tiny_encoder, tmp_path,
                                                              monkeypatch):
     """The layout is the one users' caches have: a list file already there is used as is."""
-    from e2e_linker.kb_search.cache import NameVectorCache, VectorCache, encoder_fingerprint
+    from e2e_linker.kb_search.cache import VectorStore, encoder_fingerprint
     from e2e_linker.kb_search.packed_index import names_digest
 
     fingerprint = encoder_fingerprint(tiny_encoder)
@@ -126,15 +125,16 @@ def test_existing_cache_files_are_read_under_their_old_names(tiny_encoder, tmp_p
     raw_file = tmp_path / "entity_vectors" / fingerprint / "kb" / f"{names_digest(TEXTS)}.npy"
     raw_file.parent.mkdir(parents=True)
     np.save(raw_file, np.full((len(TEXTS), dim), 0.5, np.float16))
-    unit_file = VectorCache(tiny_encoder, tmp_path).path_for(TEXTS)
+    unit_file = VectorStore(tmp_path, tiny_encoder, unit=True).list_path(TEXTS)
     assert unit_file.parent == tmp_path / "normalizer_vectors" / fingerprint
     assert unit_file.name.endswith(f"-{len(TEXTS)}.npy")
     unit_file.parent.mkdir(parents=True)
     np.save(unit_file, np.full((len(TEXTS), dim), 0.25, np.float16))
     _no_encoding(tiny_encoder, monkeypatch)
-    matrix, path = NameVectorCache(tmp_path, tiny_encoder).kb_matrix(TEXTS, progress=False)
-    assert path == raw_file and (np.asarray(matrix) == 0.5).all()
-    assert (np.asarray(VectorCache(tiny_encoder, tmp_path).vectors(TEXTS)) == 0.25).all()
+    raw = VectorStore(tmp_path, tiny_encoder)
+    assert raw.list_path(TEXTS) == raw_file
+    assert (np.asarray(raw.matrix(TEXTS, progress=False)) == 0.5).all()
+    assert (np.asarray(VectorStore(tmp_path, tiny_encoder, unit=True).matrix(TEXTS)) == 0.25).all()
 
 
 def test_packed_rows_apply_only_where_a_packed_index_fits(tiny_encoder, tmp_path):
@@ -192,11 +192,10 @@ def test_a_damaged_list_is_discarded_and_made_again_to_the_same_bytes(tiny_encod
 def test_a_damaged_block_of_the_name_table_drops_its_names_only(tiny_encoder, tmp_path, capsys,
                                                                 monkeypatch):
     from e2e_linker.kb_search import integrity
-    from e2e_linker.kb_search.cache import NameVectorCache
 
     monkeypatch.setattr(integrity, "BLOCK_BYTES", 128)  # 2 rows of 32 fp16 values a block
     names = [f"name {i}" for i in range(10)]
-    cache = NameVectorCache(tmp_path, tiny_encoder)
+    cache = VectorStore(tmp_path, tiny_encoder)
     cache.vectors_for(names, progress=False)
     known, stored = cache.load()
     stored = np.array(stored)  # a copy: the map would show the damage
@@ -219,9 +218,8 @@ def test_a_damaged_block_of_the_name_table_drops_its_names_only(tiny_encoder, tm
 
 
 def test_a_damaged_names_file_drops_the_table(tiny_encoder, tmp_path, capsys):
-    from e2e_linker.kb_search.cache import NameVectorCache
 
-    cache = NameVectorCache(tmp_path, tiny_encoder)
+    cache = VectorStore(tmp_path, tiny_encoder)
     cache.vectors_for(TEXTS, progress=False)
     _poke(cache.names_path, 2, b"\xff")
     assert cache.load() == ([], None)
@@ -231,31 +229,31 @@ def test_a_damaged_names_file_drops_the_table(tiny_encoder, tmp_path, capsys):
 
 
 def test_a_cache_written_before_records_is_adopted_on_load(tiny_encoder, tmp_path, monkeypatch):
-    from e2e_linker.kb_search.cache import NameVectorCache, verify_cache
+    from e2e_linker.kb_search.cache import VectorStore, verify_cache
     from e2e_linker.kb_search.integrity import RECORD_SUFFIX
 
-    NameVectorCache(tmp_path, tiny_encoder).kb_matrix(TEXTS, progress=False)
+    VectorStore(tmp_path, tiny_encoder).matrix(TEXTS, progress=False)
     for record in tmp_path.rglob(f"*{RECORD_SUFFIX}"):
         record.unlink()
     assert {c["state"] for c in verify_cache(tmp_path)} == {"unverified"}
     _no_encoding(tiny_encoder, monkeypatch)
-    cache = NameVectorCache(tmp_path, tiny_encoder)
-    cache.kb_matrix(TEXTS, progress=False)  # the list: checked whole, recorded
+    cache = VectorStore(tmp_path, tiny_encoder)
+    cache.matrix(TEXTS, progress=False)  # the list: checked whole, recorded
     cache.load()  # the table too
     assert {c["state"] for c in verify_cache(tmp_path)} == {"ok"}
 
 
 def test_a_damaged_unit_part_is_encoded_again(tiny_encoder, tmp_path, capsys):
-    from e2e_linker.kb_search.cache import VectorCache
 
-    cache = VectorCache(tiny_encoder, tmp_path, part_size=2, progress=False)
-    reference = np.asarray(cache.vectors(TEXTS)).copy()
-    path = cache.path_for(TEXTS)
+    cache = VectorStore(tmp_path, tiny_encoder, unit=True, part_size=2, progress=False)
+    reference = np.asarray(cache.matrix(TEXTS)).copy()
+    path = cache.list_path(TEXTS)
     parts = path.with_suffix(".parts")
     path.unlink()  # as if the run was killed before the list was assembled
     parts.mkdir()
     np.save(parts / "00000.npy", np.zeros((2, tiny_encoder.hidden_size), np.float16))
-    again = VectorCache(tiny_encoder, tmp_path, part_size=2, progress=False).vectors(TEXTS)
+    again = VectorStore(tmp_path, tiny_encoder, unit=True, part_size=2,
+                        progress=False).matrix(TEXTS)
     assert "00000.npy is damaged (row 0 is all zeros" in capsys.readouterr().err
     np.testing.assert_array_equal(np.asarray(again), reference)
     assert not parts.exists()

@@ -11,12 +11,12 @@ from e2e_linker.kb_search.label_index import LabeledTexts
 
 
 class DictCache:
-    """Stands in for VectorCache: vectors looked up by text (injected, no encoder)."""
+    """Stands in for a unit VectorStore: vectors looked up by text (injected, no encoder)."""
 
     def __init__(self, table: dict[str, np.ndarray]):
         self.table = table
 
-    def vectors(self, texts, label=""):
+    def matrix(self, texts, label=""):
         return np.stack([self.table[t] for t in texts]).astype(np.float16) if texts else \
             np.zeros((0, 8), np.float16)
 

@@ -102,13 +102,13 @@ def _big_kb(n: int = 3000):
 
 def _packed_for(kb, encoder, folder):
     from e2e_linker.kb_search.backends import SearchParams, build_faiss
-    from e2e_linker.kb_search.cache import NameVectorCache
+    from e2e_linker.kb_search.cache import VectorStore
     from e2e_linker.kb_search.entity_index import kb_names
     from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
 
     names = [n for n, _ in kb_names(kb)]
-    cache = NameVectorCache(folder / "full-cache", encoder)
-    vectors, _ = cache.kb_matrix(names, progress=False)
+    cache = VectorStore(folder / "full-cache", encoder)
+    vectors = cache.matrix(names, progress=False)
     index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16,
                                                        train_size=len(names)), progress=False)
     path = write_packed(index, folder / "kb_index.safetensors", PackedInfo(
