@@ -50,10 +50,13 @@ class SieveStack:
 
     def __init__(self, kb, names: NameDictionary,
                  training: Iterable[tuple[str, str, str]] = (),
-                 switches: SieveSwitches | None = None, fold: TextNormalizer | None = None):
+                 switches: SieveSwitches | None = None, fold: TextNormalizer | None = None,
+                 ontology_keys: CompactKeyIndex | None = None):
         """``training``: ``(text, label, type)`` triples as a normalizer's ``mentions.tsv``
         holds them (raw text; ``|``-joined labels of composite mentions are left out). They
-        also block the compact key when the ``training`` step itself is off."""
+        also block the compact key when the ``training`` step itself is off.
+        ``ontology_keys``: :func:`ontology_key_index` of ``kb`` with these switches' salt-free
+        setting, when already at hand (the compiled KB stores it); built here otherwise."""
         self.switches = switches or SieveSwitches()
         self.names = names
         self.fold = fold or TextNormalizer()
@@ -64,12 +67,8 @@ class SieveStack:
         self.training_keys = CompactKeyIndex([self.training])
         self.ontology_keys = None
         if self.switches.compact_key:
-            pools = [LabeledTexts.from_pairs((name, c.id, c.type) for c in kb
-                                             for name in c.all_names())]
-            if self.switches.salt_free:
-                pools.append(LabeledTexts.from_pairs(
-                    (name, cid, kb.get(cid).type) for cid, name in salt_free_synonyms(kb)))
-            self.ontology_keys = CompactKeyIndex(pools)
+            self.ontology_keys = ontology_keys if ontology_keys is not None else \
+                ontology_key_index(kb, self.switches.salt_free)
 
     def match(self, text: str, type_: str | None, expanded: str | None = None
               ) -> tuple[str, str] | None:
@@ -102,3 +101,14 @@ class SieveStack:
                 if label is not None:
                     return label, "compact_key"
         return None
+
+
+def ontology_key_index(kb, salt_free: bool = True) -> CompactKeyIndex:
+    """The compact keys of every KB name (and, with ``salt_free``, of the salt-free forms of
+    its chemical names): the ``compact_key`` step's index, built from the KB (seconds on the
+    full MeSH KB, so the compiled KB stores the salt-free one)."""
+    pools = [LabeledTexts.from_pairs((name, c.id, c.type) for c in kb for name in c.all_names())]
+    if salt_free:
+        pools.append(LabeledTexts.from_pairs(
+            (name, cid, kb.get(cid).type) for cid, name in salt_free_synonyms(kb)))
+    return CompactKeyIndex(pools)

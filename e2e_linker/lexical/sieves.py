@@ -20,10 +20,12 @@ KB (or training) name equals the mention's text after a fold wins before any vec
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
 
-from e2e_linker.kb_search.label_index import LabeledTexts, merged_label_types, type_allowed
+import numpy as np
+
+from e2e_linker.kb_search.label_index import LabeledTexts, merged_label_types
+from e2e_linker.lexical.key_table import KeyTable, StringTable
 
 _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
@@ -34,16 +36,27 @@ def normalize_name(text: str) -> str:
 
 
 class NameDictionary:
-    """Normalised name → concept IDs (insertion order: the KB's order, corpus names first)."""
+    """Normalised name → concept IDs (insertion order: the KB's order, corpus names first).
 
-    def __init__(self, pairs: Sequence[tuple[str, str]], types: dict[str, str] | None = None):
-        table: dict[str, list[str]] = defaultdict(list)
+    Held in arrays (:class:`~e2e_linker.lexical.key_table.KeyTable` over the folded names, the
+    concept IDs and their types as :class:`~e2e_linker.lexical.key_table.StringTable`), so the
+    compiled KB stores it and later starts map it instead of folding every name again."""
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = (), types: dict[str, str] | None = None):
+        runs: dict[str, list[int]] = {}
+        label_rows: dict[str, int] = {}
         for name, cid in pairs:
             key = normalize_name(name)
-            if key and cid not in table[key]:
-                table[key].append(cid)
-        self.table = dict(table)
-        self.types = types or {}
+            if not key:
+                continue
+            row = label_rows.setdefault(cid, len(label_rows))
+            run = runs.setdefault(key, [])
+            if row not in run:
+                run.append(row)
+        types = types or {}
+        self.keys = KeyTable.from_runs(runs)
+        self.labels = StringTable.from_strings(label_rows)
+        self.label_types = StringTable.from_strings(types.get(c) or "" for c in label_rows)
 
     @classmethod
     def from_kb(cls, kb) -> NameDictionary:
@@ -51,12 +64,27 @@ class NameDictionary:
 
     def lookup(self, text: str, type_: str | None = None) -> list[str]:
         """Concepts named exactly ``text``; restricted to ``type_`` when any of them has it."""
-        found = self.table.get(normalize_name(text), [])
+        rows = self.keys.get(normalize_name(text))
+        found = [self.labels[r] for r in rows]
         if type_ and found:
-            typed = [c for c in found if type_ in (self.types.get(c) or "").split("|")]
+            typed = [self.labels[r] for r in rows if type_ in self.label_types[r].split("|")]
             if typed:
                 return typed
         return found
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays the compiled KB stores, each named ``<prefix>.<part>``."""
+        return {**self.keys.arrays(f"{prefix}.keys"), **self.labels.arrays(f"{prefix}.labels"),
+                **self.label_types.arrays(f"{prefix}.types")}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> NameDictionary:
+        """The dictionary :meth:`arrays` stored (read, not rebuilt)."""
+        names = cls.__new__(cls)
+        names.keys = KeyTable.from_arrays(arrays, f"{prefix}.keys")
+        names.labels = StringTable.from_arrays(arrays, f"{prefix}.labels")
+        names.label_types = StringTable.from_arrays(arrays, f"{prefix}.types")
+        return names
 
 
 def choose_concept(
@@ -99,24 +127,53 @@ def compact_key(text: str) -> str:
 
 
 class CompactKeyIndex:
-    """Compact key → labels over one or more pools of texts (with the pools' label types)."""
+    """Compact key → labels over one or more pools of texts (with the pools' label types).
+
+    Held in arrays like :class:`NameDictionary` (a label's types ``|``-joined), so the compiled
+    KB stores the ontology's index and later starts map it."""
 
     def __init__(self, pools: Iterable[LabeledTexts]):
         pools = list(pools)
-        self._labels: dict[str, set[str]] = {}
+        runs: dict[str, set[int]] = {}
+        label_rows: dict[str, int] = {}
         for pool in pools:
             for text, labels in zip(pool.texts, pool.labels, strict=True):
                 key = compact_key(text)
                 if key:
-                    self._labels.setdefault(key, set()).update(labels)
-        self.label_types = merged_label_types(pools)
+                    runs.setdefault(key, set()).update(
+                        label_rows.setdefault(label, len(label_rows)) for label in labels)
+        merged = merged_label_types(pools)
+        self.keys = KeyTable.from_runs({key: sorted(rows) for key, rows in runs.items()})
+        self.labels = StringTable.from_strings(label_rows)
+        self.label_types = StringTable.from_strings(
+            "|".join(sorted(merged.get(label, ()))) for label in label_rows)
 
     def __contains__(self, text: str) -> bool:
-        return compact_key(text) in self._labels
+        return compact_key(text) in self.keys
 
     def unique(self, text: str, type_: str | None = None) -> str | None:
         """The one label whose texts share ``text``'s key (among labels of ``type_``, or
         untyped ones, when a type is given); None when there are none or several."""
-        labels = [la for la in self._labels.get(compact_key(text), ())
-                  if type_allowed(self.label_types, la, type_)]
-        return labels[0] if len(labels) == 1 else None
+        rows = [r for r in self.keys.get(compact_key(text)) if self._allowed(r, type_)]
+        return self.labels[rows[0]] if len(rows) == 1 else None
+
+    def _allowed(self, row: int, type_: str | None) -> bool:
+        """:func:`type_allowed` for the label of ``row``."""
+        if not type_:
+            return True
+        types = self.label_types[row]
+        return not types or type_ in types.split("|")
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays the compiled KB stores, each named ``<prefix>.<part>``."""
+        return {**self.keys.arrays(f"{prefix}.keys"), **self.labels.arrays(f"{prefix}.labels"),
+                **self.label_types.arrays(f"{prefix}.types")}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> CompactKeyIndex:
+        """The index :meth:`arrays` stored (read, not rebuilt)."""
+        index = cls.__new__(cls)
+        index.keys = KeyTable.from_arrays(arrays, f"{prefix}.keys")
+        index.labels = StringTable.from_arrays(arrays, f"{prefix}.labels")
+        index.label_types = StringTable.from_arrays(arrays, f"{prefix}.types")
+        return index
