@@ -135,6 +135,15 @@ class KB:
     def num_names(self) -> int:
         return sum(len(c.all_names()) for c in self.concepts.values())
 
+    def alternate_ids(self) -> dict[str, str]:
+        """Each alternative ID (normalized) → the primary ID it resolves to: what
+        :meth:`resolve` reads besides the primary IDs (the compiled KB stores it)."""
+        return dict(self._alt)
+
+    def taxa(self) -> dict[str, str]:
+        """Concept ID → NCBI taxon of every species-specific concept (genes)."""
+        return {c.id: c.taxon for c in self.concepts.values() if c.taxon}
+
     def types(self) -> list[str]:
         """The distinct type strings of the concepts (``|``-joined types as written)."""
         return sorted({c.type for c in self.concepts.values()})

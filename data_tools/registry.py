@@ -457,22 +457,58 @@ PRESETS: dict[str, Callable[[], KB]] = {
 }
 
 
+_BC5CDR_CORE_FILES = (MESH_DESC, MEDIC)
+_GENE_FILES_READ = (HGNC, *(("genes", filename) for filename, _ in GENE_INFO))
+#: the vocabulary files (parts below :func:`vocab_path`) each preset reads: what the compiled
+#: KB's key hashes (:func:`spec_files`); a test holds this table to :data:`PRESETS`' keys
+PRESET_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "bc5cdr": (*_BC5CDR_CORE_FILES, MESH_SUPP),
+    "bc5cdr_core": _BC5CDR_CORE_FILES,
+    "medic": (MEDIC,),
+    "ncbi_disease": (MEDIC,),
+    "mesh_chemical": (MESH_DESC, MESH_SUPP),
+    "genes": _GENE_FILES_READ,
+    "genes_coding": _GENE_FILES_READ,
+    "bc5cdr_genes": (*_BC5CDR_CORE_FILES, MESH_SUPP, *_GENE_FILES_READ),
+    "bc5cdr_core_genes": (*_BC5CDR_CORE_FILES, *_GENE_FILES_READ),
+}
+
+
+def spec_parts(spec: str) -> list[str]:
+    """The ``+``-joined parts of a KB spec, each a preset or ``loader:path`` (else a
+    :class:`FormatError`)."""
+    parts = [part.strip() for part in spec.split("+")]
+    for part in parts:
+        if part not in PRESETS and not (":" in part and part.split(":", 1)[0] in LOADERS):
+            raise FormatError(f"unknown KB spec part {part!r}: use a preset "
+                              f"({', '.join(PRESETS)}) or loader:path ({', '.join(LOADERS)})")
+    return parts
+
+
+def spec_files(spec: str) -> list[Path]:
+    """Every file :func:`load_kb` reads for ``spec``, in order: what a KB built from the spec
+    depends on besides the code (the compiled KB is keyed by their content)."""
+    files: list[Path] = []
+    for part in spec_parts(spec):
+        if part in PRESETS:
+            files += [vocab_path(*parts) for parts in PRESET_FILES[part]]
+        else:
+            files.append(Path(part.split(":", 1)[1]))
+    return files
+
+
 def load_kb(spec: str) -> KB:
     """A KB from a spec: presets (``bc5cdr``, ``bc5cdr_core``, ``medic``, ``ncbi_disease``,
     ``mesh_chemical``, ``genes``, ``genes_coding``, ``bc5cdr_genes``, ``bc5cdr_core_genes``)
     and/or ``loader:path`` parts (loaders: medic, mesh, mesh_all, mesh_supp, list, tsv, umls,
     kb, gene_info, hgnc) joined by ``+``; later parts merge into earlier ones."""
     kb = KB()
-    for part in spec.split("+"):
-        part = part.strip()
+    for part in spec_parts(spec):
         if part in PRESETS:
             loaded = PRESETS[part]()
-        elif ":" in part and part.split(":", 1)[0] in LOADERS:
+        else:
             loader, path = part.split(":", 1)
             loaded = LOADERS[loader](path)
-        else:
-            raise FormatError(f"unknown KB spec part {part!r}: use a preset "
-                             f"({', '.join(PRESETS)}) or loader:path ({', '.join(LOADERS)})")
         kb = loaded if not len(kb) else kb.merge(loaded)
     return kb
 

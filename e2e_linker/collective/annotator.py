@@ -48,8 +48,7 @@ class Annotator:
         """An annotator over an entity index: its :class:`SpanLinker` takes the exact-name
         sieve ``names`` and short-form linking as the model's config says (the one place that
         decides it), and ``sieves``/``text_linker`` as given."""
-        taxa = {c.id: c.taxon for c in kb if getattr(c, "taxon", "")} if kb is not None \
-            else None
+        taxa = kb.taxa() if kb is not None else None
         linker = SpanLinker(index, names if model.config.exact_match_sieve else None, sieves,
                             text_linker, model.config.resolve_abbreviations, taxa)
         return cls(model, linker, settings, kb)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -36,22 +39,45 @@ def load_annotator(settings: AnnotateSettings | None = None,
     (:class:`~e2e_linker.lexical.sieve_stack.SieveStack`, its training pool the model's mined
     names); ``text_linker`` relinks every kept span by its text (``--linking text``)."""
     from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.compiled_kb.kb_view import CompiledKB
     from e2e_linker.lexical.sieves import NameDictionary
 
     settings = settings or AnnotateSettings()
     directory = Path(settings.model_dir) if settings.model_dir else default_linker_dir()
-    model = CollectiveLinker.load(directory, device=pick_device(settings.device))
-    knowledge, index = build_entity_index(directory, model, settings.kb, settings.cache_dir,
-                                          settings.index_kind, settings.kb_memory_budget_mb)
-    if settings.quantize:  # after the index: KB vectors are cached under the unquantized hash
-        model.quantize_mention_encoder()
-    model.set_precision(settings.precision)
-    names = NameDictionary.from_kb(knowledge)
-    stack = None
-    if settings.sieves:
-        stack = SieveStack(knowledge, names, mined_name_triples(directory), DEFAULT_SIEVES)
-    return Annotator.from_parts(model, index, names, settings, sieves=stack, kb=knowledge,
-                                text_linker=text_linker)
+    with collection_paused():
+        model = CollectiveLinker.load(directory, device=pick_device(settings.device))
+        knowledge, index = build_entity_index(directory, model, settings.kb, settings.cache_dir,
+                                              settings.index_kind, settings.kb_memory_budget_mb)
+        if settings.quantize:  # after the index: KB vectors are cached under the unquantized hash
+            model.quantize_mention_encoder()
+        model.set_precision(settings.precision)
+        # the compiled KB holds the exact-name dictionary and the compact keys: mapped, not built
+        compiled = isinstance(knowledge, CompiledKB)
+        names = knowledge.name_dictionary() if compiled else NameDictionary.from_kb(knowledge)
+        stack = None
+        if settings.sieves:
+            stack = SieveStack(knowledge, names, mined_name_triples(directory), DEFAULT_SIEVES,
+                               ontology_keys=knowledge.ontology_keys()
+                               if compiled and DEFAULT_SIEVES.salt_free else None)
+        return Annotator.from_parts(model, index, names, settings, sieves=stack, kb=knowledge,
+                                    text_linker=text_linker)
+
+
+@contextlib.contextmanager
+def collection_paused() -> Iterator[None]:
+    """Python's cycle collector off for a block that makes millions of objects that live on.
+
+    Why: loading makes the name lists of the entity index (744k names for ``bc5cdr``) and the
+    model's tensors; every full collection during the load walks all of them and frees
+    nothing (about a second of a start on this project's 2-core machine,
+    eval/results/startup_after). The collector is turned back on as it was."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def build_entity_index(directory: Path, model, kb: str | None = None,
@@ -67,7 +93,7 @@ def build_entity_index(directory: Path, model, kb: str | None = None,
     from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.entity_index import EntityIndex
 
-    knowledge = load_model_kb(directory, kb)
+    knowledge = load_model_kb(directory, kb, cache_dir)
     spec = kb or read_manifest(directory).get("kb")
     index = EntityIndex.build(knowledge, model.entity_encoder, cache_dir=cache_dir,
                               progress=progress, kind=index_kind,
@@ -90,7 +116,7 @@ def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_b
     from e2e_linker.kb_search.entity_index import kb_names
     from e2e_linker.kb_search.packed_index import pack_vectors
 
-    knowledge = load_model_kb(directory, None)
+    knowledge = load_model_kb(directory, None, cache_dir)
     names = [name for name, _ in kb_names(knowledge)]
     cache = VectorStore(cache_dir, model.entity_encoder)
     vectors = cache.matrix(names, progress=progress,

@@ -72,19 +72,38 @@ def mined_name_triples(directory: str | os.PathLike) -> list[tuple[str, str, str
     return [(text, c.id, c.type) for c in KB.load(directory / name) for text in c.all_names()]
 
 
-def load_model_kb(directory: str | os.PathLike, spec: str | None = None):
-    """The KB for a model directory: its manifest's spec (or ``spec``) plus its mined names."""
+def open_kb(spec: str, extra_names: str | os.PathLike | None = None,
+            cache_dir: str | os.PathLike | None = None, progress: bool = True):
+    """The KB of ``spec`` plus the mined names saved in ``extra_names`` (a :meth:`KB.save`
+    file), as annotate and normalize read it: the compiled KB in the cache folder
+    (:mod:`e2e_linker.compiled_kb.store`; compiled on first use), or, with the store's bypass
+    set, :func:`assemble_kb` of the files."""
     from data_tools.kb import KB
+    from e2e_linker.compiled_kb.store import bypassed, open_compiled
 
+    def build():
+        return assemble_kb(spec, KB.load(extra_names) if extra_names else None)
+
+    if bypassed():
+        return build()
+    try:
+        return open_compiled(spec, build, Path(extra_names) if extra_names else None,
+                             cache_dir, progress)
+    except FileNotFoundError as exc:
+        raise UserError(f"KB '{spec}': {exc}") from exc
+
+
+def load_model_kb(directory: str | os.PathLike, spec: str | None = None,
+                  cache_dir: str | os.PathLike | None = None):
+    """The KB for a model directory: its manifest's spec (or ``spec``) plus its mined names
+    (:func:`open_kb`: compiled, from the cache folder ``cache_dir`` or the default)."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     base = spec or manifest.get("kb")
     if not base:
         raise UserError(f"{directory}: the model records no KB; pass --kb")
-    extra = None
-    if manifest.get("extra_names"):
-        extra = KB.load(directory / manifest["extra_names"])
-    kb = assemble_kb(base, extra)
+    extra = directory / manifest["extra_names"] if manifest.get("extra_names") else None
+    kb = open_kb(base, extra, cache_dir)
     if spec is None and manifest.get("kb_hash") and kb.content_hash() != manifest["kb_hash"]:
         raise UserError(
             f"{directory}: KB '{base}' on this machine differs from the one the model was built "

@@ -32,7 +32,7 @@ def load_normalizer(model: str | os.PathLike | None = None, kb: str | None = Non
     receives one-line remarks for the user.
     """
     from data_tools.registry import load_corpus
-    from e2e_linker.collective.model_kb import assemble_kb
+    from e2e_linker.collective.model_kb import open_kb
     from e2e_linker.kb_search.concept_search import mode_requires
     from e2e_linker.normalizer.normalizer_dir import (
         load_model,
@@ -47,7 +47,7 @@ def load_normalizer(model: str | os.PathLike | None = None, kb: str | None = Non
     spec = kb or settings.kb
     if not spec:
         raise UserError("the normalizer model records no KB; pass --kb")
-    knowledge = assemble_kb(spec)
+    knowledge = open_kb(spec, cache_dir=cache_dir)
     if kb is None and settings.kb_hash and knowledge.content_hash() != settings.kb_hash:
         raise UserError(
             f"KB '{spec}' on this machine differs from the one the normalizer was built with "

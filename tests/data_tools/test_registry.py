@@ -4,6 +4,7 @@ fixture), KB specs and corpus specs."""
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import pytest
 
@@ -272,3 +273,35 @@ def test_existing_presets_keep_their_hashes():
     genes = [c for c in both if c.type == "Gene"]
     assert len(both) == len(core) + len(genes) and all(c.taxon for c in genes)
     assert KB(c for c in both if c.type != "Gene").content_hash() == core.content_hash()
+
+
+def test_preset_files_name_every_file_each_preset_reads(monkeypatch):
+    """The compiled KB is keyed by these files: a preset reading a file the table does not name
+    would serve a stale KB after that file changed."""
+    import data_tools.registry as registry
+    from data_tools.kb import KB
+
+    read: list[tuple[str, ...]] = []
+
+    def recording_path(*parts: str):
+        read.append(parts)
+        return Path("/nowhere", *parts)
+
+    monkeypatch.setattr(registry, "vocab_path", recording_path)
+    for loader in ("load_medic", "load_mesh_descriptors", "load_mesh_supplementary",
+                   "load_gene_info", "load_hgnc"):
+        monkeypatch.setattr(registry, loader, lambda *args, **kwargs: KB())
+    assert set(registry.PRESET_FILES) == set(registry.PRESETS)
+    for name, build in registry.PRESETS.items():
+        read.clear()
+        build()
+        assert set(read) == set(registry.PRESET_FILES[name]), name
+
+
+def test_spec_files_lists_presets_and_loader_paths(tmp_path):
+    from data_tools.registry import MEDIC, spec_files, vocab_path
+
+    assert spec_files(f"medic + tsv:{tmp_path / 'mine.tsv'}") == [vocab_path(*MEDIC),
+                                                                  tmp_path / "mine.tsv"]
+    with pytest.raises(FormatError):
+        spec_files("medic+nonsense")

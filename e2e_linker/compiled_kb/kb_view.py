@@ -1,0 +1,268 @@
+"""One KB as flat arrays, and :class:`CompiledKB`: the :class:`data_tools.kb.KB` interface and
+the sieves' dictionaries read from them.
+
+Why arrays: a :class:`~data_tools.kb.KB` is a dict of 340k :class:`~data_tools.kb.Concept`
+objects (744k names for ``bc5cdr``) parsed from the vocabulary files on every start; the
+arrays (:func:`kb_arrays`) are written once and memory-mapped afterwards, and a concept becomes
+an object only when something asks for it. The answers are the KB's own: every array is
+derived from a built :class:`~data_tools.kb.KB` (its concepts in order, its
+:meth:`~data_tools.kb.KB.alternate_ids`, its :meth:`~data_tools.kb.KB.content_hash`), and the
+methods that make new KBs (``filter``, ``merge``, ``save``) are the KB's, run over this view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import fields
+from typing import get_type_hints
+
+import numpy as np
+
+from data_tools.kb import KB, Concept, normalize_id
+from e2e_linker.lexical.key_table import KeyTable, StringTable
+from e2e_linker.lexical.sieve_stack import ontology_key_index
+from e2e_linker.lexical.sieves import CompactKeyIndex, NameDictionary
+
+#: array name prefixes of the sieves' dictionaries
+NAME_DICTIONARY = "name_dictionary"
+ONTOLOGY_KEYS = "ontology_keys"
+
+
+def concept_columns() -> dict[str, str]:
+    """Each :class:`Concept` field and how it is stored: ``"str"`` (a string table), ``"list"``
+    (a string table of every concept's items, with each concept's start) or ``"bool"``.
+
+    Why from the dataclass: a field added to :class:`Concept` is compiled without a change
+    here, or refused at compile time when it is of a kind not listed, never silently dropped."""
+    kinds = {str: "str", list[str]: "list", bool: "bool"}
+    hints = get_type_hints(Concept)
+    columns = {}
+    for item in fields(Concept):
+        if hints[item.name] not in kinds:
+            raise TypeError(f"Concept.{item.name}: a {hints[item.name]} field cannot be "
+                            "compiled; give kb_view.concept_columns a way to store it")
+        columns[item.name] = kinds[hints[item.name]]
+    return columns
+
+
+def kb_arrays(kb: KB) -> tuple[dict[str, np.ndarray], dict]:
+    """``(arrays, meta)`` of a built KB: each concept field (:func:`concept_columns`), the names
+    in order (:meth:`KB.names`), the alternative IDs, the exact-name dictionary
+    (:class:`NameDictionary`) and the salt-free compact-key index
+    (:func:`~e2e_linker.lexical.sieve_stack.ontology_key_index`); ``meta`` holds the distinct
+    types and the KB's content hash."""
+    concepts = list(kb)
+    arrays: dict[str, np.ndarray] = {}
+    for name, kind in concept_columns().items():
+        values = [getattr(c, name) for c in concepts]
+        if kind == "str":
+            arrays.update(StringTable.from_strings(values).arrays(f"concepts.{name}"))
+        elif kind == "list":
+            arrays.update(StringTable.from_strings(v for items in values for v in items
+                                                   ).arrays(f"concepts.{name}"))
+            starts = np.zeros(len(values) + 1, np.int64)
+            np.cumsum([len(items) for items in values], out=starts[1:])
+            arrays[f"concepts.{name}.starts"] = starts
+        else:
+            arrays[f"concepts.{name}"] = np.asarray(values, np.bool_)
+    names: list[str] = []
+    name_concept: list[int] = []
+    for row, concept in enumerate(concepts):
+        own = concept.all_names()
+        names += own
+        name_concept += [row] * len(own)
+    row_of = {c.id: row for row, c in enumerate(concepts)}
+    arrays.update({
+        **KeyTable.from_runs({cid: [row] for cid, row in row_of.items()}).arrays(
+            "concepts.id_rows"),
+        **KeyTable.from_runs({alt: [row_of[cid]] for alt, cid in kb.alternate_ids().items()}
+                             ).arrays("concepts.alt_rows"),
+        **StringTable.from_strings(names).arrays("names.texts"),
+        "names.concept": np.asarray(name_concept, np.int32),
+        **NameDictionary.from_kb(kb).arrays(NAME_DICTIONARY),
+        **ontology_key_index(kb, salt_free=True).arrays(ONTOLOGY_KEYS),
+    })
+    meta = {"types": kb.types(), "content_hash": kb.content_hash(),
+            "columns": concept_columns(), "concepts": len(concepts), "names": len(names)}
+    return arrays, meta
+
+
+class CompiledKB:
+    """The KB interface over :func:`kb_arrays`' arrays (memory-mapped or in memory).
+
+    Lookups (``get``, ``resolve``, ``in``) go through sorted-hash tables; iteration,
+    :meth:`names` and :attr:`concepts` decode what they need when asked."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], meta: dict):
+        self.arrays = arrays
+        self.meta = meta
+        #: each :class:`Concept` field's string table (``str`` and ``list`` fields)
+        self.tables = {name: StringTable.from_arrays(arrays, f"concepts.{name}")
+                       for name, kind in meta["columns"].items() if kind != "bool"}
+        self.ids = self.tables["id"]
+        self.id_rows = KeyTable.from_arrays(arrays, "concepts.id_rows")
+        self.alt_rows = KeyTable.from_arrays(arrays, "concepts.alt_rows")
+        self.name_texts = StringTable.from_arrays(arrays, "names.texts")
+        #: arrays decoded into Python lists or dicts, when first needed
+        self._columns: dict = {}
+
+    # ---- the KB interface ------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, concept_id: str) -> bool:
+        return self.primary_row(concept_id) is not None
+
+    def __iter__(self) -> Iterator[Concept]:
+        return (self.decoded_concept(row) for row in range(len(self)))
+
+    def resolve(self, concept_id: str) -> str:
+        """The primary ID for ``concept_id`` (itself if it is primary or unknown)."""
+        cid = normalize_id(concept_id)
+        if cid in self.id_rows:
+            return cid
+        rows = self.alt_rows.get(cid)
+        return self.ids[rows[0]] if rows else cid
+
+    def get(self, concept_id: str) -> Concept | None:
+        row = self.primary_row(concept_id)
+        return None if row is None else self.concept(row)
+
+    def names(self) -> list[tuple[str, str]]:
+        """Every ``(name, concept_id)`` pair, in the KB's order."""
+        ids = self.ids.to_list()
+        return [(name, ids[row]) for name, row in
+                zip(self.name_texts.to_list(), self.column("names.concept"), strict=True)]
+
+    @property
+    def num_names(self) -> int:
+        return len(self.name_texts)
+
+    def types(self) -> list[str]:
+        """The distinct type strings of the concepts (:meth:`KB.types`, stored)."""
+        return list(self.meta["types"])
+
+    def content_hash(self) -> str:
+        """The built KB's :meth:`~data_tools.kb.KB.content_hash`, stored when compiled."""
+        return self.meta["content_hash"]
+
+    def alternate_ids(self) -> dict[str, str]:
+        """Each alternative ID → its primary ID (as :meth:`KB.alternate_ids`)."""
+        ids = self.ids.to_list()
+        return {self.alt_rows.keys[r]: ids[int(self.alt_rows.values[self.alt_rows.starts[r]])]
+                for r in range(len(self.alt_rows))}
+
+    def taxa(self) -> dict[str, str]:
+        """Concept ID → NCBI taxon of every species-specific concept (as :meth:`KB.taxa`)."""
+        return {cid: taxon for cid, taxon in zip(self.ids.to_list(),
+                                                  self.tables["taxon"].to_list(), strict=True)
+                if taxon}
+
+    @property
+    def concepts(self) -> ConceptsView:
+        """Primary ID → concept (a :class:`ConceptRow`), as :attr:`KB.concepts` (one view,
+        kept: callers index it once per name)."""
+        if "view" not in self._columns:
+            self._columns["view"] = ConceptsView(self)
+        return self._columns["view"]
+
+    filter = KB.filter
+    merge = KB.merge
+    save = KB.save
+    __repr__ = KB.__repr__
+
+    # ---- rows ------------------------------------------------------------------------------
+    def primary_row(self, concept_id: str) -> int | None:
+        """The row of the concept ``concept_id`` resolves to (None when unknown)."""
+        rows = self.id_rows.get(self.resolve(concept_id))
+        return rows[0] if rows else None
+
+    def column(self, name: str) -> list:
+        """An integer array as a Python list, decoded once (iteration reads them per row)."""
+        if name not in self._columns:
+            self._columns[name] = np.asarray(self.arrays[name]).tolist()
+        return self._columns[name]
+
+    def concept(self, row: int) -> Concept:
+        """The concept of ``row``, equal to the built KB's (its strings decoded one by one)."""
+        values = {}
+        for name, kind in self.meta["columns"].items():
+            if kind == "str":
+                values[name] = self.tables[name][row]
+            elif kind == "list":
+                starts = self.arrays[f"concepts.{name}.starts"]
+                values[name] = [self.tables[name][i]
+                                for i in range(int(starts[row]), int(starts[row + 1]))]
+            else:
+                values[name] = bool(self.arrays[f"concepts.{name}"][row])
+        return Concept(**values)
+
+    def decoded_concept(self, row: int) -> Concept:
+        """:meth:`concept` from the columns decoded whole (what walking every concept needs:
+        seconds faster over 340k concepts than decoding strings one by one)."""
+        values = {}
+        for name, kind in self.meta["columns"].items():
+            if kind == "str":
+                values[name] = self.tables[name].to_list()[row]
+            elif kind == "list":
+                starts = self.column(f"concepts.{name}.starts")
+                values[name] = self.tables[name].to_list()[starts[row]:starts[row + 1]]
+            else:
+                values[name] = self.column(f"concepts.{name}")[row]
+        return Concept(**values)
+
+    def row_types(self) -> list[str]:
+        """Each row's type string (:class:`ConceptRow` reads it per name)."""
+        return self.tables["type"].to_list()
+
+    def row_index(self) -> dict[str, int]:
+        """Primary ID → row as a dict (made once: :class:`ConceptsView` looks up every ID)."""
+        if "row_index" not in self._columns:
+            self._columns["row_index"] = {cid: row for row, cid in enumerate(self.ids.to_list())}
+        return self._columns["row_index"]
+
+    # ---- the sieves' dictionaries ----------------------------------------------------------
+    def name_dictionary(self) -> NameDictionary:
+        """:meth:`NameDictionary.from_kb` of the built KB, read from the arrays."""
+        return NameDictionary.from_arrays(self.arrays, NAME_DICTIONARY)
+
+    def ontology_keys(self) -> CompactKeyIndex:
+        """``ontology_key_index(kb, salt_free=True)`` of the built KB, read from the arrays."""
+        return CompactKeyIndex.from_arrays(self.arrays, ONTOLOGY_KEYS)
+
+
+class ConceptRow:
+    """One concept of a compiled KB as :attr:`CompiledKB.concepts` gives it: its ``type`` at
+    hand, every other field of :class:`Concept` from the concept made on access.
+
+    Why not the :class:`Concept` itself: the entity index asks the type of each of 744k names
+    through ``kb.concepts[cid].type``; making 744k concepts for that costs seconds."""
+
+    __slots__ = ("kb", "row", "type")
+
+    def __init__(self, kb: CompiledKB, row: int, type_: str):
+        self.kb = kb
+        self.row = row
+        self.type = type_
+
+    def __getattr__(self, name: str):
+        return getattr(self.kb.decoded_concept(self.row), name)
+
+
+class ConceptsView(Mapping):
+    """:attr:`CompiledKB.concepts`: primary ID → :class:`ConceptRow`."""
+
+    def __init__(self, kb: CompiledKB):
+        self.kb = kb
+        self.rows = kb.row_index()
+        self.types = kb.row_types()
+
+    def __getitem__(self, concept_id: str) -> ConceptRow:
+        row = self.rows[concept_id]
+        return ConceptRow(self.kb, row, self.types[row])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.kb.ids.to_list())
+
+    def __len__(self) -> int:
+        return len(self.kb)

@@ -1,0 +1,43 @@
+"""Loading an annotator: with the compiled KB, outputs are those of the KB built from its files."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from e2e_linker.cli import main
+from e2e_linker.compiled_kb.store import BYPASS_ENV, list_compiled
+from tests.helpers.synthetic import synthetic_docs
+from tests.helpers.tiny_linker import tiny_linker_dir
+
+TEXT = ("Aspirin and acetylsalicylic acid caused headache, cephalalgia and nausea; "
+        "ibuprofen (IBU) and IBU-induced renal failure. Kidney failure after cisplatin.\n")
+
+
+def _annotate(directory, cache, *args, input=None):
+    return CliRunner().invoke(main, ["annotate", *map(str, args), "--model", str(directory),
+                                     "--index", "exact", "--cache-dir", str(cache)],
+                              input=input)
+
+
+def test_annotate_output_is_the_same_with_the_compiled_kb_and_without(tmp_path, monkeypatch):
+    from data_tools.formats import write_documents
+
+    directory, _ = tiny_linker_dir(tmp_path / "linker", filler_concepts=50)
+    write_documents(synthetic_docs(6), tmp_path / "in.xml")
+    cache = tmp_path / "cache"
+    outputs = {}
+    for run in ("compiling", "compiled", "bypassed"):
+        if run == "bypassed":
+            monkeypatch.setenv(BYPASS_ENV, "off")
+        text = _annotate(directory, cache, "-", "-o", "-", input=TEXT)
+        corpus = _annotate(directory, cache, tmp_path / "in.xml", "-o", "-", "--format",
+                           "jsonl")
+        assert text.exit_code == 0 and corpus.exit_code == 0, text.output + corpus.output
+        outputs[run] = (text.stdout, corpus.stdout)
+        if run == "compiling":
+            assert "compiling KB" in text.stderr
+            assert [c["state"] for c in list_compiled(cache)] == ["ok"]
+        else:
+            assert "compiling KB" not in text.stderr
+    assert outputs["compiling"][0].strip() and outputs["compiling"][1].strip()
+    assert outputs["compiling"] == outputs["compiled"] == outputs["bypassed"]

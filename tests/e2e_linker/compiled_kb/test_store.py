@@ -1,0 +1,140 @@
+"""The compiled KBs in the cache folder: built once, read after, rebuilt when a vocabulary file
+changes or a compiled file is damaged, never read torn."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from data_tools.registry import load_kb
+from e2e_linker.compiled_kb.kb_view import CompiledKB
+from e2e_linker.compiled_kb.store import (
+    BYPASS_ENV,
+    compiled_root,
+    list_compiled,
+    open_compiled,
+)
+
+ROWS = ["C001\taspirin\tacetylsalicylic acid|ASA\tChemical",
+        "D001\theadache\tcephalalgia\tDisease",
+        "D002\tnausea\t\tDisease"]
+
+
+@pytest.fixture()
+def vocab(tmp_path):
+    """A TSV vocabulary file and its spec (id, name, synonyms, type columns)."""
+    path = tmp_path / "vocab.tsv"
+    path.write_text("\n".join(ROWS) + "\n")
+    return path
+
+
+def spec_of(path) -> str:
+    return f"tsv:{path}"
+
+
+class Builds:
+    """``build`` for :func:`open_compiled` that counts its calls."""
+
+    def __init__(self, spec: str):
+        self.spec, self.calls = spec, 0
+
+    def __call__(self):
+        from data_tools.kb_loaders import load_tsv
+
+        self.calls += 1
+        return load_tsv(self.spec.split(":", 1)[1], synonyms_col=2, type_col=3)
+
+
+def test_the_first_open_compiles_and_later_ones_read(tmp_path, vocab, capsys):
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    build = Builds(spec)
+    first = open_compiled(spec, build, cache_dir=cache)
+    assert build.calls == 1 and "compiling KB" in capsys.readouterr().err
+    again = open_compiled(spec, build, cache_dir=cache)
+    assert build.calls == 1 and "compiling KB" not in capsys.readouterr().err
+    assert isinstance(again, CompiledKB) and list(again) == list(build())
+    assert isinstance(again.arrays["names.concept"], np.memmap)  # mapped, not read
+    [listed] = list_compiled(cache)
+    assert listed["spec"] == spec and listed["concepts"] == 3 and listed["state"] == "ok"
+    assert first.content_hash() == again.content_hash()
+
+
+def test_a_changed_vocabulary_file_invalidates_the_compiled_kb(tmp_path, vocab):
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    build = Builds(spec)
+    before = open_compiled(spec, build, cache_dir=cache)
+    assert before.get("D002").name == "nausea"
+    # same size, same modification time: only the content tells the files apart
+    stat = os.stat(vocab)
+    vocab.write_text(vocab.read_text().replace("nausea", "vomits"))
+    os.utime(vocab, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert os.stat(vocab).st_size == stat.st_size
+    after = open_compiled(spec, build, cache_dir=cache)
+    assert build.calls == 2
+    assert after.get("D002").name == "vomits"
+    assert after.content_hash() != before.content_hash()
+    assert after.name_dictionary().lookup("vomits") == ["D002"]
+    assert len(list_compiled(cache)) == 2  # the old one stays for whoever still has the file
+
+
+def test_mined_names_are_part_of_the_key(tmp_path, vocab):
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    extra = tmp_path / "extra.tsv"
+    extra.write_text("D001\tDisease\tcorpus\t\thead ache\t\n")
+    build = Builds(spec)
+    open_compiled(spec, build, cache_dir=cache)
+    open_compiled(spec, build, extra, cache_dir=cache)
+    assert build.calls == 2
+    extra.write_text("D001\tDisease\tcorpus\t\thead-ache pain\t\n")
+    open_compiled(spec, build, extra, cache_dir=cache)
+    assert build.calls == 3
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "remove", "meta"])
+def test_a_damaged_compiled_file_is_detected_and_rebuilt(tmp_path, vocab, capsys, damage):
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    build = Builds(spec)
+    good = list(open_compiled(spec, build, cache_dir=cache))
+    [folder] = [f for f in compiled_root(cache).iterdir() if f.is_dir()]
+    target = folder / ("meta.json" if damage == "meta" else "names.texts.blob.npy")
+    data = target.read_bytes()
+    if damage in ("truncate", "meta"):
+        target.write_bytes(data[:len(data) // 2])
+    elif damage == "flip":
+        target.write_bytes(data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:])
+    else:
+        target.unlink()
+    capsys.readouterr()
+    assert list_compiled(cache)[0]["state"] != "ok"
+    rebuilt = open_compiled(spec, build, cache_dir=cache)
+    err = capsys.readouterr().err
+    assert build.calls == 2 and "damaged" in err and "compiled again" in err
+    assert list(rebuilt) == good
+    assert list_compiled(cache)[0]["state"] == "ok"
+
+
+def test_a_read_only_cache_compiles_in_memory(tmp_path, vocab, capsys, monkeypatch):
+    import e2e_linker.compiled_kb.store as store
+
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(store.os, "access", lambda path, mode: False)  # as if read-only
+    kb = open_compiled(spec_of(vocab), Builds(spec_of(vocab)), cache_dir=cache)
+    assert len(kb) == 3 and kb.get("C001").name == "aspirin"
+    assert "cannot be written" in capsys.readouterr().err
+    assert list_compiled(cache) == []
+
+
+def test_open_kb_reads_the_compiled_kb_unless_bypassed(tmp_path, vocab, monkeypatch):
+    from e2e_linker.collective.model_kb import open_kb
+
+    spec = spec_of(vocab)
+    cache = tmp_path / "cache"
+    compiled = open_kb(spec, cache_dir=cache)
+    assert isinstance(compiled, CompiledKB)
+    monkeypatch.setenv(BYPASS_ENV, "off")
+    built = open_kb(spec, cache_dir=cache)
+    assert not isinstance(built, CompiledKB)
+    assert list(built) == list(compiled) == list(load_kb(spec))
+    assert built.content_hash() == compiled.content_hash()
