@@ -1,8 +1,8 @@
 """Detection behind ``linker annotate``: the model's pass over whole documents.
 
-Documents are chunked, chunks of many documents are batched by length, and one encoder pass
-per batch yields mention probabilities for every span (vectorised), span vectors and types for
-the candidates; selection (:mod:`e2e_linker.collective.span_selection`) keeps spans, and
+Documents are chunked, chunks of many documents are batched by padded length, and one encoder
+pass per batch yields mention probabilities for every span (vectorised), span vectors and types
+for the candidates; selection (:mod:`e2e_linker.collective.span_selection`) keeps spans, and
 linking (:mod:`e2e_linker.collective.span_linking`) gives them concepts in one batched index
 search. Each document's text is scanned for abbreviations once per call
 (:func:`~e2e_linker.lexical.abbreviations.scan_documents`) and that scan is what selection,
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import torch
 
 from data_tools.documents import Annotation, Document
-from e2e_linker.collective.batches import collate_chunks, length_batches
+from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.per_mention import reencode_per_mention
@@ -82,9 +82,13 @@ class Annotator:
         self.stats["tokens"] += sum(len(c) for c in chunks)
         spans: list[SpanPrediction] = []
         device = self.model.device
-        for group in length_batches(chunks, settings.batch_size, settings.max_batch_tokens):
+        # one padded length per batch: a chunk's forward does not depend on its batch
+        # (collective/batches.py says why; the check is eval/results/batch_identity)
+        for group in length_batches(chunks, settings.batch_size, settings.max_batch_tokens,
+                                    PAD_MULTIPLE):
             batch_chunks = [chunks[i] for i in group]
-            batch = collate_chunks(batch_chunks, tokenizer.pad_token_id or 0, device)
+            batch = collate_chunks(batch_chunks, tokenizer.pad_token_id or 0, device,
+                                   PAD_MULTIPLE)
             states = self.model.token_states(batch)
             found = self.model.candidate_spans(states, batch, threshold)
             if found is None:

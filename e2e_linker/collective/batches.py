@@ -1,4 +1,13 @@
-"""Pad chunks into tensors, and group chunks of similar length so padding stays small."""
+"""Pad chunks into tensors, and group chunks of one padded length into batches.
+
+Why a pad multiple: on the CPU a chunk's encoder forward padded to the longest chunk of its
+batch is not the same bits as the same chunk padded less (the attention sums over a padded row
+differ in their last bits), so ``linker annotate``'s scores used to depend on which chunks
+shared a batch, and ``linker serve`` could not batch requests and still give the command's
+bytes. Padding every chunk to a multiple of :data:`PAD_MULTIPLE` tokens and batching only
+chunks of the same padded length makes each chunk's forward the same whatever shares its batch
+(the check: ``python -m eval.batch_identity``, eval/results/batch_identity).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +17,23 @@ import torch
 
 from e2e_linker.collective.chunking import Chunk
 
+#: chunks are padded to a multiple of this many tokens at inference (``linker annotate``)
+PAD_MULTIPLE = 16
+
+
+def padded_length(length: int, pad_multiple: int = 1) -> int:
+    """``length`` rounded up to a multiple of ``pad_multiple`` (1: unchanged)."""
+    return -(-length // pad_multiple) * pad_multiple
+
 
 def collate_chunks(chunks: Sequence[Chunk], pad_id: int = 0,
-                   device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-    """Tensors (B, T) for a list of chunks: ids, mask, word boundaries, passage and ownership."""
-    length = max(len(c) for c in chunks)
+                   device: torch.device | str = "cpu",
+                   pad_multiple: int = 1) -> dict[str, torch.Tensor]:
+    """Tensors (B, T) for a list of chunks: ids, mask, word boundaries, passage and ownership.
+
+    T is the longest chunk rounded up to ``pad_multiple`` (1, training's default: the longest).
+    """
+    length = padded_length(max(len(c) for c in chunks), pad_multiple)
     n = len(chunks)
     input_ids = torch.full((n, length), pad_id, dtype=torch.long)
     attention = torch.zeros((n, length), dtype=torch.long)
@@ -36,17 +57,23 @@ def collate_chunks(chunks: Sequence[Chunk], pad_id: int = 0,
 
 
 def length_batches(chunks: Sequence[Chunk], batch_size: int,
-                   max_tokens: int | None = None) -> Iterator[list[int]]:
-    """Indices of chunks grouped by similar length (longest first), at most ``batch_size`` each.
+                   max_tokens: int | None = None,
+                   pad_multiple: int = 1) -> Iterator[list[int]]:
+    """Indices of chunks grouped by padded length (longest first), at most ``batch_size`` each.
 
-    ``max_tokens`` additionally caps batch_size × longest length, which bounds memory.
+    Chunks share a batch only when they pad to the same length (their length rounded up to
+    ``pad_multiple``), so :func:`collate_chunks` with that multiple gives each chunk the same
+    tensor row whatever else is in its batch. ``max_tokens`` additionally caps batch_size ×
+    padded length, which bounds memory.
     """
-    order = sorted(range(len(chunks)), key=lambda i: -len(chunks[i]))
+    def key(i: int) -> int:
+        return padded_length(len(chunks[i]), pad_multiple)
+
+    order = sorted(range(len(chunks)), key=lambda i: -key(i))  # stable: document order within
     batch: list[int] = []
     for i in order:
-        longest = len(chunks[batch[0]]) if batch else len(chunks[i])
-        if batch and (len(batch) >= batch_size
-                      or (max_tokens and (len(batch) + 1) * longest > max_tokens)):
+        if batch and (len(batch) >= batch_size or key(batch[0]) != key(i)
+                      or (max_tokens and (len(batch) + 1) * key(i) > max_tokens)):
             yield batch
             batch = []
         batch.append(i)

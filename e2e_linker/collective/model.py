@@ -227,7 +227,14 @@ class CollectiveLinker(nn.Module):
         return span_vectors(states, b, i, j)
 
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
-        """Scores of each configured entity type for each span vector."""
+        """Scores of each configured entity type for each span vector.
+
+        A single span goes through the head as two equal rows: on the CPU one row takes a
+        matrix-vector kernel whose last bits differ from the same row inside a larger product,
+        and a span's scores must not depend on how many spans share its batch
+        (eval/results/batch_identity)."""
+        if span_vecs.shape[0] == 1:
+            return self.type_head(span_vecs.repeat(2, 1))[:1]
         return self.type_head(span_vecs)
 
     def quantize_mention_encoder(self) -> None:

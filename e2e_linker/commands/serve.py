@@ -47,11 +47,10 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS), default="auto",
               show_default=True, help="KB search backend, as for linker annotate.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Chunks per encoder forward. 1: each chunk is encoded alone, so an answer "
-                   "never depends on which requests shared its batch (the bytes of `linker "
-                   "annotate --batch-size 1` on the same text); above 1, padding to the "
-                   "longest chunk can change the last digits of the scores.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Chunks per encoder forward, as for linker annotate (chunks are padded to "
+                   "a multiple of 16 tokens and batched by padded length, so an answer never "
+                   "depends on which requests shared its batch).")
 @click.option("--normalizer-model", default=None,
               help="Model POST /normalize loads on its first call (default: the embedded "
                    "normalizer).")

@@ -14,11 +14,10 @@ re-run one request at a time, so one bad document fails its own request only. Th
 holds at most ``max_queue`` documents: past that, :meth:`Batcher.submit` refuses with 503 and
 a ``Retry-After`` estimated from the recent rate, instead of growing without bound.
 
-Outputs do not depend on the batching as long as the annotator's do not depend on which
-documents share a call: the annotator's KB search, linking and selection are per document,
-and with ``batch_size`` 1 (chunks per encoder forward, ``linker serve``'s default) so is the
-encoder (see docs/serving.md: a forward over padded chunks of several lengths changes the
-last digits of the scores).
+Outputs do not depend on the batching because the annotator's do not depend on which
+documents share a call: its KB search, linking and selection are per document, and its encoder
+batches only chunks of one padded length, whose forward is the same bits whatever else is in
+the batch (:mod:`e2e_linker.collective.batches`; the check is eval/results/batch_identity).
 """
 
 from __future__ import annotations

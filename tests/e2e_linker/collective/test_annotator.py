@@ -49,6 +49,54 @@ def test_replace_drops_old_annotations(annotator):
     assert all(a.infons.get("annotator") == "e2e_linker" for d in out for a in d.annotations)
 
 
+def _predicted(docs) -> list[list[tuple]]:
+    return [[(a.start, a.end, a.type, tuple(a.concept_ids), a.mention_score, a.link_score,
+              sorted(a.infons.items())) for a in d.annotations] for d in docs]
+
+
+def test_a_documents_annotations_do_not_depend_on_what_shares_its_call(annotator):
+    # documents of many lengths, so chunks of several padded lengths meet in one call
+    docs = synthetic_docs(12, seed=3)
+    for k, doc in enumerate(docs):
+        doc.passages[-1].text = doc.passages[-1].text[:40 + 23 * k]
+        doc.passages[-1].annotations = []
+    together = _predicted(annotator.annotate(docs, replace=True))
+    assert sum(map(len, together)) > 12
+    for size in (1, 5):
+        alone = [p for k in range(0, len(docs), size)
+                 for p in _predicted(annotator.annotate(docs[k:k + size], replace=True))]
+        assert alone == together  # every score equal to the bit
+
+
+def test_each_encoder_batch_holds_chunks_of_one_padded_length(annotator, monkeypatch):
+    from e2e_linker.collective.batches import PAD_MULTIPLE
+
+    docs = synthetic_docs(12, seed=3)
+    for k, doc in enumerate(docs):
+        doc.passages[-1].text = doc.passages[-1].text[:40 + 23 * k]
+    seen = []
+    forward = annotator.model.token_states
+    monkeypatch.setattr(annotator.model, "token_states",
+                        lambda batch: seen.append(batch["attention_mask"]) or forward(batch))
+    annotator.annotate(docs)
+    assert len(seen) > 1
+    for mask in seen:
+        width = mask.shape[1]
+        assert width % PAD_MULTIPLE == 0
+        assert all(width - PAD_MULTIPLE < n <= width for n in mask.sum(1).tolist())
+
+
+def test_one_spans_type_logits_are_its_row_of_a_larger_batch(annotator):
+    import torch
+
+    vecs = torch.randn(64, annotator.model.type_head.in_features,
+                       generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        together = annotator.model.type_logits(vecs)
+        for k in range(len(vecs)):
+            assert torch.equal(annotator.model.type_logits(vecs[k:k + 1])[0], together[k])
+
+
 class RecordingTextLinker:
     """Links every span it is given to "TEXT:<span text>" and records what it saw."""
 

@@ -66,6 +66,5 @@ def tiny_settings(root):
     directory, kb_file = tiny_linker_dir(root / "tiny")
     settings = AnnotateSettings(model_dir=str(directory), kb=f"tsv:{kb_file}",
                                 cache_dir=str(root / "cache"), index_kind="exact",
-                                batch_size=1,
                                 normalizer_model=str(tiny_encoder_dir(root / "norm")))
     return settings, directory, kb_file

@@ -80,7 +80,7 @@ def test_health_ready_info_and_the_openapi_schema(url, tiny):
     assert info["model"] == str(directory.resolve())
     assert info["kb_hash"] == assemble_kb(f"tsv:{kb_file}").content_hash()
     assert info["kb_concepts"] == 8 and info["types"] == ["Chemical", "Disease"]
-    assert info["settings"]["batch_size"] == 1 and "cache_dir" not in info["settings"]
+    assert info["settings"]["batch_size"] == 16 and "cache_dir" not in info["settings"]
     assert info["limits"]["max_queue"] == 64
     schema = httpx.get(f"{url}/openapi.json").json()
     assert {"/annotate", "/normalize", "/health", "/ready", "/info", "/"} <= set(schema["paths"])
@@ -128,17 +128,11 @@ def test_the_same_bytes_whatever_the_batching_and_as_linker_annotate(url, tiny, 
     assert httpx.get(f"{url}/info").json()["batching"]["largest_batch"] > max(before, 1)
     whole = jsonl(url, {"texts": TEXTS})  # one request, default IDs text-1, text-2, ...
     assert whole == b"".join(alone)
-    # linker annotate on the same texts, one a line of text.txt (so IDs text-<line>)
+    # plain linker annotate on the same texts, one a line of text.txt (so IDs text-<line>)
     (tmp_path / "text.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
-        "-o", str(tmp_path / "out.jsonl"), "--batch-size", "1")
+        "-o", str(tmp_path / "out.jsonl"))
     assert (tmp_path / "out.jsonl").read_bytes() == whole
-    # ... and with its default batch size on one text: one chunk, encoded alone either way
-    (tmp_path / "one.txt").write_text(TEXTS[5] + "\n", encoding="utf-8")
-    cli(tiny, monkeypatch, str(tmp_path / "one.txt"), "--lines", "-o",
-        str(tmp_path / "one.jsonl"), "--format", "jsonl")
-    assert (tmp_path / "one.jsonl").read_bytes() == jsonl(url, {"text": TEXTS[5], "ids":
-                                                                ["one-1"]})
 
 
 def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_path,
@@ -164,11 +158,11 @@ def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_p
     # linker annotate --explain writes the same records
     (tmp_path / "text.txt").write_text("\n".join(TEXTS[:3]) + "\n", encoding="utf-8")
     cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
-        "-o", str(tmp_path / "why.jsonl"), "--batch-size", "1", "--explain")
+        "-o", str(tmp_path / "why.jsonl"), "--explain")
     assert (tmp_path / "why.jsonl").read_bytes() == jsonl(url, {"texts": TEXTS[:3],
                                                                 "explain": True})
     cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
-        "-o", str(tmp_path / "plain.jsonl"), "--batch-size", "1")
+        "-o", str(tmp_path / "plain.jsonl"))
     assert b"explanation" not in (tmp_path / "plain.jsonl").read_bytes()
 
 
@@ -193,7 +187,7 @@ def test_document_bodies_come_back_in_their_format_as_linker_annotate_writes_the
         assert answer.status_code == 200, answer.text
         assert answer.headers["content-type"].startswith(kind)
         out = tmp_path / f"out{replace}{suffix}"
-        cli(tiny, monkeypatch, str(source), "-o", str(out), "--batch-size", "1",
+        cli(tiny, monkeypatch, str(source), "-o", str(out),
             *(["--replace"] if replace else []))
         assert answer.content == out.read_bytes()
     if suffix == ".xml":
