@@ -111,24 +111,34 @@ def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_byte
                    "damaged.")
 def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
     """List what the KB cache holds: encoders, names, KB matrices (full, or partly encoded on
-    demand), indexes, size on disk."""
+    demand), indexes, compiled KBs, size on disk."""
+    from e2e_linker.compiled_kb.store import list_compiled
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.cache import default_cache_dir, describe_cache, verify_cache
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     entries = describe_cache(root) if root.is_dir() else []
+    compiled = list_compiled(root)
     checked = verify_cache(root) if verify and root.is_dir() else []
     if as_json:
-        listing: dict = {"cache": str(root), "entries": entries}
+        listing: dict = {"cache": str(root), "entries": entries, "compiled_kbs": compiled}
         if verify:
             listing["verify"] = checked
         click.echo(json.dumps(listing, indent=2))
-    elif not entries:
+    elif not entries and not compiled:
         click.echo(f"{root}: empty (the first `linker annotate` or `linker kb build` fills it)")
     else:
         click.echo(f"cache {root}")
         for entry in entries:
             _echo_entry(entry)
+        for item in compiled:
+            click.echo(f"- compiled KB {item['spec'] or '(not recorded)'}: "
+                       + (f"{item['concepts']:,} concepts, {item['names']:,} names, "
+                          if item["state"] == "ok" else
+                          f"{item['state']}, " if item["state"].startswith("stale") else
+                          f"damaged: {item['state']} (the next load compiles it again), ")
+                       + f"{item['bytes'] / 2**20:,.1f} MiB, built {item['built_at'] or '?'} "
+                       f"({item['key']})")
         if verify:
             click.echo(f"verify: {len(checked)} files")
             for item in checked:

@@ -186,6 +186,8 @@ def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
         with contextlib.suppress(OSError, ValueError):
             meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
         _, why = read_folder(folder)
+        if meta.get("format") not in (None, FORMAT_VERSION):
+            why = "stale (an older format, never read again: delete it to free the space)"
         out.append({"key": folder.name, "spec": meta.get("spec"),
                     "concepts": meta.get("concepts"), "names": meta.get("names"),
                     "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),

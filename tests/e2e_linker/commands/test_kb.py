@@ -32,6 +32,11 @@ def test_build_then_info_lists_the_kb(tmp_path):
     assert entry["encoder"]["pooling"] == "mean"
     text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
     assert "KB tsv:" in text and f"{kb['rows']:,} names" in text
+    # the compiled KB the build wrote is listed too
+    (compiled,) = listing["compiled_kbs"]
+    assert compiled["spec"] == kb["kb"] and compiled["state"] == "ok"
+    assert compiled["names"] == kb["rows"]
+    assert f"compiled KB {kb['kb']}: {compiled['concepts']:,} concepts" in text
     # a second build finds everything cached: no encoding line, same listing
     again = _linker("kb", "build", "--model", str(model), "--cache-dir", str(cache))
     assert again.returncode == 0 and "encoding" not in again.stderr
