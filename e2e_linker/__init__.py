@@ -17,10 +17,12 @@ fast: torch and transformers load only when a model class is touched. Where each
                        label indexes, packed indexes
 ``lexical``            text-level steps both commands share: abbreviations, sieves, the sieve
                        stack, name folding, salt-free forms
+``compiled_kb``        a KB spec's names, dictionaries and keys built once into the cache
+                       folder and memory-mapped by every later start
 ``normalizer``         the text-only mention normalizer over given spans
 ``encoder``            text encoder, LoRA adapters, precision and int8 quantization
 ``training``           collective and triplet training loops and losses
-``runs``               corpus runs: shards, resume, several processes, memory settings
+``jobs``               corpus runs: shards, resume, several processes, memory settings
 ``api``                ``Linker`` and ``Mention``: the Python door, shared by the command line
 ``commands``           the ``linker`` command line, one module a command
 =====================  ===================================================================
