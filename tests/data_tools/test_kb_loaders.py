@@ -14,6 +14,7 @@ from data_tools.kb_loaders import (
     load_id_name_list,
     load_medic,
     load_mesh_descriptors,
+    load_mesh_supplementary,
     load_tsv,
     load_umls,
     names_from_corpus,
@@ -58,6 +59,33 @@ def test_mesh_descriptor_types(shared_data):
     assert len(everything) == 30764
     assert everything.get("D015738").type == "Chemical"  # famotidine
     assert everything.get("D003693").type == "Disease"  # delirium
+
+
+def test_gene_products_are_flagged_by_tree_and_through_supplementary_mappings(tmp_path):
+    """A descriptor under D12.776 (proteins) or D08.811 (enzymes) is a gene product, whatever
+    its other branches; a supplementary concept is one when a descriptor it maps to is."""
+    desc = tmp_path / "desc.tsv"
+    desc.write_text("D1\tTransgelin\t\tD12.776.220|D12.644.9\n"
+                    "D2\tCaspases\t\tD08.811.277.656\n"
+                    "D3\tFamotidine\t\tD03.383.129\n"
+                    "D4\tAngiotensin II\t\tD12.644.456|D06.472\n", encoding="utf-8")
+    supp = tmp_path / "supp.tsv"
+    supp.write_text("C1\tTAGLN protein\t\tD3,D1\nC2\tfamotidine salt\t\tD3\n",
+                    encoding="utf-8")
+    descriptors = load_mesh_descriptors(desc)
+    assert {c.id for c in descriptors if c.gene_product} == {"D1", "D2"}
+    assert descriptors.gene_products() == {"D1", "D2"}
+    scr = load_mesh_supplementary(supp, descriptor_kb=descriptors)
+    assert scr.gene_products() == {"C1"}
+    assert descriptors.merge(scr).gene_products() == {"D1", "D2", "C1"}
+
+
+def test_bc5cdr_gene_products(bc5cdr_kb):
+    """Transgelin (a supplementary concept mapped to a protein) is flagged; famotidine and a
+    disease are not."""
+    flagged = bc5cdr_kb.gene_products()
+    assert "C051615" in flagged and bc5cdr_kb.get("C051615").name == "transgelin"
+    assert "D015738" not in flagged and "D003693" not in flagged
 
 
 def test_id_name_list(shared_data):

@@ -22,3 +22,9 @@ def test_grid_is_the_product_of_the_axes_with_typed_values():
 def test_unknown_or_empty_axes_are_refused(item):
     with pytest.raises(SystemExit, match="KEY=V1,V2"):
         parse_grid([item])
+
+
+def test_words_stay_words_for_the_type_rule_axes():
+    grid = parse_grid(["gene_products=drop,keep", "type_from_concept=false"])
+    assert grid == [{"gene_products": "drop", "type_from_concept": False},
+                    {"gene_products": "keep", "type_from_concept": False}]

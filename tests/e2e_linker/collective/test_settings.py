@@ -24,6 +24,8 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(linking="normalizer")
     with pytest.raises(ValueError, match="mode"):
         AnnotateSettings(mode="fast")
+    with pytest.raises(ValueError, match="gene_products"):
+        AnnotateSettings(gene_products="retype")
     with pytest.raises(UserError, match="Gene"):
         AnnotateSettings(types=("Gene",)).for_model(LinkerConfig(types=["Chemical"]))
 

@@ -1,0 +1,65 @@
+"""After linking: a span's type made to agree with the concept it was linked to.
+
+Why: the type head and the KB disagree in two ways that cost precision on text we were not
+tuned on (eval/results/concept_type_rules):
+
+* an exact name, a sieve or a short form may link a span to a concept of the other type (the
+  exact-name sieve falls back to every concept of a name when none has the span's type), and
+  the span kept the type head's guess: "PDB" typed Chemical but linked to Paget disease of
+  bone. The KB's type of a lexically found concept is the better evidence, so the span takes
+  it (``type_from_concept``);
+* MeSH files proteins and enzymes as chemicals (D12.776, D08.811:
+  :attr:`data_tools.kb.Concept.gene_product`), so "transgelin", "VDR" or "caspase" linked as
+  Chemical — while BioRED, BC5CDR and the gene corpora annotate them as genes or not at all.
+  A Chemical linked to a gene product is dropped (``gene_products="drop"``) or kept as before
+  (``"keep"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from data_tools.documents import Annotation
+
+#: what happens to a Chemical span linked to a gene product
+GENE_PRODUCT_CHOICES = ("drop", "keep")
+
+
+@dataclass(frozen=True)
+class ConceptTypeRules:
+    """The two rules above, as ``linker annotate`` sets them."""
+
+    type_from_concept: bool = True
+    gene_products: str = "drop"
+
+    def __post_init__(self) -> None:
+        if self.gene_products not in GENE_PRODUCT_CHOICES:
+            raise ValueError(f"gene_products must be one of {GENE_PRODUCT_CHOICES}, "
+                             f"not {self.gene_products!r}")
+
+    def apply(self, annotations: Sequence[Annotation | None], kb,
+              model_types: Sequence[str]) -> list[Annotation | None]:
+        """``annotations`` with the rules applied in place (None: a span dropped).
+
+        ``kb`` answers ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: no
+        KB at hand, nothing changes); a span takes its concept's type only when exactly one
+        of the concept's types is one the model predicts.
+        """
+        out = list(annotations)
+        if kb is None:
+            return out
+        for k, ann in enumerate(out):
+            if ann is None or not ann.concept_ids:
+                continue
+            concept = kb.get(ann.concept_ids[0])
+            if concept is None:
+                continue
+            if self.type_from_concept:
+                kinds = [t for t in concept.type.split("|") if t in model_types]
+                if ann.type not in kinds and len(kinds) == 1:
+                    ann.type = kinds[0]
+            if self.gene_products == "drop" and ann.type == "Chemical" \
+                    and concept.gene_product:
+                out[k] = None
+        return out

@@ -1,0 +1,56 @@
+"""ConceptTypeRules: a linked span's type settled against its concept's."""
+
+from __future__ import annotations
+
+import pytest
+
+from data_tools.documents import Annotation
+from data_tools.kb import KB, Concept
+from e2e_linker.collective.concept_types import ConceptTypeRules
+
+TYPES = ("Chemical", "Disease")
+
+
+@pytest.fixture()
+def kb() -> KB:
+    return KB([Concept("D010001", "Osteitis Deformans", ["PDB"], "Disease"),
+               Concept("C051615", "transgelin", [], "Chemical", gene_product=True),
+               Concept("D015738", "Famotidine", [], "Chemical"),
+               Concept("D000001", "Both", [], "Chemical|Disease"),
+               Concept("1234", "TP53", [], "Gene", taxon="9606")])
+
+
+def linked(text: str, type_: str, cid: str | None) -> Annotation:
+    return Annotation(0, len(text), text, type_, [cid] if cid else [])
+
+
+def test_a_span_takes_the_type_of_the_concept_it_was_linked_to(kb):
+    anns = [linked("PDB", "Chemical", "D010001"), linked("famotidine", "Disease", "D015738"),
+            linked("both", "Disease", "D000001"), linked("nothing", "Chemical", None),
+            linked("unknown", "Chemical", "D999999"), None]
+    out = ConceptTypeRules(gene_products="keep").apply(anns, kb, TYPES)
+    assert [a.type if a else None for a in out] == [
+        "Disease", "Chemical", "Disease", "Chemical", "Chemical", None]
+
+
+def test_a_concept_type_the_model_does_not_predict_changes_nothing(kb):
+    out = ConceptTypeRules().apply([linked("TP53", "Chemical", "1234")], kb, TYPES)
+    assert out[0].type == "Chemical"
+
+
+def test_chemicals_linked_to_gene_products_are_dropped_or_kept(kb):
+    anns = [linked("transgelin", "Chemical", "C051615"), linked("famotidine", "Chemical",
+                                                                 "D015738")]
+    dropped = ConceptTypeRules().apply(anns, kb, TYPES)
+    assert dropped[0] is None and dropped[1].concept_ids == ["D015738"]
+    kept = ConceptTypeRules(gene_products="keep").apply(anns, kb, TYPES)
+    assert kept[0] is not None
+
+
+def test_rules_off_or_no_kb_change_nothing(kb):
+    anns = [linked("PDB", "Chemical", "D010001"), linked("transgelin", "Chemical", "C051615")]
+    off = ConceptTypeRules(type_from_concept=False, gene_products="keep").apply(anns, kb, TYPES)
+    assert [a.type for a in off] == ["Chemical", "Chemical"]
+    assert ConceptTypeRules().apply(anns, None, TYPES) == anns
+    with pytest.raises(ValueError, match="gene_products"):
+        ConceptTypeRules(gene_products="retype")
