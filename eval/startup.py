@@ -2,9 +2,11 @@
 about.
 
     python -m eval.startup [--repeats 3] [--out eval/results/startup]
+                           [--tree before=/path/to/old/checkout --tree after=.]
 
 Each case is a whole Python process, as a user starts it, timed from launch to exit with its
-peak resident memory (the child's ``ru_maxrss``):
+peak resident memory (the child's ``ru_maxrss``) and the CPU seconds it used (user + system:
+on a machine other jobs share, wall time grows with their load and CPU time much less):
 
 * ``load_warm`` — ``Linker.load()`` with the default model and KB, cache warm;
 * ``load_cold`` — the same on an empty cache (the shipped packed index: nothing is encoded at
@@ -14,8 +16,10 @@ peak resident memory (the child's ``ru_maxrss``):
   ``nlp(SENTENCE)``, cache warm.
 
 The warm cases run ``--repeats`` times (best and median reported, interleaved case by case);
-the cold one once per repeat with a fresh empty cache. A before/after comparison runs this
-module in each tree, on one machine, one after the other.
+the cold one once per repeat with a fresh empty cache. ``--tree LABEL=DIR`` (repeatable) runs
+every case in each checkout (the child's working directory, which Python imports
+``e2e_linker`` from), interleaved tree by tree within each case, so a before/after comparison
+sees the same load on the machine; without it, the current directory is the one tree.
 """
 
 from __future__ import annotations
@@ -45,20 +49,23 @@ CASES = {
 }
 
 
-def run_case(name: str, env: dict[str, str]) -> tuple[float, float]:
-    """One run of a case (see the module docstring), with its own empty cache when cold."""
+def run_case(name: str, env: dict[str, str], tree: str = ".") -> tuple[float, float, float]:
+    """One run of a case in checkout ``tree`` (see the module docstring), with its own empty
+    cache when cold."""
     if name != "load_cold":
         return timed_child(CASES[name], env, SENTENCE + "\n" if name == "annotate_sentence"
-                           else None)
+                           else None, tree)
     with tempfile.TemporaryDirectory(prefix="startup-cold-") as cache:
-        return timed_child(CASES[name], {**env, "E2E_LINKER_CACHE": cache})
+        return timed_child(CASES[name], {**env, "E2E_LINKER_CACHE": cache}, None, tree)
 
 
-def timed_child(argv: list[str], env: dict[str, str], stdin: str | None = None
-                ) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of one child process, from ``os.wait4``'s usage."""
+def timed_child(argv: list[str], env: dict[str, str], stdin: str | None = None,
+                cwd: str = ".") -> tuple[float, float, float]:
+    """(wall seconds, peak RSS in MB, CPU seconds) of one child process, from ``os.wait4``'s
+    usage."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+    proc = subprocess.Popen(argv, env=env, cwd=cwd,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if stdin:
         proc.stdin.write(stdin.encode())
@@ -70,32 +77,49 @@ def timed_child(argv: list[str], env: dict[str, str], stdin: str | None = None
     if proc.returncode:
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n"
                          f"{err.decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def summary(runs: list[tuple[float, float, float]]) -> dict:
+    """Best and median wall time, best peak RSS, best and median CPU time, every run."""
+    return {"wall_s_best": round(min(w for w, _, _ in runs), 2),
+            "wall_s_median": round(statistics.median(w for w, _, _ in runs), 2),
+            "peak_rss_mb_best": round(min(m for _, m, _ in runs)),
+            "cpu_s_best": round(min(c for _, _, c in runs), 2),
+            "cpu_s_median": round(statistics.median(c for _, _, c in runs), 2),
+            "runs": [[round(w, 2), round(m), round(c, 2)] for w, m, c in runs]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                        help="a checkout to measure (repeatable); default: this directory")
     args = parser.parse_args(argv)
+    trees = dict(t.split("=", 1) for t in args.tree) or {"this tree": "."}
     env = {**os.environ, "E2E_LINKER_CACHE": str(default_cache_dir())}
-    run_case("annotate_sentence", env)  # warm the cache and the page cache, not timed
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in CASES}
+    for tree in trees.values():  # warm the cache and the page cache, not timed
+        run_case("annotate_sentence", env, tree)
+    runs: dict[str, dict[str, list]] = {label: {name: [] for name in CASES} for label in trees}
     for _ in range(args.repeats):
         for name in CASES:
-            runs[name].append(run_case(name, env))
-            print(name, runs[name][-1], file=sys.stderr, flush=True)
-    rows = {name: {"wall_s_best": round(min(w for w, _ in r), 2),
-                   "wall_s_median": round(statistics.median(w for w, _ in r), 2),
-                   "peak_rss_mb_best": round(min(m for _, m in r)),
-                   "runs": [[round(w, 2), round(m)] for w, m in r]}
-            for name, r in runs.items()}
+            for label, tree in trees.items():
+                runs[label][name].append(run_case(name, env, tree))
+                print(label, name, runs[label][name][-1], file=sys.stderr, flush=True)
+    rows = {label: {name: summary(r) for name, r in cases.items()}
+            for label, cases in runs.items()}
     result = {"command": command_line("startup", argv), "machine": machine(),
               "load_average_after": os.getloadavg(), "cache": env["E2E_LINKER_CACHE"],
-              "sentence": SENTENCE, "cases": rows}
-    lines = ["| case | wall s, best | wall s, median | peak RSS MB |", "|---|---|---|---|"]
-    lines += [f"| {name} | {row['wall_s_best']} | {row['wall_s_median']} | "
-              f"{row['peak_rss_mb_best']} |" for name, row in rows.items()]
+              "sentence": SENTENCE, "trees": {label: str(Path(tree).resolve())
+                                              for label, tree in trees.items()},
+              "cases": rows}
+    lines = ["| tree | case | wall s, best | wall s, median | CPU s, best | CPU s, median | "
+             "peak RSS MB |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {label} | {name} | {row['wall_s_best']} | {row['wall_s_median']} | "
+              f"{row['cpu_s_best']} | {row['cpu_s_median']} | {row['peak_rss_mb_best']} |"
+              for name in CASES for label, cases in rows.items()
+              for row in [cases[name]]]
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 
