@@ -25,6 +25,8 @@ import torch
 
 #: How equal scores are ordered: by ``"higher"`` or ``"lower"`` row first (:func:`order_ties`).
 TIE_RULES = ("higher", "lower")
+#: :class:`TorchProducts` multiplies at least this many query rows at once (fewer are padded)
+MIN_QUERY_ROWS = 16
 
 
 def check_ties(ties: str) -> None:
@@ -98,7 +100,16 @@ class TorchProducts:
         return torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32))
 
     def scores(self, queries: torch.Tensor, start: int) -> torch.Tensor:
-        return queries @ self.rows(start).T
+        """Products of ``queries`` with a block of rows, the queries zero-padded to at least
+        :data:`MIN_QUERY_ROWS` rows: on the CPU a product of a few rows takes other kernels
+        than the same rows inside a larger product (other last bits), and a query's scores
+        must not depend on how many queries share its search (``linker serve`` batches
+        requests; docs/serving.md, "Batching and identical answers")."""
+        if len(queries) >= MIN_QUERY_ROWS:
+            return queries @ self.rows(start).T
+        padded = queries.new_zeros((MIN_QUERY_ROWS, queries.shape[1]))
+        padded[:len(queries)] = queries
+        return (padded @ self.rows(start).T)[:len(queries)]
 
     def hide(self, scores: torch.Tensor, hidden: np.ndarray) -> None:
         scores[:, torch.from_numpy(np.ascontiguousarray(hidden))] = float("-inf")

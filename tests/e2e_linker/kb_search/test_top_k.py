@@ -77,3 +77,22 @@ def test_both_arithmetics_find_the_same_rows_on_random_data():
     by_numpy = exact_top_k(queries, 8, "lower", NumpyProducts(vectors, 64, 7))
     assert (by_torch[1] == by_numpy[1]).all()
     np.testing.assert_allclose(by_torch[0], by_numpy[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_querys_torch_scores_do_not_depend_on_the_queries_beside_it(threads):
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((3000, 384)).astype(np.float16)
+    queries = rng.standard_normal((40, 384)).astype(np.float32)
+    matrix = torch.from_numpy(vectors.astype(np.float32))
+    products = TorchProducts(lambda s: matrix[s:s + 1000], 3000, 1000)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        together = exact_top_k(queries, 5, "higher", products)
+        for size in (1, 2, 3, 5, 7, 11):  # fewer rows than a kernel's block, alone
+            part = exact_top_k(queries[:size], 5, "higher", products)
+            assert np.array_equal(part[0], together[0][:size])  # to the bit
+            assert np.array_equal(part[1], together[1][:size])
+    finally:
+        torch.set_num_threads(before)
