@@ -223,6 +223,10 @@ BAD = [  # (what, path, body, headers, status, words of the one-line message)
      ["texts.1", "valid string"]),
     ("ids of another length", "/annotate", b'{"texts": ["a"], "ids": ["x", "y"]}', JSON, 422,
      ["2 IDs for 1 texts"]),
+    ("repeated ids", "/annotate", b'{"texts": ["a", "b"], "ids": ["x", "x"]}', JSON, 422,
+     ["not unique"]),
+    ("an empty id", "/annotate", b'{"texts": ["a"], "ids": [" "]}', JSON, 422,
+     ["an ID is empty"]),
     ("BioC JSON as JSON", "/annotate", b'{"documents": []}', JSON, 422,
      ["application/bioc+json"]),
     ("lone surrogate", "/annotate", b'{"text": "a\\ud800"}', JSON, 400, ["malformed JSON"]),
@@ -262,6 +266,15 @@ def test_bad_input_gets_its_status_and_one_line(url, what, path, body, headers, 
     for word in words:
         assert word in message, (word, message)
     assert httpx.get(f"{url}/health").status_code == 200  # and the server is still there
+
+
+@pytest.mark.parametrize("method, path", [("GET", "/annotate"), ("PUT", "/normalize"),
+                                          ("DELETE", "/health"), ("POST", "/info")])
+def test_a_wrong_method_gets_405_and_one_line(url, method, path):
+    answer = httpx.request(method, f"{url}{path}", timeout=30)
+    assert answer.status_code == 405, answer.text
+    message = answer.json()["error"]
+    assert "\n" not in message and "Method Not Allowed" in message
 
 
 KINDS = {".xml": "application/xml", ".json": "application/bioc+json",

@@ -2,7 +2,8 @@
 a declared body over the limit is refused before it is read, a chunked one as it passes the
 limit (413); a client that sends too slowly is cut off (408) and stalls nobody; a client that
 vanishes mid-request harms nothing; a full queue answers 503 with Retry-After; requests
-before the model is loaded get 503 and /ready says so."""
+before the model is loaded get 503 and /ready says so; a document that breaks the annotator
+fails its own request (500, one line) and the requests batched with it are answered."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from e2e_linker.serve.config import ServeConfig
-from tests.e2e_linker.serve.fakes import FakeLinker
+from tests.e2e_linker.serve.fakes import POISON, FakeLinker
 from tests.e2e_linker.serve.server_thread import running
 
 
@@ -115,6 +116,36 @@ def test_a_full_queue_answers_503_with_retry_after_and_recovers():
         assert blocker.result(30).status_code == 200
         assert waiting.result(30).status_code == 200
         assert httpx.post(f"{url}/annotate", json={"text": "room x"},
+                          timeout=10).status_code == 200
+
+
+def test_a_document_that_breaks_the_annotator_fails_its_own_request_only():
+    linker = FakeLinker()
+    linker.annotator.gate = threading.Event()
+    config = ServeConfig(max_batch=8, max_wait_ms=0)
+    with running(config, load=lambda: linker) as url, ThreadPoolExecutor(4) as pool:
+        blocker = pool.submit(httpx.post, f"{url}/annotate", json={"text": "first x"},
+                              timeout=30)
+        assert linker.annotator.entered.wait(10)  # the model is busy: the next ones wait
+        good = [pool.submit(httpx.post, f"{url}/annotate", json={"text": f"fine {n}"},
+                            timeout=30) for n in range(2)]
+        bad = pool.submit(httpx.post, f"{url}/annotate", json={"text": f"a {POISON} here"},
+                          timeout=30)
+        deadline = time.monotonic() + 10
+        while httpx.get(f"{url}/info").json()["batching"]["queued_documents"] < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        linker.annotator.gate.set()
+        assert blocker.result(30).status_code == 200
+        assert [g.result(30).status_code for g in good] == [200, 200]
+        assert [g.result(30).json()["documents"][0]["mentions"][0]["text"]
+                for g in good] == ["fine", "fine"]
+        refused = bad.result(30)
+        assert refused.status_code == 500
+        message = refused.json()["error"]
+        assert "poisoned document" in message and "\n" not in message
+        assert any(len(call) == 3 for call in linker.annotator.calls)  # they shared a call
+        assert httpx.post(f"{url}/annotate", json={"text": "later x"},
                           timeout=10).status_code == 200
 
 
