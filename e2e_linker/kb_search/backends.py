@@ -244,6 +244,14 @@ class FaissShortlistSearch(VectorSearch):
     (:class:`e2e_linker.kb_search.partial_matrix.PartialKBMatrix`: anything with ``rows(ids)``
     and ``ensure(ids)``), paired with a ready ``index`` (a packed index shipped with the model):
     then each block's shortlisted names are encoded, once, before the re-rank.
+
+    ``kb_rows`` and ``added`` (a :class:`~e2e_linker.kb_search.packed_index.PackedCoverage`'s)
+    pair such an index with a KB that grew a little beyond the names it was packed for: the
+    index's ids are translated to the KB's rows by ``kb_rows`` (−1: a name the KB dropped,
+    never returned), the ``added`` rows (the names it lacks) are encoded when the search is
+    made and searched exactly (:class:`ExactSearch`: the one exact top-k), and their best ``k``
+    join each query's shortlist, so the one re-rank scores and orders both (same products,
+    same tie rule).
     """
 
     #: queries shortlisted by one faiss call
@@ -251,7 +259,8 @@ class FaissShortlistSearch(VectorSearch):
 
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
                  index_path: str | os.PathLike | None = None, disk_resident: bool = False,
-                 index=None, ties: str = "higher"):
+                 index=None, ties: str = "higher", kb_rows: np.ndarray | None = None,
+                 added: np.ndarray | None = None):
         import faiss
 
         if kind not in ("hnsw", "ivfpq"):
@@ -275,10 +284,17 @@ class FaissShortlistSearch(VectorSearch):
                 faiss.write_index(self.index, str(tmp))
                 os.replace(tmp, path)
                 seal(path, npy=False)
-        if self.index.ntotal != len(vectors):
-            raise ValueError(f"{path}: index holds {self.index.ntotal} vectors, not {len(vectors)}")
+        held = len(kb_rows) if kb_rows is not None else len(vectors)
+        if self.index.ntotal != held:
+            raise ValueError(f"{path}: index holds {self.index.ntotal} vectors, not {held}")
         #: under a memory budget the re-rank reads rows with pread (:class:`RowReader`)
         self.reader = RowReader(vectors) if disk_resident and _is_file_backed(vectors) else None
+        self.kb_rows = kb_rows
+        self.added_rows = added if added is not None else np.zeros(0, np.int64)
+        #: the exact search over the names the index lacks (None: it lacks none)
+        self.added: ExactSearch | None = None
+        if len(self.added_rows):
+            self.added = ExactSearch(self.rows(self.added_rows), ties=ties)
         self._configure()
 
     def _configure(self) -> None:
@@ -294,10 +310,17 @@ class FaissShortlistSearch(VectorSearch):
                 quantizer.hnsw.efSearch = max(quantizer.hnsw.efSearch, self.params.ivf_nprobe)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Shortlist ``query_block`` queries at a time with faiss, then re-rank each exactly."""
-        return rerank_shortlist(queries, self.index, self.rows, min(k, len(self.vectors)),
-                                self.ties, self.params.shortlist, self.query_block,
-                                ensure=self.vectors.ensure if self.on_demand else None)
+        """Shortlist ``query_block`` queries at a time with faiss, then re-rank each exactly
+        (with the best ``k`` of the names the index lacks, for a KB that grew)."""
+        k = min(k, len(self.vectors))
+        extra = None
+        if self.added is not None and len(queries):
+            _, found = self.added.search(queries, k)
+            extra = self.added_rows[found]
+        return rerank_shortlist(queries, self.index, self.rows, k, self.ties,
+                                self.params.shortlist, self.query_block,
+                                ensure=self.vectors.ensure if self.on_demand else None,
+                                translate=self.kb_rows, extra=extra)
 
     @property
     def disk_resident(self) -> bool:
@@ -321,9 +344,12 @@ class FaissShortlistSearch(VectorSearch):
         import faiss
 
         ivf = faiss.downcast_index(faiss.extract_index_ivf(self.index))
+        grown = "" if self.kb_rows is None else \
+            f", {len(self.added_rows):,} names it lacks searched exactly beside it, " \
+            f"{int((self.kb_rows < 0).sum()):,} it holds masked"
         return f"{'packed ' if self.on_demand else ''}ivfpq (nlist={ivf.nlist}, " \
                f"nprobe={ivf.nprobe}, {ivf.pq.M} B/vector, re-rank {p.shortlist}" \
-               f"{', re-rank vectors encoded on demand' if self.on_demand else ''})"
+               f"{', re-rank vectors encoded on demand' if self.on_demand else ''}{grown})"
 
 
 class RowReader:

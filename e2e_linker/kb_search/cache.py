@@ -11,7 +11,8 @@ in three modes:
 * **partial** — :meth:`VectorStore.partial`: rows encoded the first time a search shortlists
   them (:class:`~e2e_linker.kb_search.partial_matrix.PartialKBMatrix`), kept, and promoted to
   the full file once every row is there; :meth:`VectorStore.packed_rows` says when a shipped
-  packed index makes this the better start;
+  packed index makes this the better start (also for a list that grew a little beyond the
+  packed one: :class:`PackedRows`);
 * **unit-normalised** — a store made with ``unit=True`` (the normalizer's): rows scaled to
   length 1 in fp32 before they are rounded to fp16; otherwise rows are the encoder's output
   rounded to fp16 (``linker annotate``'s entity tower).
@@ -53,6 +54,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +85,16 @@ from e2e_linker.kb_search.integrity import (
     save_lines,
     seal,
 )
-from e2e_linker.kb_search.packed_index import built_for, names_digest, read_info, read_packed
+from e2e_linker.kb_search.packed_index import (
+    PackedCoverage,
+    PackedInfo,
+    built_for,
+    coverage,
+    names_digest,
+    read_info,
+    read_name_hashes,
+    read_packed,
+)
 from e2e_linker.kb_search.partial_matrix import (
     PartialKBMatrix,
     check_partial,
@@ -104,6 +115,17 @@ def texts_hash(texts: Sequence[str]) -> str:
         digest.update(text.encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()[:20]
+
+
+@dataclass
+class PackedRows:
+    """A shipped packed index opened for a text list: the list's rows (encoded on demand), the
+    faiss index, and — when the list differs a little from the one packed — what the index
+    holds of it (``coverage``; None: exactly the list)."""
+
+    rows: PartialKBMatrix
+    index: object
+    coverage: PackedCoverage | None = None
 
 
 class VectorStore:
@@ -382,8 +404,8 @@ class VectorStore:
 
     def packed_rows(self, packed: str | os.PathLike | None, texts: Sequence[str], *,
                     required: bool = False, owner: str = "model", items: str = "names",
-                    pack_command: str = "linker kb pack"
-                    ) -> tuple[PartialKBMatrix, object] | None:
+                    pack_command: str = "linker kb pack", max_change: float = 0.0
+                    ) -> PackedRows | None:
         """The partial rows of ``texts`` and a shipped packed shortlist index over them, or None
         where it does not apply: no packed file, one built for another encoder or text list, or
         (unless ``required``) the list's full matrix already cached — then full mode is the
@@ -394,6 +416,13 @@ class VectorStore:
         (``--index packed``) makes a missing or mismatched file an error; ``owner``, ``items``
         and ``pack_command`` name what shipped it, what its rows are and what writes a new one.
         The index is a faiss ``IndexIVFPQ`` (``read_packed``).
+
+        ``max_change`` (annotate passes
+        :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE`) lets a packed index built for
+        another list of the same encoder serve ``texts`` when the two differ by at most that
+        share of added and of dropped texts (its rows' name hashes say which): the result then
+        carries the :class:`~e2e_linker.kb_search.packed_index.PackedCoverage`. A larger
+        change is said on stderr and served as today (None: full mode).
         """
         if packed is None or not Path(packed).is_file():
             if required:
@@ -401,12 +430,18 @@ class VectorStore:
                                 f"({packed}); `{pack_command}` writes one")
             return None
         info = read_info(packed)
+        covered = None
         if not built_for(info, self.fingerprint, texts):
-            if required:
-                raise UserError(f"{packed} was built for another encoder or KB {items[:-1]} "
-                                f"list ({info.kb or 'unknown'}, {info.names:,} {items}); "
-                                f"`{pack_command}` rebuilds it")
-            return None
+            if not required and self._full_list_at_hand(texts):
+                return None  # before hashing every text: full mode wins anyway
+            covered = self._grown_coverage(packed, info, texts, max_change, owner, items,
+                                           pack_command)
+            if covered is None:
+                if required:
+                    raise UserError(f"{packed} was built for another encoder or KB "
+                                    f"{items[:-1]} list ({info.kb or 'unknown'}, "
+                                    f"{info.names:,} {items}); `{pack_command}` rebuilds it")
+                return None
         if not required and self._full_list_at_hand(texts):
             return None
         rows = self.partial(texts)
@@ -417,7 +452,44 @@ class VectorStore:
                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
                   f"first use and cached in {self.folder} ({rows.present:,} so far)",
                   file=sys.stderr)
-        return rows, read_packed(packed)
+            if covered is not None:
+                def count(n: int) -> str:
+                    return f"{n:,} {items} it" if n != 1 else f"1 {items[:-1]} it"
+
+                added, removed = len(covered.added), covered.removed
+                print(f"KB index: the packed index holds {info.names - removed:,} of this "
+                      f"KB's {len(texts):,} {items}; {count(added)} lacks "
+                      f"{'is' if added == 1 else 'are'} encoded now and searched exactly "
+                      f"beside it; {count(removed)} holds that this KB lacks "
+                      f"{'is' if removed == 1 else 'are'} never returned", file=sys.stderr)
+        return PackedRows(rows, read_packed(packed), covered)
+
+    def _grown_coverage(self, packed: str | os.PathLike, info: PackedInfo,
+                        texts: Sequence[str], max_change: float, owner: str, items: str,
+                        pack_command: str) -> PackedCoverage | None:
+        """What a packed index built for another list of this encoder holds of ``texts``, when
+        it may serve them (at most ``max_change`` added and dropped); None otherwise, saying
+        why on stderr when the index could have served a smaller change."""
+        if not max_change or info.fingerprint != self.fingerprint:
+            return None
+        hashes = read_name_hashes(packed) if info.hashed else None
+        if hashes is None:
+            if self.progress:
+                print(f"KB index: this KB's {items} differ from the {owner}'s packed index, "
+                      f"which was packed before it recorded its {items} (`{pack_command}` "
+                      f"writes one that does); every {items[:-1]} is encoded instead",
+                      file=sys.stderr)
+            return None
+        covered = coverage(hashes, texts)
+        if covered.within(max_change):
+            return covered
+        if self.progress:
+            print(f"KB index: this KB adds {len(covered.added):,} {items} to the {owner}'s "
+                  f"packed index and drops {covered.removed:,} of its {info.names:,}, more "
+                  f"than {max_change:.0%} of either, so the packed index is not used: every "
+                  f"{items[:-1]} is encoded instead (once; `{pack_command}` packs an index for "
+                  "this KB)", file=sys.stderr)
+        return None
 
     def _full_list_at_hand(self, texts: Sequence[str]) -> bool:
         """Whether full mode can serve ``texts`` without encoding them all: their full list is

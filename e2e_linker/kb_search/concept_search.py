@@ -143,8 +143,7 @@ class ConceptSearcher:
                                         pack_command="linker kb pack --normalizer")
         if opened is None:
             return None
-        rows, index = opened
-        return ShortlistIndex(rows, pool.labels, index, pool.label_types)
+        return ShortlistIndex(opened.rows, pool.labels, opened.index, pool.label_types)
 
     def centroid_index(self, source: str) -> ExactIndex:
         """The centroid index of ``O``, ``D`` or ``OD`` (built on first use)."""

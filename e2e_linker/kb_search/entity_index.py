@@ -2,7 +2,9 @@
 search backend over them.
 
 Vectors come from the shared vector store (:class:`e2e_linker.kb_search.cache.VectorStore`,
-raw rows: a KB's full matrix, or its partial rows behind a shipped packed index).
+raw rows: a KB's full matrix, or its partial rows behind a shipped packed index — also when
+the KB grew a little beyond the names the index was packed for, the added names then searched
+exactly beside it: :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE`).
 Search is exact for KBs up to :data:`e2e_linker.kb_search.backends.EXACT_MAX_NAMES` names and
 approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when ``memory_budget_mb`` asks
 for it: see :mod:`e2e_linker.kb_search.backends`.
@@ -34,6 +36,7 @@ from e2e_linker.kb_search.backends import (
     make_search,
 )
 from e2e_linker.kb_search.cache import VectorStore, default_cache_dir
+from e2e_linker.kb_search.packed_index import MAX_CHANGE
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
 TYPE_POLICIES = ("rank_last", "filter")
@@ -144,7 +147,11 @@ class EntityIndex:
         (:mod:`e2e_linker.kb_search.packed_index`). It is used, and only the shortlisted names
         are encoded (on demand, cached), with ``kind="packed"``, or with ``kind="auto"`` as long
         as the full matrix of this KB is not cached yet — the first runs on a new machine. It
-        must have been built for this encoder and this exact name list.
+        must have been built for this encoder, and for this name list or one that differs from
+        it by at most :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE` of added and of
+        dropped names (a user's own concepts added to the model's KB): then only the added
+        names are encoded in full, searched exactly and merged into the packed shortlist's
+        re-rank, and the dropped ones are never returned.
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
@@ -180,11 +187,14 @@ class EntityIndex:
         """The packed index's search when it applies (see :meth:`build`), else None."""
         if kind not in ("auto", "packed"):
             return None
-        opened = store.packed_rows(packed, names, required=kind == "packed")
+        opened = store.packed_rows(packed, names, required=kind == "packed",
+                                   max_change=MAX_CHANGE)
         if opened is None:
             return None
-        rows, index = opened
-        return FaissShortlistSearch("ivfpq", rows, params, index=index, ties=TIES)
+        held = opened.coverage
+        return FaissShortlistSearch("ivfpq", opened.rows, params, index=opened.index, ties=TIES,
+                                    kb_rows=held.kb_rows if held is not None else None,
+                                    added=held.added if held is not None else None)
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""

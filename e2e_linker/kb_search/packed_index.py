@@ -8,10 +8,18 @@ shortlisted names are then encoded exactly (:mod:`e2e_linker.kb_search.partial_m
 re-ranked, so scores are true inner products and only the shortlist's recall is approximate.
 
 The file is safetensors holding only numbers (no pickles, no faiss binary): the coarse centroids,
-the PQ codebooks, and the codes and row ids grouped by inverted list. :func:`read_packed`
-rebuilds a faiss ``IndexIVFPQ`` from them that searches exactly as the index that was packed
-(tested). The header records what the index is valid for: the encoder fingerprint and the
-digest of the KB's name list (:func:`names_digest`); a mismatch means "not for this KB".
+the PQ codebooks, the codes and row ids grouped by inverted list, and a 64-bit hash of each
+row's name (:func:`name_hashes`). :func:`read_packed` rebuilds a faiss ``IndexIVFPQ`` from them
+that searches exactly as the index that was packed (tested). The header records what the index
+is valid for: the encoder fingerprint and the digest of the KB's name list
+(:func:`names_digest`).
+
+A KB that grows by a little costs a little: when the name list differs from the packed one
+(the user's own drugs added to the model's KB), the row hashes say which names the index holds
+(:func:`coverage`). If the KB adds or drops at most :data:`MAX_CHANGE` of the names, the index
+keeps serving the names it holds, the names it lacks are encoded and searched exactly beside
+it, and the names it holds that the KB no longer has are never returned
+(:class:`~e2e_linker.kb_search.backends.FaissShortlistSearch` with a coverage).
 """
 
 from __future__ import annotations
@@ -26,10 +34,83 @@ import numpy as np
 
 PACKED_FORMAT = "e2e_linker.ivfpq.v1"
 
+#: The most a KB may differ from a packed index's names and still be served by it: names added
+#: (a share of the KB's) and names dropped (a share of the packed index's), each. Why 10 %:
+#: the added names are all encoded before the first output and searched exactly for every
+#: query, so their cost grows with their number (at 10 % of the BC5CDR KB, about a tenth of the
+#: whole encode of eval/results/kb_build), and every dropped name still takes a place in the
+#: IVF-PQ shortlist, so the shortlist that reaches the re-rank shrinks by about that share.
+#: Beyond that the KB is another KB: it is encoded whole (and ``linker kb pack`` can ship an
+#: index for it). eval/results/kb_growth measures the one-concept case.
+MAX_CHANGE = 0.10
+
 
 def names_digest(names: Sequence[str]) -> str:
     """The key of a KB name list: the same digest the name cache files its KB matrices under."""
     return hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16]
+
+
+def name_hashes(names: Sequence[str]) -> np.ndarray:
+    """One 64-bit hash per name (blake2b of its UTF-8 text): what a packed index stores to say
+    which name each of its rows holds, in 8 bytes a row instead of the text.
+
+    Why 64 bits: a name the KB adds is taken for a packed one only if their hashes collide,
+    about one chance in 2**64 / 10**6 per added name for a KB of a million names."""
+    return np.fromiter((int.from_bytes(hashlib.blake2b(name.encode("utf-8"),
+                                                       digest_size=8).digest(), "little")
+                        for name in names), dtype=np.uint64, count=len(names))
+
+
+@dataclass(frozen=True)
+class PackedCoverage:
+    """What a packed index holds of a KB's name list.
+
+    ``kb_rows``: for each packed row, the KB row holding the same name, −1 where the KB no longer
+    has it; ``added``: the KB rows no packed row holds, ascending. A name that occurs several
+    times (several concepts share it) pairs its occurrences in order."""
+
+    kb_rows: np.ndarray
+    added: np.ndarray
+
+    @property
+    def removed(self) -> int:
+        """Packed rows whose name the KB no longer has."""
+        return int((self.kb_rows < 0).sum())
+
+    def within(self, max_change: float) -> bool:
+        """Whether the KB adds at most ``max_change`` of its names and drops at most that share
+        of the packed ones (:data:`MAX_CHANGE`)."""
+        kb_size = len(self.kb_rows) - self.removed + len(self.added)
+        return (len(self.added) <= max_change * kb_size
+                and self.removed <= max_change * len(self.kb_rows))
+
+
+def _occurrences(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order that sorts ``hashes`` stably, the occurrence number of each sorted entry among the
+    entries with its hash)."""
+    order = np.argsort(hashes, kind="stable")
+    ordered = hashes[order]
+    first = np.ones(len(ordered), bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(ordered)), 0))
+    return order, np.arange(len(ordered)) - starts
+
+
+def coverage(packed_hashes: np.ndarray, names: Sequence[str]) -> PackedCoverage:
+    """Which of ``names`` (a KB's list) a packed index with rows ``packed_hashes`` holds: the
+    k-th occurrence of a name in the KB pairs with its k-th occurrence in the index."""
+    packed_hashes = np.asarray(packed_hashes, dtype=np.uint64)
+    kb_hashes = name_hashes(names)
+    p_order, _ = _occurrences(packed_hashes)
+    p_sorted = packed_hashes[p_order]
+    k_order, k_occurrence = _occurrences(kb_hashes)
+    k_sorted = kb_hashes[k_order]
+    first = np.searchsorted(p_sorted, k_sorted, side="left")
+    count = np.searchsorted(p_sorted, k_sorted, side="right") - first
+    held = k_occurrence < count
+    kb_rows = np.full(len(packed_hashes), -1, dtype=np.int64)
+    kb_rows[p_order[first[held] + k_occurrence[held]]] = k_order[held]
+    return PackedCoverage(kb_rows=kb_rows, added=np.sort(k_order[~held]).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -43,6 +124,8 @@ class PackedInfo:
     nlist: int
     pq_bytes: int
     kb: str = ""
+    #: whether the file holds a hash of each row's name (files packed before they existed do not)
+    hashed: bool = False
 
 
 def _invlists_arrays(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,10 +147,11 @@ def _invlists_arrays(index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes, ids, sizes
 
 
-def write_packed(index, path: str | os.PathLike, info: PackedInfo) -> Path:
-    """Store a trained and filled faiss ``IndexIVFPQ`` (8-bit codes, inner product) as arrays."""
+def write_packed(index, path: str | os.PathLike, info: PackedInfo,
+                 hashes: np.ndarray | None = None) -> Path:
+    """Store a trained and filled faiss ``IndexIVFPQ`` (8-bit codes, inner product) as arrays,
+    with ``hashes`` (:func:`name_hashes` of its names, one per row) when given."""
     import faiss
-    from safetensors.numpy import save_file
 
     ivf = faiss.downcast_index(faiss.extract_index_ivf(index))
     if not isinstance(ivf, faiss.IndexIVFPQ) or ivf.pq.nbits != 8:
@@ -81,23 +165,60 @@ def write_packed(index, path: str | os.PathLike, info: PackedInfo) -> Path:
     codebooks = faiss.vector_to_array(ivf.pq.centroids).reshape(ivf.pq.M, ivf.pq.ksub,
                                                                  ivf.pq.dsub)
     codes, ids, sizes = _invlists_arrays(ivf)
+    arrays = {"coarse_centroids": centroids.astype(np.float32),
+              "pq_codebooks": codebooks.astype(np.float32),
+              "codes": codes, "row_ids": ids.astype(np.int32),
+              "list_sizes": sizes.astype(np.int32)}
+    return _save(arrays, hashes, path, info, int(ivf.by_residual))
+
+
+def _save(arrays: dict[str, np.ndarray], hashes: np.ndarray | None, path: str | os.PathLike,
+          info: PackedInfo, by_residual: int) -> Path:
+    """Write a packed file atomically, readable by all (a file to ship)."""
+    from safetensors.numpy import save_file
+
+    if hashes is not None:
+        if len(hashes) != info.names:
+            raise ValueError(f"{len(hashes)} name hashes for an index of {info.names} names")
+        arrays = {**arrays, "name_hashes": np.asarray(hashes, dtype=np.uint64)}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    save_file({"coarse_centroids": centroids.astype(np.float32),
-               "pq_codebooks": codebooks.astype(np.float32),
-               "codes": codes, "row_ids": ids.astype(np.int32),
-               "list_sizes": sizes.astype(np.int32)}, str(tmp),
+    save_file(arrays, str(tmp),
               metadata={"format": PACKED_FORMAT, "fingerprint": info.fingerprint,
                         "names_digest": info.names_digest, "names": str(info.names),
                         "dim": str(info.dim), "nlist": str(info.nlist),
                         "pq_bytes": str(info.pq_bytes), "kb": info.kb,
-                        "by_residual": str(int(ivf.by_residual))})
+                        "by_residual": str(by_residual)})
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # a file to ship: as readable as any other
     os.replace(tmp, out)
     return out
+
+
+def add_name_hashes(path: str | os.PathLike, names: Sequence[str]) -> Path:
+    """Give a packed file written before name hashes existed the hashes of ``names``, the list
+    it was built for (checked against its digest); its index arrays are copied unchanged, so
+    it searches as before. How the shipped default model's index got its hashes without
+    encoding its KB again."""
+    from safetensors import safe_open
+
+    info = read_info(path)
+    if info.names_digest != names_digest(names):
+        raise ValueError(f"{path} was built for another name list ({info.names:,} names)")
+    with safe_open(str(path), framework="numpy") as handle:
+        meta = handle.metadata() or {}
+        arrays = {key: handle.get_tensor(key) for key in handle.keys() if key != "name_hashes"}
+    return _save(arrays, name_hashes(names), path, info, int(meta.get("by_residual", "1")))
+
+
+def read_name_hashes(path: str | os.PathLike) -> np.ndarray | None:
+    """The hash of each row's name (:func:`name_hashes`), None for a file packed without."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="numpy") as handle:
+        return handle.get_tensor("name_hashes") if "name_hashes" in handle.keys() else None
 
 
 def built_for(info: PackedInfo, fingerprint: str, texts: Sequence[str]) -> bool:
@@ -118,7 +239,8 @@ def pack_vectors(vectors: np.ndarray, texts: Sequence[str], fingerprint: str, kb
                         progress=progress)
     return write_packed(index, target, PackedInfo(
         fingerprint=fingerprint, names_digest=names_digest(texts), names=len(texts),
-        dim=int(vectors.shape[1]), nlist=int(index.nlist), pq_bytes=pq_bytes, kb=kb))
+        dim=int(vectors.shape[1]), nlist=int(index.nlist), pq_bytes=pq_bytes, kb=kb),
+        name_hashes(texts))
 
 
 def read_info(path: str | os.PathLike) -> PackedInfo:
@@ -127,22 +249,22 @@ def read_info(path: str | os.PathLike) -> PackedInfo:
 
     with safe_open(str(path), framework="numpy") as handle:
         meta = handle.metadata() or {}
+        hashed = "name_hashes" in handle.keys()
     if meta.get("format") != PACKED_FORMAT:
         raise ValueError(f"{path}: not a packed KB index ({meta.get('format')!r})")
     return PackedInfo(fingerprint=meta["fingerprint"], names_digest=meta["names_digest"],
                       names=int(meta["names"]), dim=int(meta["dim"]), nlist=int(meta["nlist"]),
-                      pq_bytes=int(meta["pq_bytes"]), kb=meta.get("kb", ""))
+                      pq_bytes=int(meta["pq_bytes"]), kb=meta.get("kb", ""), hashed=hashed)
 
 
 def read_packed(path: str | os.PathLike):
     """A faiss ``IndexIVFPQ`` rebuilt from a packed file (flat coarse quantizer)."""
     import faiss
     from safetensors import safe_open
-    from safetensors.numpy import load_file
 
     with safe_open(str(path), framework="numpy") as handle:
         meta = handle.metadata() or {}
-    arrays = load_file(str(path))
+        arrays = {key: handle.get_tensor(key) for key in handle.keys() if key != "name_hashes"}
     centroids = arrays["coarse_centroids"]
     nlist, dim = centroids.shape
     m, ksub, dsub = arrays["pq_codebooks"].shape

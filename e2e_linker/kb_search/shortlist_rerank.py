@@ -5,7 +5,10 @@ yet) holding: ``linker annotate``'s HNSW / IVF-PQ / packed entity index
 (:class:`e2e_linker.kb_search.backends.FaissShortlistSearch`) and the normalizer's packed
 ontology index (:class:`e2e_linker.kb_search.label_index.ShortlistIndex`). Scores are true
 inner products, so only the shortlist's recall is approximate; the tie rule and the type mask
-are the caller's.
+are the caller's. A packed index serving a KB that grew
+(:func:`~e2e_linker.kb_search.packed_index.coverage`) runs the same re-rank: its ids are
+translated to the KB's rows, and the best of the names it lacks join each query's shortlist,
+so one re-rank merges both with one arithmetic and one tie rule.
 """
 
 from __future__ import annotations
@@ -31,13 +34,20 @@ def candidate_rows(shortlisted: np.ndarray, ties: str) -> np.ndarray:
 def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray], np.ndarray],
                      k: int, ties: str, shortlist: int, query_block: int, *,
                      ensure: Callable[[np.ndarray], None] | None = None,
-                     mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                     mask: np.ndarray | None = None, translate: np.ndarray | None = None,
+                     extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(scores, rows)``, each ``(len(queries), k)``, best first; −inf and −1 past the end.
 
     ``index`` (faiss) shortlists ``max(k, shortlist)`` rows for ``query_block`` queries at a
     time; ``ensure`` (rows encoded on demand) is handed each block's shortlisted rows first, so
     they are encoded together; ``rows_of(rows)`` gives their vectors. ``mask`` (one bool per
     row) drops the rows a query may not see before they are scored.
+
+    ``translate`` (one entry per row of ``index``) gives the caller's row for each id the index
+    returns, −1 where the caller has none (never returned); ``extra`` (one row per query, −1
+    padded) adds rows of the caller's to each query's shortlist. Both serve a packed index
+    whose KB grew: ids of the index are not the KB's rows, and the names it lacks are
+    searched exactly and handed in as ``extra``.
     """
     check_ties(ties)
     q = np.ascontiguousarray(queries, dtype=np.float32)
@@ -45,6 +55,10 @@ def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray],
     rows = np.full((len(q), k), -1, dtype=np.int64)
     for start in range(0, len(q), query_block):
         _, short = index.search(q[start:start + query_block], max(k, shortlist))
+        if translate is not None:
+            short = np.where(short >= 0, translate[np.maximum(short, 0)], -1)
+        if extra is not None:
+            short = np.concatenate([short, extra[start:start + len(short)]], axis=1)
         if ensure is not None:
             ensure(np.unique(short[short >= 0]))
         for n, shortlisted in enumerate(short, start):

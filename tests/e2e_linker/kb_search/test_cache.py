@@ -281,7 +281,7 @@ def test_a_damaged_full_list_lets_the_packed_index_stand_in(tiny_encoder, tmp_pa
     with open(store.list_path(names), "r+b") as handle:
         handle.truncate(1000)
     opened = store.packed_rows(packed, names)
-    assert opened is not None and opened[0].present == 0
+    assert opened is not None and opened.rows.present == 0 and opened.coverage is None
 
 
 def test_describe_lists_a_partial_list_once_with_its_fill(tiny_encoder, tmp_path):

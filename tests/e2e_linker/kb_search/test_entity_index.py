@@ -104,7 +104,12 @@ def _packed_for(kb, encoder, folder):
     from e2e_linker.kb_search.backends import SearchParams, build_faiss
     from e2e_linker.kb_search.cache import VectorStore
     from e2e_linker.kb_search.entity_index import kb_names
-    from e2e_linker.kb_search.packed_index import PackedInfo, names_digest, write_packed
+    from e2e_linker.kb_search.packed_index import (
+        PackedInfo,
+        name_hashes,
+        names_digest,
+        write_packed,
+    )
 
     names = [n for n, _ in kb_names(kb)]
     cache = VectorStore(folder / "full-cache", encoder)
@@ -112,7 +117,8 @@ def _packed_for(kb, encoder, folder):
     index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16,
                                                        train_size=len(names)), progress=False)
     path = write_packed(index, folder / "kb_index.safetensors", PackedInfo(
-        cache.folder.name, names_digest(names), len(names), int(vectors.shape[1]), 16, 8, "t"))
+        cache.folder.name, names_digest(names), len(names), int(vectors.shape[1]), 16, 8, "t"),
+        name_hashes(names))
     return path, vectors
 
 
@@ -143,7 +149,7 @@ def test_a_packed_index_for_another_name_list_is_not_used(tiny_encoder, tmp_path
     from e2e_linker.errors import UserError
 
     packed, _ = _packed_for(_big_kb(), tiny_encoder, tmp_path)
-    other = _big_kb(2999)
+    other = _big_kb(2000)  # a third of the names dropped: another KB
     index = EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
                               packed=packed)
     assert index.describe() == "exact"  # encoded in full instead
@@ -153,3 +159,133 @@ def test_a_packed_index_for_another_name_list_is_not_used(tiny_encoder, tmp_path
     with pytest.raises(UserError, match="no packed KB index"):
         EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
                           packed=tmp_path / "missing.safetensors", kind="packed")
+
+
+# ---- a KB that grew beyond the names its packed index holds ----------------------------------
+
+def _grown(kb, added: list[tuple[str, str, str]] = (), dropped: tuple[str, ...] = ()):
+    """``kb`` with concepts ``(id, name, type)`` added at the front of the name list (the
+    hardest place: every packed row's KB row moves) and the concepts ``dropped`` removed."""
+    concepts = [Concept(cid, name, [], type_, "user") for cid, name, type_ in added]
+    return KB(concepts + [c for c in kb if c.id not in dropped])
+
+
+def _exact_twin(index: EntityIndex, encoder, folder) -> EntityIndex:
+    """The same KB searched exactly over every name's vector (the reference)."""
+    from e2e_linker.kb_search.cache import VectorStore
+
+    vectors = VectorStore(folder, encoder, progress=False).matrix(index.names)
+    return EntityIndex(index.names, index.concept_ids, index.types, vectors, kind="exact")
+
+
+def test_a_kb_that_grew_uses_the_packed_index_and_searches_the_added_names_exactly(
+        tiny_encoder, tmp_path, capsys):
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    grown = _grown(kb, [("MYDRUG001", "zorbanib", ""), ("MYDRUG002", "cotriyl hexfuate", "")])
+    encoded: list[str] = []
+    encode = tiny_encoder.encode
+
+    def counting(texts, *args, **kwargs):
+        encoded.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    tiny_encoder.encode = counting
+    try:
+        index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh",
+                                  packed=packed, params=SearchParams(ivf_nprobe=16, shortlist=64))
+        assert "2 names it lacks are encoded now and searched exactly beside it; 0 names it " \
+            "holds that this KB lacks are never returned" in \
+            capsys.readouterr().err
+        assert index.describe().startswith("packed ivfpq") and "2 names it lacks" in \
+            index.describe()
+        assert set(encoded) == {"zorbanib", "cotriyl hexfuate"}  # the added names, no other
+        queries = np.concatenate([encode(["zorbanib", "cotriyl hexfuate"],
+                                         dtype=np.float32),
+                                  np.asarray(full_vectors[::300], dtype=np.float32)])
+        linked = [r[0][0] for r in index.link(queries)]
+    finally:
+        del tiny_encoder.encode
+    exact = _exact_twin(index, tiny_encoder, tmp_path / "reference")
+    assert linked[0] == "MYDRUG001" and linked == [r[0][0] for r in exact.link(queries)]
+    assert 2 < index.searcher.vectors.present <= 2 + 12 * 64 < len(index)
+
+
+def test_with_a_whole_shortlist_the_grown_search_is_the_exact_search(tiny_encoder, tmp_path):
+    """Every packed row re-ranked: rows, scores and ties as the exact search over the KB gives
+    them (the names moved, the added ones and the dropped ones included)."""
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    first = next(iter(kb))
+    twin = Concept("TWIN", first.name, [], "Chemical", "user")  # a name the KB already has
+    grown = KB([Concept("NEW", "fubaco triyl", [], "Disease", "user"), *kb, twin])
+    index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", progress=False,
+                              packed=packed, params=SearchParams(ivf_nprobe=16, shortlist=3000))
+    assert index.searcher.added_rows.tolist() == [0, len(grown.names()) - 1]
+    exact = _exact_twin(index, tiny_encoder, tmp_path / "reference")
+    queries = np.asarray(full_vectors[::97], dtype=np.float32)
+    got_scores, got_rows = index.search(queries, k=20)
+    want_scores, want_rows = exact.search(queries, k=20)
+    np.testing.assert_array_equal(got_rows, want_rows)
+    np.testing.assert_allclose(got_scores, want_scores, atol=1e-5)
+    order = index.search(queries[:1], k=len(index))[1][0].tolist()  # the twin's name: a tie
+    assert order.index(len(index) - 1) + 1 == order.index(1)  # the higher row first
+
+
+def test_names_the_kb_dropped_are_never_returned(tiny_encoder, tmp_path):
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    gone = [c.id for c in list(kb)[:30]]
+    smaller = _grown(kb, dropped=tuple(gone))
+    index = EntityIndex.build(smaller, tiny_encoder, cache_dir=tmp_path / "fresh",
+                              progress=False, packed=packed,
+                              params=SearchParams(ivf_nprobe=16, shortlist=64))
+    assert (index.searcher.kb_rows < 0).sum() == 30 and not len(index.searcher.added_rows)
+    queries = np.asarray(full_vectors[:30], dtype=np.float32)  # the dropped names themselves
+    _, rows = index.search(queries, k=10)
+    assert (rows >= 0).all() and (rows < len(index)).all()
+    returned = {index.concept_ids[r] for r in rows.ravel().tolist()}
+    assert not returned & set(gone)
+    exact = _exact_twin(index, tiny_encoder, tmp_path / "reference")
+    assert [r[0][0] for r in index.link(queries)] == [r[0][0] for r in exact.link(queries)]
+
+
+def test_a_kb_that_grew_too_much_is_encoded_whole_and_says_why(tiny_encoder, tmp_path, capsys):
+    from e2e_linker.errors import UserError
+    from e2e_linker.kb_search.packed_index import MAX_CHANGE
+
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    many = int(MAX_CHANGE * len(kb) * 1.2)
+    grown = _grown(kb, [(f"U{i}", f"user compound {i}", "") for i in range(many)])
+    index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", packed=packed)
+    assert f"this KB adds {many:,} names to the model's packed index and drops 0 of its " \
+           f"{len(kb):,}, more than 10% of either, so the packed index is not used: every " \
+           "name is encoded instead" in capsys.readouterr().err
+    assert index.describe() == "exact"  # today's path: the full matrix
+    with pytest.raises(UserError, match="another encoder or KB"):
+        EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
+                          packed=packed, kind="packed")
+
+
+def test_a_packed_index_without_name_hashes_serves_only_its_own_list(tiny_encoder, tmp_path,
+                                                                     capsys):
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    with safe_open(str(packed), framework="numpy") as handle:  # as packed before hashes
+        meta = handle.metadata()
+        arrays = {k: handle.get_tensor(k) for k in handle.keys() if k != "name_hashes"}
+    save_file(arrays, str(packed), metadata=meta)
+    grown = _grown(kb, [("MYDRUG001", "zorbanib", "")])
+    index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", packed=packed)
+    assert "which was packed before it recorded its names" in capsys.readouterr().err
+    assert index.describe() == "exact"

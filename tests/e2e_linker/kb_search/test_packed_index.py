@@ -8,8 +8,12 @@ import pytest
 from e2e_linker.kb_search.backends import SearchParams, build_faiss
 from e2e_linker.kb_search.packed_index import (
     PackedInfo,
+    add_name_hashes,
+    coverage,
+    name_hashes,
     names_digest,
     read_info,
+    read_name_hashes,
     read_packed,
     write_packed,
 )
@@ -80,3 +84,47 @@ def test_the_names_digest_is_the_key_of_the_name_list():
     assert names_digest(["a", "b"]) == names_digest(["a", "b"])
     assert names_digest(["a", "b"]) != names_digest(["b", "a"])
     assert names_digest(["a\nb"]) == names_digest(["a", "b"])  # names never hold a newline
+
+
+def test_coverage_pairs_each_occurrence_of_a_name_in_order():
+    packed = ["a", "b", "c", "b", "d"]
+    kb = ["x", "a", "b", "b", "d", "b"]  # x added, c dropped, a third "b" added
+    held = coverage(name_hashes(packed), kb)
+    assert held.kb_rows.tolist() == [1, 2, -1, 3, 4]
+    assert held.added.tolist() == [0, 5] and held.removed == 1
+    same = coverage(name_hashes(packed), packed)
+    assert same.kb_rows.tolist() == [0, 1, 2, 3, 4] and not len(same.added)
+
+
+def test_how_much_change_a_packed_index_may_serve():
+    packed = [f"name {i}" for i in range(100)]
+    assert coverage(name_hashes(packed), packed + ["new"] * 10).within(0.10)  # 10 of 110
+    assert not coverage(name_hashes(packed), packed + ["new"] * 12).within(0.10)
+    assert coverage(name_hashes(packed), packed[10:]).within(0.10)  # 10 of 100 dropped
+    assert not coverage(name_hashes(packed), packed[11:]).within(0.10)
+
+
+def test_name_hashes_are_written_with_the_index_or_added_to_an_old_file(tmp_path):
+    from safetensors import safe_open
+
+    vectors = _vectors(3000)
+    index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16, train_size=3000),
+                        progress=False)
+    names = [f"name {i}" for i in range(3000)]
+    info = PackedInfo(fingerprint="f" * 16, names_digest=names_digest(names), names=3000,
+                      dim=32, nlist=16, pq_bytes=8, kb="test")
+    old = write_packed(index, tmp_path / "old.safetensors", info)
+    assert read_name_hashes(old) is None and not read_info(old).hashed
+    new = write_packed(index, tmp_path / "new.safetensors", info, name_hashes(names))
+    assert read_info(new).hashed
+    np.testing.assert_array_equal(read_name_hashes(new), name_hashes(names))
+    with pytest.raises(ValueError, match="another name list"):
+        add_name_hashes(old, names[::-1])
+    add_name_hashes(old, names)
+    with safe_open(str(old), framework="numpy") as a, \
+            safe_open(str(new), framework="numpy") as b:  # as if packed with them
+        assert a.metadata() == b.metadata() and sorted(a.keys()) == sorted(b.keys())
+        for key in a.keys():
+            np.testing.assert_array_equal(a.get_tensor(key), b.get_tensor(key))
+    with pytest.raises(ValueError, match="name hashes for an index"):
+        write_packed(index, tmp_path / "bad.safetensors", info, name_hashes(names[:10]))

@@ -60,3 +60,23 @@ def test_candidates_come_once_each_in_the_rules_order():
     assert candidate_rows(short, "lower").tolist() == [2, 4, 9]
     with pytest.raises(ValueError, match="tie rule"):
         _rerank("first")
+
+
+def test_ids_of_an_index_over_another_list_are_translated_and_extra_rows_join():
+    """A packed index serving a KB that grew: its ids become the KB's rows (−1: a name the KB
+    dropped, never returned), and the rows it lacks join the shortlist, ordered by the same
+    scores and tie rule as the rest."""
+    # the index's 8 ids → KB rows; id 3 names a dropped name, KB row 1 is an added one
+    translate = np.array([0, 6, 2, -1, 4, 5, 3, 7], np.int64)
+    kb = VECTORS[[0, 1, 2, 3, 4, 5, 6, 7]].copy()
+    kb[1] = [1.0, 0.0]  # the added name ties with rows 2, 5 and 7
+    extra = np.array([[1, -1]], np.int64)
+    query = np.array([[1.0, 0.0]], np.float32)
+    ensured: list[np.ndarray] = []
+    scores, rows = rerank_shortlist(query, FixedShortlist(), lambda r: kb[r], 8, "higher",
+                                    shortlist=8, query_block=32, ensure=ensured.append,
+                                    translate=translate, extra=extra)
+    # shortlisted ids 7 2 3 5 2 4 0 → rows 7 2 −1 5 2 4 0, with row 1 added
+    assert rows.tolist() == [[7, 5, 2, 1, 0, 4, -1, -1]]
+    assert scores[0, :4].tolist() == [1.0, 1.0, 1.0, 1.0] and np.isneginf(scores[0, 6:]).all()
+    assert [e.tolist() for e in ensured] == [[0, 1, 2, 4, 5, 7]]
