@@ -35,6 +35,7 @@ import numpy as np
 
 from e2e_linker.compiled_kb.kb_view import CompiledKB, kb_arrays
 from e2e_linker.compiled_kb.vocab_digests import compiled_key
+from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
     default_cache_dir,
     ensure_room,
@@ -69,8 +70,8 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
     """The compiled KB of ``spec`` plus the mined names in ``extra_names``: read from the
     cache folder, or compiled from ``build()`` (the built KB) and written there first.
 
-    A cache folder that cannot be written gives the compiled KB in memory, said once; one
-    with no room is one line (:func:`~e2e_linker.kb_search.cache_folder.writable`)."""
+    A cache folder that cannot be written, or has no room for it, gives the compiled KB in
+    memory, said in one note: it saves time, it is never a reason to stop."""
     from data_tools.registry import spec_files
 
     root = compiled_root(cache_dir)
@@ -93,8 +94,13 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
             report_damage(folder, why, "discarded; the KB is compiled again")
             shutil.rmtree(folder, ignore_errors=True)
         arrays, meta = compile_arrays(spec, build, progress)
-        with writable(root):
-            write_folder(folder, arrays, {**meta, "key": sources})
+        try:
+            with writable(root):
+                write_folder(folder, arrays, {**meta, "key": sources})
+        except UserError as exc:  # no room: the vector store says so when it needs room too
+            print(f"note: the compiled KB is not kept ({exc}); it is used from memory this "
+                  "time", file=sys.stderr)
+            return CompiledKB(arrays, meta)
     found, why = read_folder(folder)
     if found is None:
         raise OSError(f"the compiled KB just written in {folder} cannot be read: {why}")

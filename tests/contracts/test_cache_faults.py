@@ -244,6 +244,9 @@ def test_a_full_disk_while_rows_are_encoded_is_one_line_and_leaves_nothing(setup
 def test_a_damaged_file_on_a_read_only_cache_names_the_file_to_delete(setup, tmp_path):
     with _tmpfs(tmp_path / "ro", "size=4m") as disk:
         cache = _copy(setup, "partial", disk / "cache")
+        # not the compiled KB: this in-process run would map it, and the failed run's
+        # traceback (kept by CliRunner) would keep it mapped, the disk busy at unmount
+        shutil.rmtree(cache / "compiled_kb")
         have = _kb_file(cache, ".partial-have.npy")
         have.write_bytes(b"")
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)

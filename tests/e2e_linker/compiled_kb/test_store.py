@@ -138,3 +138,20 @@ def test_open_kb_reads_the_compiled_kb_unless_bypassed(tmp_path, vocab, monkeypa
     assert not isinstance(built, CompiledKB)
     assert list(built) == list(compiled) == list(load_kb(spec))
     assert built.content_hash() == compiled.content_hash()
+
+
+def test_a_cache_without_room_uses_the_compiled_kb_from_memory(tmp_path, vocab, capsys,
+                                                               monkeypatch):
+    import e2e_linker.compiled_kb.store as store
+    from e2e_linker.errors import UserError
+
+    def no_room(folder, needed, what):
+        raise UserError(f"cannot write the KB cache in {folder}: only 0.0 MB free")
+
+    monkeypatch.setattr(store, "ensure_room", no_room)
+    cache = tmp_path / "cache"
+    kb = open_compiled(spec_of(vocab), Builds(spec_of(vocab)), cache_dir=cache)
+    assert len(kb) == 3 and kb.name_dictionary().lookup("ASA") == ["C001"]
+    assert "not kept" in capsys.readouterr().err
+    assert list_compiled(cache) == []
+    assert not [p for p in compiled_root(cache).rglob("*") if "tmp" in p.name]
