@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from e2e_linker.compiled_kb.kb_view import CompiledKB, kb_arrays
+from e2e_linker.compiled_kb.kb_view import CompiledKB, concept_columns, kb_arrays
 from e2e_linker.compiled_kb.vocab_digests import compiled_key
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
@@ -52,6 +52,13 @@ FOLDER_NAME = "compiled_kb"
 META_FILE = "meta.json"
 #: set to ``off`` to build the KB from its files instead (output-identity checks only)
 BYPASS_ENV = "E2E_LINKER_COMPILED_KB"
+
+
+def format_key() -> str:
+    """The format a compiled KB is written in: :data:`FORMAT_VERSION` and the
+    :class:`~data_tools.kb.Concept` fields it stores (a field added to the dataclass makes a new
+    compiled KB, never one read without it)."""
+    return f"{FORMAT_VERSION}:{json.dumps(concept_columns(), sort_keys=True)}"
 
 
 def compiled_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -75,7 +82,7 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
     from data_tools.registry import spec_files
 
     root = compiled_root(cache_dir)
-    key, sources = compiled_key(spec, spec_files(spec), extra_names, root, FORMAT_VERSION)
+    key, sources = compiled_key(spec, spec_files(spec), extra_names, root, format_key())
     folder = root / key
     found, _ = read_folder(folder)
     if found is not None:
@@ -155,8 +162,8 @@ def read_folder(folder: Path) -> tuple[CompiledKB | None, str]:
         names = list(meta["arrays"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"{META_FILE} unreadable ({exc})"
-    if meta.get("format") != FORMAT_VERSION:
-        return None, f"format {meta.get('format')} is not {FORMAT_VERSION}"
+    if meta.get("format") != FORMAT_VERSION or meta.get("columns") != concept_columns():
+        return None, "written in another format (or with other concept fields)"
     arrays: dict[str, np.ndarray] = {}
     for name in names:
         path = folder / f"{name}.npy"
@@ -192,8 +199,9 @@ def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
         with contextlib.suppress(OSError, ValueError):
             meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
         _, why = read_folder(folder)
-        if meta.get("format") not in (None, FORMAT_VERSION):
-            why = "stale (an older format, never read again: delete it to free the space)"
+        if meta and (meta.get("format") != FORMAT_VERSION or
+                     meta.get("columns") != concept_columns()):
+            why = "stale (another format, never read by this code: delete it to free the space)"
         out.append({"key": folder.name, "spec": meta.get("spec"),
                     "concepts": meta.get("concepts"), "names": meta.get("names"),
                     "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),

@@ -68,7 +68,7 @@ def file_digests(paths: list[Path], folder: Path) -> list[str]:
 
 
 def compiled_key(spec: str, files: list[Path], extra_names: Path | None, folder: Path,
-                 format_version: int) -> tuple[str, dict]:
+                 format_version: str) -> tuple[str, dict]:
     """``(key, sources)`` of the compiled KB of ``spec`` (reading ``files``) plus the mined
     names in ``extra_names``. The key hashes the files' contents, the spec and the format
     version (not where the files are: the same files elsewhere give the same KB); ``sources``

@@ -14,6 +14,7 @@ by memory-mapping, shared between processes through the page cache.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -40,13 +41,12 @@ class StringTable:
     def from_strings(cls, strings: Iterable[str]) -> StringTable:
         """The table of ``strings`` (a string holding :data:`SEPARATOR` is a ``ValueError``)."""
         strings = list(strings)
-        encoded = [s.encode("utf-8") for s in strings]
-        if any(b"\x00" in e for e in encoded):
+        joined = SEPARATOR.join(strings)
+        if joined.count(SEPARATOR) != max(len(strings) - 1, 0):
             raise ValueError("a string of a StringTable holds a NUL character")
-        lengths = np.fromiter((len(e) + 1 for e in encoded), np.int64, len(encoded))
-        offsets = np.zeros(len(encoded) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        blob = np.frombuffer(b"\x00".join(encoded) + (b"\x00" if encoded else b""), np.uint8)
+        blob = np.frombuffer((joined + SEPARATOR).encode("utf-8") if strings else b"", np.uint8)
+        offsets = np.zeros(len(strings) + 1, np.int64)
+        offsets[1:] = np.flatnonzero(blob == 0) + 1  # UTF-8 has no 0 byte but NUL's own
         table = cls(blob, offsets)
         table._list = strings
         return table
@@ -93,10 +93,10 @@ class KeyTable:
         hashes = np.fromiter((stable_hash(k) for k in keys), np.uint64, len(keys))
         order = np.argsort(hashes, kind="stable")
         keys = [keys[i] for i in order.tolist()]
-        lengths = np.fromiter((len(runs[k]) for k in keys), np.int64, len(keys))
+        ordered = [runs[k] for k in keys]
         starts = np.zeros(len(keys) + 1, np.int64)
-        np.cumsum(lengths, out=starts[1:])
-        values = np.fromiter((v for k in keys for v in runs[k]), np.int32, int(starts[-1]))
+        np.cumsum(np.fromiter(map(len, ordered), np.int64, len(keys)), out=starts[1:])
+        values = np.fromiter(itertools.chain.from_iterable(ordered), np.int32, int(starts[-1]))
         return cls(hashes[order], StringTable.from_strings(keys), starts, values)
 
     def __len__(self) -> int:

@@ -14,8 +14,8 @@ from tests.helpers.small_kb import small_kb
 
 def tricky_kb() -> KB:
     """Alternative IDs claimed twice (the first claim wins), a merge that appends synonyms and
-    alternative IDs, a taxon, an empty type and name, salts and acids, names differing in case
-    and punctuation only, non-ASCII names."""
+    alternative IDs, a taxon, a gene product, an empty type and name, salts and acids, names
+    differing in case and punctuation only, non-ASCII names."""
     kb = small_kb()
     kb.add(Concept("MESH:D000001", "Tiapride Hydrochloride", ["tiapride HCl", "TIAPRIDE"],
                    "Chemical", "mesh", ["C555"]))
@@ -27,6 +27,7 @@ def tricky_kb() -> KB:
     kb.add(Concept("22059", "Trp53", ["p53"], "Gene", "ncbi", [], "10090"))
     kb.add(Concept("E1", "", ["nameless but named"], "", ""))
     kb.add(Concept("C001", "ASA", ["aspirin"], "Drug", "extra"))
+    kb.add(Concept("D000004", "Caspase 3", ["CASP3"], "Chemical", "mesh", gene_product=True))
     return kb
 
 

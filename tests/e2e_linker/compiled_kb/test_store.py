@@ -155,3 +155,21 @@ def test_a_cache_without_room_uses_the_compiled_kb_from_memory(tmp_path, vocab, 
     assert "not kept" in capsys.readouterr().err
     assert list_compiled(cache) == []
     assert not [p for p in compiled_root(cache).rglob("*") if "tmp" in p.name]
+
+
+def test_a_kb_compiled_with_other_concept_fields_is_never_read(tmp_path, vocab):
+    import json
+
+    from e2e_linker.compiled_kb.store import format_key, read_folder
+    from e2e_linker.kb_search.integrity import save_lines
+
+    assert "gene_product" in format_key()  # the fields are part of every key
+    cache = tmp_path / "cache"
+    open_compiled(spec_of(vocab), Builds(spec_of(vocab)), cache_dir=cache)
+    [folder] = [f for f in compiled_root(cache).iterdir() if f.is_dir()]
+    meta = json.loads((folder / "meta.json").read_text())
+    del meta["columns"]["gene_product"]  # as code from before the field would have written it
+    save_lines(folder / "meta.json", [json.dumps(meta) + "\n"])
+    kb, why = read_folder(folder)
+    assert kb is None and "another format" in why
+    assert list_compiled(cache)[0]["state"].startswith("stale")
