@@ -180,9 +180,11 @@ def read_folder(folder: Path) -> tuple[CompiledKB | None, str]:
 
 
 def map_array(path: Path) -> np.ndarray:
-    """A checked ``.npy`` file memory-mapped read-only (an empty one read: nothing to map)."""
+    """A checked ``.npy`` file memory-mapped read-only (an empty one read: nothing to map), as
+    a plain ndarray over the mapping: indexing an ``np.memmap`` one element at a time, as the
+    key tables' binary searches do, costs several times more."""
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
     except ValueError:
         return np.load(path, allow_pickle=False)
 
