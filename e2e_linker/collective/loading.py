@@ -52,7 +52,7 @@ def load_annotator(settings: AnnotateSettings | None = None,
             model.quantize_mention_encoder()
         model.set_precision(settings.precision)
         # the compiled KB holds the exact-name dictionary and the compact keys: mapped, not built
-        compiled = isinstance(knowledge, CompiledKB)
+        compiled = isinstance(knowledge, CompiledKB) and knowledge.has_sieves
         names = knowledge.name_dictionary() if compiled else NameDictionary.from_kb(knowledge)
         stack = None
         if settings.sieves:

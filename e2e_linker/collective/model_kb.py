@@ -73,11 +73,13 @@ def mined_name_triples(directory: str | os.PathLike) -> list[tuple[str, str, str
 
 
 def open_kb(spec: str, extra_names: str | os.PathLike | None = None,
-            cache_dir: str | os.PathLike | None = None, progress: bool = True):
+            cache_dir: str | os.PathLike | None = None, progress: bool = True,
+            sieves: bool = True):
     """The KB of ``spec`` plus the mined names saved in ``extra_names`` (a :meth:`KB.save`
     file), as annotate and normalize read it: the compiled KB in the cache folder
-    (:mod:`e2e_linker.compiled_kb.store`; compiled on first use), or, with the store's bypass
-    set, :func:`assemble_kb` of the files."""
+    (:mod:`e2e_linker.compiled_kb.store`; compiled on first use, with annotate's sieve
+    dictionaries unless ``sieves`` is off), or, with the store's bypass set,
+    :func:`assemble_kb` of the files."""
     from data_tools.kb import KB
     from e2e_linker.compiled_kb.store import bypassed, open_compiled
 
@@ -88,7 +90,7 @@ def open_kb(spec: str, extra_names: str | os.PathLike | None = None,
         return build()
     try:
         return open_compiled(spec, build, Path(extra_names) if extra_names else None,
-                             cache_dir, progress)
+                             cache_dir, progress, sieves)
     except FileNotFoundError as exc:
         raise UserError(f"KB '{spec}': {exc}") from exc
 

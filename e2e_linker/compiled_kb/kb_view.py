@@ -45,12 +45,13 @@ def concept_columns() -> dict[str, str]:
     return columns
 
 
-def kb_arrays(kb: KB) -> tuple[dict[str, np.ndarray], dict]:
+def kb_arrays(kb: KB, sieves: bool = True) -> tuple[dict[str, np.ndarray], dict]:
     """``(arrays, meta)`` of a built KB: each concept field (:func:`concept_columns`), the names
-    in order (:meth:`KB.names`), the alternative IDs, the exact-name dictionary
-    (:class:`NameDictionary`) and the salt-free compact-key index
-    (:func:`~e2e_linker.lexical.sieve_stack.ontology_key_index`); ``meta`` holds the distinct
-    types and the KB's content hash."""
+    in order (:meth:`KB.names`), the alternative IDs and, with ``sieves``, the exact-name
+    dictionary (:class:`NameDictionary`) and the salt-free compact-key index
+    (:func:`~e2e_linker.lexical.sieve_stack.ontology_key_index`): annotate's, about two thirds
+    of the compile time, which ``linker normalize`` (its own folded texts) does without.
+    ``meta`` holds the distinct types and the KB's content hash."""
     concepts = list(kb)
     arrays: dict[str, np.ndarray] = {}
     for name, kind in concept_columns().items():
@@ -79,12 +80,14 @@ def kb_arrays(kb: KB) -> tuple[dict[str, np.ndarray], dict]:
                              ).arrays("concepts.alt_rows"),
         **StringTable.from_strings(names).arrays("names.texts"),
         "names.concept": np.asarray(name_concept, np.int32),
-        # NameDictionary.from_kb(kb), from the names just listed (one walk of the KB fewer)
-        **NameDictionary(zip(names, [concepts[row].id for row in name_concept], strict=True),
-                         {c.id: c.type for c in concepts}).arrays(NAME_DICTIONARY),
-        **ontology_key_index(kb, salt_free=True).arrays(ONTOLOGY_KEYS),
     })
-    meta = {"types": kb.types(), "content_hash": kb.content_hash(),
+    if sieves:
+        # NameDictionary.from_kb(kb), from the names just listed (one walk of the KB fewer)
+        arrays.update(NameDictionary(
+            zip(names, [concepts[row].id for row in name_concept], strict=True),
+            {c.id: c.type for c in concepts}).arrays(NAME_DICTIONARY))
+        arrays.update(ontology_key_index(kb, salt_free=True).arrays(ONTOLOGY_KEYS))
+    meta = {"types": kb.types(), "content_hash": kb.content_hash(), "sieves": sieves,
             "columns": concept_columns(), "concepts": len(concepts), "names": len(names)}
     return arrays, meta
 
@@ -224,13 +227,25 @@ class CompiledKB:
         return self._columns["row_index"]
 
     # ---- the sieves' dictionaries ----------------------------------------------------------
+    @property
+    def has_sieves(self) -> bool:
+        """Whether it was compiled with the sieves' dictionaries (``kb_arrays(sieves=True)``)."""
+        return bool(self.meta.get("sieves"))
+
     def name_dictionary(self) -> NameDictionary:
         """:meth:`NameDictionary.from_kb` of the built KB, read from the arrays."""
+        self._require_sieves()
         return NameDictionary.from_arrays(self.arrays, NAME_DICTIONARY)
 
     def ontology_keys(self) -> CompactKeyIndex:
         """``ontology_key_index(kb, salt_free=True)`` of the built KB, read from the arrays."""
+        self._require_sieves()
         return CompactKeyIndex.from_arrays(self.arrays, ONTOLOGY_KEYS)
+
+    def _require_sieves(self) -> None:
+        if not self.has_sieves:
+            raise ValueError("this KB was compiled without the sieves' dictionaries "
+                             "(open_kb(..., sieves=True) compiles them)")
 
 
 class ConceptRow:

@@ -54,11 +54,12 @@ META_FILE = "meta.json"
 BYPASS_ENV = "E2E_LINKER_COMPILED_KB"
 
 
-def format_key() -> str:
-    """The format a compiled KB is written in: :data:`FORMAT_VERSION` and the
+def format_key(sieves: bool = True) -> str:
+    """The format a compiled KB is written in: :data:`FORMAT_VERSION`, the
     :class:`~data_tools.kb.Concept` fields it stores (a field added to the dataclass makes a new
-    compiled KB, never one read without it)."""
-    return f"{FORMAT_VERSION}:{json.dumps(concept_columns(), sort_keys=True)}"
+    compiled KB, never one read without it) and whether it holds the sieves' dictionaries."""
+    return (f"{FORMAT_VERSION}:{json.dumps(concept_columns(), sort_keys=True)}:"
+            f"{'sieves' if sieves else 'concepts'}")
 
 
 def compiled_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -72,17 +73,18 @@ def bypassed() -> bool:
 
 
 def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | None = None,
-                  cache_dir: str | os.PathLike | None = None,
-                  progress: bool = True) -> CompiledKB:
+                  cache_dir: str | os.PathLike | None = None, progress: bool = True,
+                  sieves: bool = True) -> CompiledKB:
     """The compiled KB of ``spec`` plus the mined names in ``extra_names``: read from the
-    cache folder, or compiled from ``build()`` (the built KB) and written there first.
+    cache folder, or compiled from ``build()`` (the built KB) and written there first; with
+    the sieves' dictionaries (annotate) or without them (``sieves=False``: normalize).
 
     A cache folder that cannot be written, or has no room for it, gives the compiled KB in
     memory, said in one note: it saves time, it is never a reason to stop."""
     from data_tools.registry import spec_files
 
     root = compiled_root(cache_dir)
-    key, sources = compiled_key(spec, spec_files(spec), extra_names, root, format_key())
+    key, sources = compiled_key(spec, spec_files(spec), extra_names, root, format_key(sieves))
     folder = root / key
     found, _ = read_folder(folder)
     if found is not None:
@@ -92,7 +94,7 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
     if not os.access(root, os.W_OK):
         print(f"note: the compiled KB cannot be written in {root}; building the KB in memory "
               "this time", file=sys.stderr)
-        return CompiledKB(*compile_arrays(spec, build, progress))
+        return CompiledKB(*compile_arrays(spec, build, progress, sieves))
     with exclusive(root, "compiling a KB", progress):
         found, why = read_folder(folder)
         if found is not None:
@@ -100,7 +102,7 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
         if why:
             report_damage(folder, why, "discarded; the KB is compiled again")
             shutil.rmtree(folder, ignore_errors=True)
-        arrays, meta = compile_arrays(spec, build, progress)
+        arrays, meta = compile_arrays(spec, build, progress, sieves)
         try:
             with writable(root):
                 write_folder(folder, arrays, {**meta, "key": sources})
@@ -114,7 +116,7 @@ def open_compiled(spec: str, build: Callable[[], object], extra_names: Path | No
     return found
 
 
-def compile_arrays(spec: str, build: Callable[[], object], progress: bool
+def compile_arrays(spec: str, build: Callable[[], object], progress: bool, sieves: bool = True
                    ) -> tuple[dict[str, np.ndarray], dict]:
     """Build the KB and its arrays, with a progress line on stderr."""
     started = time.perf_counter()
@@ -122,7 +124,7 @@ def compile_arrays(spec: str, build: Callable[[], object], progress: bool
         print(f"compiling KB '{spec}': reading its files and deriving names, dictionaries and "
               "compact keys (once: later starts map the result)...", file=sys.stderr, flush=True)
     kb = build()
-    arrays, meta = kb_arrays(kb)
+    arrays, meta = kb_arrays(kb, sieves)
     if progress:
         print(f"compiled KB '{spec}': {len(kb):,} concepts, {meta['names']:,} names in "
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)

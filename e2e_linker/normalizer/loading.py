@@ -47,7 +47,7 @@ def load_normalizer(model: str | os.PathLike | None = None, kb: str | None = Non
     spec = kb or settings.kb
     if not spec:
         raise UserError("the normalizer model records no KB; pass --kb")
-    knowledge = open_kb(spec, cache_dir=cache_dir)
+    knowledge = open_kb(spec, cache_dir=cache_dir, sieves=False)  # it folds its own texts
     if kb is None and settings.kb_hash and knowledge.content_hash() != settings.kb_hash:
         raise UserError(
             f"KB '{spec}' on this machine differs from the one the normalizer was built with "

@@ -173,3 +173,17 @@ def test_a_kb_compiled_with_other_concept_fields_is_never_read(tmp_path, vocab):
     kb, why = read_folder(folder)
     assert kb is None and "another format" in why
     assert list_compiled(cache)[0]["state"].startswith("stale")
+
+
+def test_a_kb_compiled_without_the_sieves_is_a_kb_of_its_own(tmp_path, vocab):
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    build = Builds(spec)
+    full = open_compiled(spec, build, cache_dir=cache)
+    bare = open_compiled(spec, build, cache_dir=cache, sieves=False)
+    assert build.calls == 2 and len(list_compiled(cache)) == 2
+    assert full.has_sieves and not bare.has_sieves
+    assert list(bare) == list(full) and bare.names() == full.names()
+    with pytest.raises(ValueError, match="without the sieves"):
+        bare.name_dictionary()
+    assert open_compiled(spec, build, cache_dir=cache, sieves=False).content_hash() == \
+        full.content_hash() and build.calls == 2
