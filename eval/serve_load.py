@@ -17,7 +17,8 @@ must not grow in memory. Against 127.0.0.1 only, bounded, in one run:
    the server did;
 4. SIGTERM: the seconds until the process is gone;
 5. ``linker annotate`` over the same texts, one a line (``--lines``, so the same document
-   IDs), with the server's batch size and with the command's default: documents/s with its
+   IDs), with the server's batch size and with the command's default, at torch's default
+   thread count (as a user runs it) and at the server's ``--threads``: documents/s with its
    start-up (a one-line run) taken off, and whether its output is the server's answers to
    the byte.
 
@@ -152,7 +153,8 @@ def start_server(args: argparse.Namespace, port: int, log: Path, env: dict
     """``linker serve`` in its own process; ``(process, seconds from start to /ready)``."""
     command = [sys.executable, "-m", "e2e_linker", "serve", "--port", str(port),
                "--max-batch", str(args.max_batch), "--max-wait-ms", str(args.max_wait_ms),
-               "--batch-size", str(args.batch_size), *model_args(args)]
+               "--batch-size", str(args.batch_size), "--threads", str(args.threads),
+               *model_args(args)]
     started = time.perf_counter()
     with open(log, "w") as handle:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
@@ -271,12 +273,15 @@ def stop_server(process: subprocess.Popen) -> dict:
 
 
 def cli_run(args: argparse.Namespace, lines: Path, out: Path, env: dict,
-            batch_size: int | None) -> float:
-    """``linker annotate LINES --lines --format jsonl -o OUT``: wall seconds."""
+            batch_size: int | None, threads: int | None = None) -> float:
+    """``linker annotate LINES --lines --format jsonl -o OUT``: wall seconds (``threads``:
+    its torch threads through ``OMP_NUM_THREADS``; None: torch's default)."""
     command = [sys.executable, "-m", "e2e_linker", "annotate", str(lines), "--lines",
                "--format", "jsonl", "-o", str(out), *model_args(args)]
     if batch_size is not None:
         command += ["--batch-size", str(batch_size)]
+    if threads is not None:
+        env = {**env, "OMP_NUM_THREADS": str(threads)}
     started = time.perf_counter()
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -294,19 +299,32 @@ def lines_file(texts: Sequence[str], path: Path) -> Path:
 
 def cli_figures(args: argparse.Namespace, texts: Sequence[str], lines: Path, tmp: Path,
                 env: dict) -> tuple[dict, bytes]:
-    """``linker annotate`` on the same documents: with the server's batch size and (unless
-    it is the same) the command's default; its JSON Lines with the server's batch size.
-    Documents/s leave out the start-up a one-line run measures (None when the run is
-    nearly all start-up)."""
+    """``linker annotate`` on the same documents, as a user runs it (torch's default threads)
+    with the server's batch size and (unless it is the same) the command's default, and with
+    the server's batch size and thread count (unless ``--threads 0``); its JSON Lines with
+    the server's batch size. Documents/s leave out the start-up a one-line run measures
+    (None when the run is nearly all start-up)."""
     one = lines_file(texts[:1], tmp / "one" / "text.txt")
-    startup = cli_run(args, one, tmp / "one.jsonl", env, args.batch_size)
-    out: dict = {"startup_s": round(startup, 2)}
-    for label, batch in (("same_batch_size", args.batch_size), ("default_batch_size", None)):
-        if label == "default_batch_size" and args.batch_size == 16:
+    startups: dict = {}
+
+    def startup_s(threads: int | None) -> float:  # a one-line run at these threads
+        if threads not in startups:
+            startups[threads] = cli_run(args, one, tmp / "one.jsonl", env, args.batch_size,
+                                        threads)
+        return startups[threads]
+
+    out: dict = {"startup_s": round(startup_s(None), 2)}
+    runs = [("same_batch_size", args.batch_size, None), ("default_batch_size", None, None),
+            ("server_threads", args.batch_size, args.threads or None)]
+    for label, batch, threads in runs:
+        if (label == "default_batch_size" and args.batch_size == 16) \
+                or (label == "server_threads" and threads is None):
             continue
-        wall = cli_run(args, lines, tmp / f"{label}.jsonl", env, batch)
+        wall = cli_run(args, lines, tmp / f"{label}.jsonl", env, batch, threads)
+        startup = startup_s(threads)
         net = wall - startup
-        out[label] = {"batch_size": batch or 16, "wall_s": round(wall, 2),
+        out[label] = {"batch_size": batch or 16, "threads": threads or "default",
+                      "wall_s": round(wall, 2), "startup_s": round(startup, 2),
                       "docs_per_s": round(len(texts) / net, 2) if net > 0.05 * wall else None,
                       "docs_per_s_with_startup": round(len(texts) / wall, 2)}
     return out, (tmp / "same_batch_size.jsonl").read_bytes()
@@ -373,7 +391,7 @@ def run(args: argparse.Namespace) -> dict:
         "texts": {"source": args.texts or args.corpus, "distinct": len(texts_pool),
                   "mean_chars": round(sum(map(len, texts)) / len(texts), 1)},
         "server": {"batch_size": args.batch_size, "max_batch": args.max_batch,
-                   "max_wait_ms": args.max_wait_ms},
+                   "max_wait_ms": args.max_wait_ms, "threads": args.threads},
         "time_to_ready_s": round(ready_s, 2),
         "rss_mb_at_ready": round(rss_ready or 0, 1),
         "low_load": latency, "load": load,
@@ -382,6 +400,7 @@ def run(args: argparse.Namespace) -> dict:
         "cli": cli,
         "ratio_vs_cli_same_batch_size": ratio(same),
         "ratio_vs_cli_default": ratio(default),
+        "ratio_vs_cli_server_threads": ratio(cli.get("server_threads", {}).get("docs_per_s")),
         "identical_to_cli": differing == 0, "documents_differing_from_cli": differing,
         "machine": machine(), "load_average_before": load_before,
         "load_average_after": load_average(),
@@ -402,7 +421,7 @@ def markdown(result: dict) -> str:
         ("requests (clients)", f"{load['requests']} ({load['clients']})", ""),
         ("errors / lost", f"{load['errors']} / {load['lost']}", "0 / 0"),
         ("throughput, documents/s", f"{load['docs_per_s']}", ""),
-        ("`linker annotate`, same batch size, documents/s",
+        ("`linker annotate` (its default threads), same batch size, documents/s",
          f"{cli['same_batch_size']['docs_per_s']} (batch {cli['same_batch_size']['batch_size']})",
          ""),
         ("server / annotate (same batch size)", times(result["ratio_vs_cli_same_batch_size"]),
@@ -413,6 +432,12 @@ def markdown(result: dict) -> str:
                   f"{cli['default_batch_size']['docs_per_s']} (batch 16)", ""),
                  ("server / annotate (default)", times(result["ratio_vs_cli_default"]),
                   f"≥ {BOUNDS['ratio']}×")]
+    if "server_threads" in cli:
+        rows += [("`linker annotate` with the server's threads "
+                  f"({cli['server_threads']['threads']}), documents/s",
+                  f"{cli['server_threads']['docs_per_s']}", ""),
+                 ("server / annotate (same threads)",
+                  times(result["ratio_vs_cli_server_threads"]), "")]
     rows += [
         ("one sentence at low load, p50 / p95 / p99 ms",
          f"{low['latency_ms']['p50']} / {low['latency_ms']['p95']} / {low['latency_ms']['p99']}",
@@ -479,8 +504,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--latency-requests", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=1,
-                        help="chunks per encoder forward, server and command alike")
+    parser.add_argument("--batch-size", type=int, default=16,
+                        help="chunks per encoder forward, server and command alike (default: "
+                             "both commands' default)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="the server's --threads (0: one a core); linker annotate runs "
+                             "with torch's default and, when they differ, with these too")
     parser.add_argument("--max-batch", type=int, default=32)
     parser.add_argument("--max-wait-ms", type=float, default=10.0)
     parser.add_argument("--no-warm", dest="warm", action="store_false",

@@ -40,6 +40,9 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
               help="Seconds a client may take to send its request body (408 after).")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="Server processes, each with its own copy of the model (memory × N).")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Torch threads of the model (0: one a core). Small calls on a busy CPU "
+                   "are faster on one (docs/serving.md).")
 @click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
 @click.option("--types", default=None,
               help="Answer only mentions of these types, comma-separated (default: all).")
@@ -56,8 +59,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
                    "normalizer).")
 @click.option("--access-log", is_flag=True, help="Log every request on stderr.")
 def command(host: str, port: int, max_batch: int, max_wait_ms: float, max_request_bytes: int,
-            max_queue: int, read_timeout_s: float, workers: int, access_log: bool,
-            **options) -> None:
+            max_queue: int, read_timeout_s: float, workers: int, threads: int,
+            access_log: bool, **options) -> None:
     """Serve the linker over HTTP: POST /annotate, POST /normalize, GET /health, /ready,
     /info, and a page at / to paste text into."""
     import os
@@ -72,7 +75,8 @@ def command(host: str, port: int, max_batch: int, max_wait_ms: float, max_reques
         config = ServeConfig(host=host, port=port, max_batch=max_batch,
                              max_wait_ms=max_wait_ms, max_request_bytes=max_request_bytes,
                              max_queue=max_queue, read_timeout_s=read_timeout_s,
-                             workers=workers, settings=AnnotateSettings(**options))
+                             workers=workers, threads=threads or None,
+                             settings=AnnotateSettings(**options))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     if host not in LOOPBACK:

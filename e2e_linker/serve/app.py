@@ -81,12 +81,21 @@ def package_version() -> str:
         return "unknown"
 
 
-def load_linker(settings: AnnotateSettings) -> Any:
+def load_linker(settings: AnnotateSettings, threads: int | None = None) -> Any:
     """The linker ``linker annotate`` would load with these settings (a damaged model
-    directory is one line naming it)."""
+    directory is one line naming it), in the thread that will run it, with ``threads`` torch
+    threads (None: torch's default).
+
+    Why a thread count of its own: the server's calls are small (a few sentences), and on a
+    CPU whose cores are also busy (its clients, other jobs) the intra-op threads of such a
+    call spend more time waiting for each other than computing (eval/results/serve_load)."""
+    import torch
+
     from e2e_linker.api import Linker
     from e2e_linker.jobs.model_guard import loading_model
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     with loading_model(settings.model_dir):
         return Linker.load(settings=settings)
 
@@ -189,7 +198,8 @@ class ServiceInfo:
                                 "max_wait_ms": config.max_wait_ms,
                                 "max_request_bytes": config.max_request_bytes,
                                 "max_queue": config.max_queue,
-                                "read_timeout_s": config.read_timeout_s}}
+                                "read_timeout_s": config.read_timeout_s},
+                     "threads": config.threads}
         if batcher.state != READY:
             if batcher.error:
                 out["error"] = batcher.error
@@ -218,7 +228,8 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
                on_failed: Callable[[BaseException], None] | None = None) -> FastAPI:
     """The application: a :class:`Batcher` whose worker runs ``load`` (default: the linker
     ``config.settings`` name) when the server starts."""
-    batcher = Batcher(load or partial(load_linker, config.settings), config.max_batch,
+    batcher = Batcher(load or partial(load_linker, config.settings, config.threads),
+                      config.max_batch,
                       config.max_wait_ms / 1000, config.max_queue, on_ready, on_failed)
     info = ServiceInfo(config, batcher)
 

@@ -36,12 +36,16 @@ class ServeConfig:
     #: seconds a client may take to send its body (408 after)
     read_timeout_s: float = 60.0
     workers: int = 1
+    #: torch threads of the model thread (None: torch's default, one a core)
+    threads: int | None = 1
     settings: AnnotateSettings = field(default_factory=AnnotateSettings)
 
     def __post_init__(self) -> None:
         if self.max_batch < 1 or self.max_queue < 1 or self.max_request_bytes < 1:
             raise ValueError("--max-batch, --max-queue and --max-request-bytes must be at "
                              "least 1")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError("--threads must be at least 1")
         if self.max_wait_ms < 0 or self.read_timeout_s <= 0:
             raise ValueError("--max-wait-ms must be at least 0 and --read-timeout above 0")
 

@@ -82,6 +82,7 @@ def test_health_ready_info_and_the_openapi_schema(url, tiny):
     assert info["kb_concepts"] == 8 and info["types"] == ["Chemical", "Disease"]
     assert info["settings"]["batch_size"] == 16 and "cache_dir" not in info["settings"]
     assert info["limits"]["max_queue"] == 64
+    assert info["threads"] == 1  # the model thread's torch threads (ServeConfig's default)
     schema = httpx.get(f"{url}/openapi.json").json()
     assert {"/annotate", "/normalize", "/health", "/ready", "/info", "/"} <= set(schema["paths"])
     body = schema["paths"]["/annotate"]["post"]["requestBody"]["content"]
@@ -89,6 +90,27 @@ def test_health_ready_info_and_the_openapi_schema(url, tiny):
             "text/x-pubtator"} <= set(body)
     assert "texts" in body["application/json"]["schema"]["properties"]
     assert httpx.get(f"{url}/docs").status_code == 404  # its pages would load network scripts
+
+
+def test_the_model_thread_runs_with_the_configured_torch_threads(tiny):
+    import threading
+
+    import torch
+
+    from e2e_linker.serve.app import load_linker
+
+    settings, _, _ = tiny
+    seen = []
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            thread = threading.Thread(target=lambda n=threads: seen.append(
+                (load_linker(settings, n) is not None, torch.get_num_threads())))
+            thread.start()
+            thread.join(120)
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [(True, 1), (True, 2)]
 
 
 def test_annotate_gives_the_mention_records_of_linker_annotate(url):
