@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
             source = model_source(label, Path(tmp) / "model")
             directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
                          if args.split == "dev" else source)
-            annotator = load_annotator(AnnotateSettings(model_dir=str(directory)))
+            annotator = load_annotator(AnnotateSettings(
+                model_dir=str(directory) if directory else None))
         settings = ablation_settings(annotator, args.gate, args.propagation)
         for (step, _), row in zip(settings, setting_rows(annotator, gold,
                                                          [s for _, s in settings]), strict=True):
