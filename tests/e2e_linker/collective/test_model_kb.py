@@ -46,7 +46,7 @@ def test_load_model_kb_merges_the_mined_names(tmp_path):
     spec = f"tsv:{_kb_file(tmp_path)}"
     extra = KB([Concept("C1", "acetylsalicylic acid", [], "", "corpus")])
     directory, manifest = _model(tmp_path, spec, extra)
-    kb = load_model_kb(directory)
+    kb = load_model_kb(directory, cache_dir=tmp_path / "cache")
     assert kb.content_hash() == manifest["kb_hash"]
     assert "acetylsalicylic acid" in kb.get("C1").all_names()
     assert [c.id for c in kb] == ["C1", "C2", "D1"]
@@ -56,21 +56,21 @@ def test_a_changed_kb_is_refused_unless_given_explicitly(tmp_path):
     path = _kb_file(tmp_path)
     spec = f"tsv:{path}"
     directory, _ = _model(tmp_path, spec)
-    assert len(load_model_kb(directory)) == 3
+    assert len(load_model_kb(directory, cache_dir=tmp_path / "cache")) == 3
     _kb_file(tmp_path, ROWS + ["D2\tnausea"])  # the KB file changes after the model was built
     with pytest.raises(UserError, match="differs from the one the model was built with"):
-        load_model_kb(directory)
+        load_model_kb(directory, cache_dir=tmp_path / "cache")
     # --kb: the user asks for this KB, so no hash check
-    kb = load_model_kb(directory, spec)
+    kb = load_model_kb(directory, spec, tmp_path / "cache")
     assert len(kb) == 4 and kb.get("D2").name == "nausea"
 
 
 def test_a_model_without_a_kb_and_a_missing_kb_file_are_user_errors(tmp_path):
     (tmp_path / "model").mkdir()
     with pytest.raises(UserError, match="pass --kb"):
-        load_model_kb(tmp_path / "model")
+        load_model_kb(tmp_path / "model", cache_dir=tmp_path / "cache")
     with pytest.raises(UserError, match="absent.tsv"):
-        load_model_kb(tmp_path / "model", f"tsv:{tmp_path / 'absent.tsv'}")
+        load_model_kb(tmp_path / "model", f"tsv:{tmp_path / 'absent.tsv'}", tmp_path / "cache")
 
 
 def test_mined_names_take_the_datasets_types():

@@ -90,6 +90,8 @@ def test_without_the_default_kb_the_page_has_ids_only(tmp_path, monkeypatch):
         raise UserError("KB 'bc5cdr': shared data folder not found")
 
     monkeypatch.setattr("e2e_linker.collective.model_kb.assemble_kb", no_kb)
+    # an empty cache: a KB compiled by an earlier run would be read without building it
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
     (tmp_path / "pred.pubtator").write_text(PREDICTED)
     page = tmp_path / "p.html"
     result = CliRunner().invoke(main, ["view", str(tmp_path / "pred.pubtator"), "-o", str(page)])
