@@ -45,7 +45,8 @@ def test_the_load_test_runs_every_phase_on_the_tiny_model(tmp_path):
     assert same["docs_per_s_with_startup"] > 0
     assert (same["docs_per_s"] is None) == (result["ratio_vs_cli_same_batch_size"] is None)
     assert same["docs_per_s"] is None or result["ratio_vs_cli_same_batch_size"] > 0
-    assert result["cli"]["default_batch_size"]["batch_size"] == 16
+    # the server batches like annotate (16 by default): no separate default-batch-size run
+    assert same["batch_size"] == 16 and "default_batch_size" not in result["cli"]
     assert result["shutdown"]["seconds"] < 60
     assert json.loads((out / "results.json").read_text())["load"]["ok"] == 30
     table = (out / "results.md").read_text()
