@@ -35,7 +35,31 @@ def normalize_name(text: str) -> str:
     return _NON_ALNUM.sub(" ", text.lower()).strip()
 
 
-class NameDictionary:
+class KeyedLabels:
+    """Keys → rows of labels, each label with its type string: the storage the exact-name
+    dictionary and the compact-key index share, held in arrays so that the compiled KB stores
+    it and later starts map it instead of rebuilding it."""
+
+    keys: KeyTable
+    labels: StringTable
+    label_types: StringTable
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """The arrays the compiled KB stores, each named ``<prefix>.<part>``."""
+        return {**self.keys.arrays(f"{prefix}.keys"), **self.labels.arrays(f"{prefix}.labels"),
+                **self.label_types.arrays(f"{prefix}.types")}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str):
+        """The table :meth:`arrays` stored (read, not rebuilt), as an instance of ``cls``."""
+        table = cls.__new__(cls)
+        table.keys = KeyTable.from_arrays(arrays, f"{prefix}.keys")
+        table.labels = StringTable.from_arrays(arrays, f"{prefix}.labels")
+        table.label_types = StringTable.from_arrays(arrays, f"{prefix}.types")
+        return table
+
+
+class NameDictionary(KeyedLabels):
     """Normalised name → concept IDs (insertion order: the KB's order, corpus names first).
 
     Held in arrays (:class:`~e2e_linker.lexical.key_table.KeyTable` over the folded names, the
@@ -71,20 +95,6 @@ class NameDictionary:
             if typed:
                 return typed
         return found
-
-    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """The arrays the compiled KB stores, each named ``<prefix>.<part>``."""
-        return {**self.keys.arrays(f"{prefix}.keys"), **self.labels.arrays(f"{prefix}.labels"),
-                **self.label_types.arrays(f"{prefix}.types")}
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> NameDictionary:
-        """The dictionary :meth:`arrays` stored (read, not rebuilt)."""
-        names = cls.__new__(cls)
-        names.keys = KeyTable.from_arrays(arrays, f"{prefix}.keys")
-        names.labels = StringTable.from_arrays(arrays, f"{prefix}.labels")
-        names.label_types = StringTable.from_arrays(arrays, f"{prefix}.types")
-        return names
 
 
 def choose_concept(
@@ -126,7 +136,7 @@ def compact_key(text: str) -> str:
     return key
 
 
-class CompactKeyIndex:
+class CompactKeyIndex(KeyedLabels):
     """Compact key → labels over one or more pools of texts (with the pools' label types).
 
     Held in arrays like :class:`NameDictionary` (a label's types ``|``-joined), so the compiled
@@ -163,17 +173,3 @@ class CompactKeyIndex:
             return True
         types = self.label_types[row]
         return not types or type_ in types.split("|")
-
-    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
-        """The arrays the compiled KB stores, each named ``<prefix>.<part>``."""
-        return {**self.keys.arrays(f"{prefix}.keys"), **self.labels.arrays(f"{prefix}.labels"),
-                **self.label_types.arrays(f"{prefix}.types")}
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray], prefix: str) -> CompactKeyIndex:
-        """The index :meth:`arrays` stored (read, not rebuilt)."""
-        index = cls.__new__(cls)
-        index.keys = KeyTable.from_arrays(arrays, f"{prefix}.keys")
-        index.labels = StringTable.from_arrays(arrays, f"{prefix}.labels")
-        index.label_types = StringTable.from_arrays(arrays, f"{prefix}.types")
-        return index
