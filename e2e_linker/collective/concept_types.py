@@ -44,7 +44,7 @@ class ConceptTypeRules:
 
         ``kb`` answers ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: no
         KB at hand, nothing changes); a span takes its concept's type only when exactly one
-        of the concept's types is one the model predicts.
+        of the concept's types is one the model predicts, a gene product counting as Gene too.
         """
         out = list(annotations)
         if kb is None:
@@ -56,7 +56,10 @@ class ConceptTypeRules:
             if concept is None:
                 continue
             if self.type_from_concept:
-                kinds = [t for t in concept.type.split("|") if t in model_types]
+                # a gene product is a gene's product too: a model's Gene span linked to one
+                # keeps its type (MeSH types these concepts Chemical only)
+                types = concept.type.split("|") + (["Gene"] if concept.gene_product else [])
+                kinds = [t for t in types if t in model_types]
                 if ann.type not in kinds and len(kinds) == 1:
                     ann.type = kinds[0]
             if self.gene_products == "drop" and ann.type == "Chemical" \

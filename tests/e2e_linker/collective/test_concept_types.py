@@ -54,3 +54,16 @@ def test_rules_off_or_no_kb_change_nothing(kb):
     assert ConceptTypeRules().apply(anns, None, TYPES) == anns
     with pytest.raises(ValueError, match="gene_products"):
         ConceptTypeRules(gene_products="retype")
+
+
+def test_a_gene_span_linked_to_a_gene_product_stays_a_gene(kb):
+    """A model that predicts genes: "transgelin" typed Gene and linked to MeSH's transgelin
+    (a Chemical that is a gene product) keeps Gene and is not dropped; typed Chemical it is
+    dropped as before; a Gene span linked to a plain chemical takes Chemical."""
+    types = ("Chemical", "Disease", "Gene")
+    out = ConceptTypeRules().apply([linked("transgelin", "Gene", "C051615"),
+                                    linked("transgelin", "Chemical", "C051615"),
+                                    linked("famotidine", "Gene", "D015738")], kb, types)
+    assert out[0] is not None and out[0].type == "Gene"
+    assert out[1] is None
+    assert out[2].type == "Chemical"
