@@ -8,6 +8,7 @@ import pytest
 from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.concept_search import ConceptSearcher
 from e2e_linker.kb_search.label_index import LabeledTexts
+from tests.helpers.damage import poke
 
 
 def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
@@ -150,17 +151,6 @@ def test_packed_rows_apply_only_where_a_packed_index_fits(tiny_encoder, tmp_path
 
 # ---- integrity: every file is checked, a damaged one is named and made again --------------------
 
-def _poke(path, offset: int, data: bytes) -> None:
-    """Overwrite bytes in place (same size), as a stray write or a failing disk would."""
-    import os
-
-    with open(path, "r+b") as handle:
-        handle.seek(offset)
-        handle.write(data)
-    stat = os.stat(path)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-
-
 def test_every_file_of_a_new_cache_carries_its_record(tiny_encoder, tmp_path):
     from e2e_linker.kb_search.cache import VectorStore, verify_cache
 
@@ -182,7 +172,7 @@ def test_a_damaged_list_is_discarded_and_made_again_to_the_same_bytes(tiny_encod
     store.matrix(TEXTS)
     path = store.list_path(TEXTS)
     reference = path.read_bytes()
-    _poke(path, len(reference) - 64, bytes(64))  # the last row zeroed, same size
+    poke(path, len(reference) - 64, bytes(64))  # the last row zeroed, same size
     got = VectorStore(tmp_path, tiny_encoder, unit=unit, progress=False).matrix(TEXTS)
     assert f"KB cache: {path} is damaged (1 of 1 blocks do not match their checksums); " \
            "discarded; its vectors are made again" in capsys.readouterr().err
@@ -199,7 +189,7 @@ def test_a_damaged_block_of_the_name_table_drops_its_names_only(tiny_encoder, tm
     cache.vectors_for(names, progress=False)
     known, stored = cache.load()
     stored = np.array(stored)  # a copy: the map would show the damage
-    _poke(cache.vectors_path, 128 + 2 * 64, b"\x01\x02")  # block 1: rows 2 and 3
+    poke(cache.vectors_path, 128 + 2 * 64, b"\x01\x02")  # block 1: rows 2 and 3
     encoded: list[str] = []
     encode = tiny_encoder.encode
 
@@ -221,7 +211,7 @@ def test_a_damaged_names_file_drops_the_table(tiny_encoder, tmp_path, capsys):
 
     cache = VectorStore(tmp_path, tiny_encoder)
     cache.vectors_for(TEXTS, progress=False)
-    _poke(cache.names_path, 2, b"\xff")
+    poke(cache.names_path, 2, b"\xff")
     assert cache.load() == ([], None)
     assert f"KB cache: {cache.names_path} is damaged (1 of 1 blocks do not match their " \
            "checksums); the name table is discarded" in capsys.readouterr().err

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import random
 
 import numpy as np
@@ -29,19 +28,13 @@ from e2e_linker.kb_search.integrity import (
     save_array,
     save_lines,
 )
+from tests.helpers.damage import poke
 
 
 def _matrix(rows: int = 3000, dim: int = 48, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((rows, dim)).astype(np.float16)
 
 
-def _poke(path, offset: int, data: bytes) -> None:
-    """Overwrite bytes in place (size unchanged), as a failing disk or a stray write would."""
-    with open(path, "r+b") as handle:
-        handle.seek(offset)
-        handle.write(data)
-    stat = os.stat(path)
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
 
 
 def test_a_sealed_file_is_the_bytes_np_save_writes(tmp_path):
@@ -65,7 +58,7 @@ def test_size_header_and_every_block_are_checked(tmp_path):
         handle.truncate(path.stat().st_size - 1)
     assert check_file(path).why == "288,127 bytes where its header needs 288,128 (cut short)"
     save_array(path, _matrix())
-    _poke(path, path.stat().st_size - 10, b"\x00\x01")
+    poke(path, path.stat().st_size - 10, b"\x00\x01")
     verdict = check_file(path)
     assert verdict.state == DAMAGED and verdict.bad_blocks == (0,)
     assert verdict.why == "1 of 1 blocks do not match their checksums"
@@ -80,7 +73,7 @@ def test_a_large_file_is_sampled_on_load_and_checked_whole_on_demand(tmp_path, m
     values = _matrix(4000, 32)  # 256,000 bytes of rows: 63 blocks of 4,096 bytes
     save_array(path, values)
     layout = npy_layout(path)
-    _poke(path, layout.offset + 30 * 4096 + 7, b"\xff")  # one block in the middle
+    poke(path, layout.offset + 30 * 4096 + 7, b"\xff")  # one block in the middle
     sampled = check_file(path, rng=random.Random(1))
     assert sampled.state in (OK, DAMAGED) and sampled.checked == integrity.SAMPLE_BLOCKS + 2
     whole = check_file(path, full=True)
@@ -88,7 +81,7 @@ def test_a_large_file_is_sampled_on_load_and_checked_whole_on_demand(tmp_path, m
     assert whole.block_rows == 4096 // 64
     found = {check_file(path, rng=random.Random(seed)).state for seed in range(60)}
     assert DAMAGED in found  # random samples find it within a few loads
-    _poke(path, layout.offset, bytes(256_000))  # the whole file zeroed: found at once
+    poke(path, layout.offset, bytes(256_000))  # the whole file zeroed: found at once
     assert check_file(path, rng=random.Random(0)).state == DAMAGED
 
 
@@ -129,7 +122,7 @@ def test_text_files_are_sealed_too(tmp_path):
     path = tmp_path / "names.jsonl"
     save_lines(path, [json.dumps(f"name {i}") + "\n" for i in range(100)])
     assert check_file(path, npy=False, full=True).state == OK
-    _poke(path, 3, b"X")
+    poke(path, 3, b"X")
     assert check_file(path, npy=False, full=True).state == DAMAGED
 
 
