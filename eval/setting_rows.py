@@ -129,11 +129,11 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
              max_docs: int | None = None, ncbi: bool = True, biored: bool = False
              ) -> SweepRows:
     """:func:`setting_rows` on BC5CDR dev with the model's mined names rebuilt from
-    ``kb_names_from`` (the shipped KB also holds dev's names; empty: the model's own KB), then — with ``ncbi`` — on NCBI
-    disease dev with the model's own KB, Disease only, IDs through MEDIC (a corpus the model
-    was not trained on), and — with ``biored`` — on BioRED dev, Chemical + Disease as
-    :mod:`eval.ood_dev` scores it (the out-of-domain dev set of issue 29). The loading every
-    dev sweep shares."""
+    ``kb_names_from`` (the shipped KB also holds dev's names; empty: the model's own KB), then
+    — with ``ncbi`` — on NCBI disease dev with the model's own KB, Disease only, IDs through
+    MEDIC (a corpus the model was not trained on), and — with ``biored`` — on BioRED dev,
+    Chemical + Disease as :mod:`eval.ood_dev` scores it (the out-of-domain dev set). The
+    loading every dev sweep shares."""
     from data_tools.registry import load_corpus, load_kb
     from e2e_linker.collective.loading import load_annotator
     from e2e_linker.collective.settings import AnnotateSettings
@@ -148,10 +148,10 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
         annotator = load_annotator(AnnotateSettings(model_dir=model))
     out = SweepRows(setting_rows(annotator, bc5cdr, settings), bc5cdr_documents=len(bc5cdr),
                     annotator=annotator)
+    if (ncbi or biored) and kb_names_from:  # the other corpora link against the model's KB
+        out.annotator = load_annotator(AnnotateSettings(model_dir=model))
     if ncbi:
         docs = load_corpus("ncbi_disease:dev", max_docs)
-        if kb_names_from:
-            out.annotator = load_annotator(AnnotateSettings(model_dir=model))
         out.ncbi_dev = setting_rows(out.annotator, docs, settings, ("Disease",),
                                     load_kb("medic").resolve)
         out.ncbi_documents = len(docs)
@@ -160,8 +160,6 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
 
         types = CORPUS_TYPES["biored:dev"]
         docs = only_types(gold_of("biored:dev", max_docs), types)
-        if kb_names_from and not ncbi:
-            out.annotator = load_annotator(AnnotateSettings(model_dir=model))
         out.biored_dev = setting_rows(out.annotator, docs, settings, types,
                                       load_kb("bc5cdr").resolve)
         out.biored_documents = len(docs)
