@@ -20,6 +20,10 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 
 POOLINGS = ("cls", "mean")
 
+#: set to ``1`` to load every encoder and tokenizer through transformers, as before the
+#: plain-torch BERT path (:mod:`e2e_linker.encoder.bert`): for comparisons and as an escape hatch
+TRANSFORMERS_ENV = "E2E_LINKER_TRANSFORMERS"
+
 
 def resolve_encoder_path(name_or_path: str | os.PathLike | None) -> str:
     """Map ``None``/``"all-MiniLM-L6-v2"`` to the packaged model folder; pass others through.
@@ -44,11 +48,19 @@ def _offline() -> None:
 
 
 def load_tokenizer(name_or_path: str | os.PathLike | None):
-    """A *fast* tokenizer (offset mappings are needed for exact character spans)."""
+    """A *fast* tokenizer (offset mappings are needed for exact character spans): a BERT
+    folder's through :mod:`e2e_linker.encoder.wordpiece` (no transformers import), any other
+    through transformers."""
+    from e2e_linker.encoder.wordpiece import load_wordpiece
+
+    path = resolve_encoder_path(name_or_path)
+    if os.environ.get(TRANSFORMERS_ENV) != "1" and Path(path).is_dir():
+        tokenizer = load_wordpiece(path)
+        if tokenizer is not None:
+            return tokenizer
     _offline()
     from transformers import AutoTokenizer
 
-    path = resolve_encoder_path(name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True)
     if not tokenizer.is_fast:
         raise ValueError(f"{path}: a fast tokenizer is required for character offsets")
@@ -67,6 +79,24 @@ def _check_no_pickle(path: str) -> None:
             f"{path}: only pickle weights found ({', '.join(sorted(pickles))}); "
             "convert them to model.safetensors — pickle checkpoints are refused"
         )
+
+
+def load_backbone(path: str, weights: bool = True) -> nn.Module:
+    """The transformer of a model folder or name: a BERT folder as the plain-torch
+    :class:`~e2e_linker.encoder.bert.BertModel` (bit-identical, seconds faster to import), any
+    other model through transformers' ``AutoModel``; ``weights=False``: random weights."""
+    from e2e_linker.encoder.bert import load_bert
+
+    if os.environ.get(TRANSFORMERS_ENV) != "1" and Path(path).is_dir():
+        model = load_bert(path, weights=weights)
+        if model is not None:
+            return model
+    _offline()
+    from transformers import AutoConfig, AutoModel
+
+    if weights:
+        return AutoModel.from_pretrained(path, use_safetensors=True)
+    return AutoModel.from_config(AutoConfig.from_pretrained(path))
 
 
 class TextEncoder(nn.Module):
@@ -96,24 +126,17 @@ class TextEncoder(nn.Module):
         """Load a Hugging Face folder or a known name (``all-MiniLM-L6-v2``: the packaged copy),
         offline and from safetensors only; ``pooling`` and ``max_length`` say how texts become
         vectors."""
-        _offline()
-        from transformers import AutoModel
-
         path = resolve_encoder_path(name_or_path)
         _check_no_pickle(path)
-        model = AutoModel.from_pretrained(path, use_safetensors=True)
+        model = load_backbone(path, weights=True)
         return cls(model, load_tokenizer(path), pooling=pooling, max_length=max_length)
 
     @classmethod
     def from_config(cls, name_or_path: str | os.PathLike, pooling: str = "cls",
                     max_length: int = 32) -> TextEncoder:
         """Same architecture and tokenizer, random weights (weights are loaded afterwards)."""
-        _offline()
-        from transformers import AutoConfig, AutoModel
-
         path = resolve_encoder_path(name_or_path)
-        config = AutoConfig.from_pretrained(path)
-        model = AutoModel.from_config(config)
+        model = load_backbone(path, weights=False)
         return cls(model, load_tokenizer(path), pooling=pooling, max_length=max_length)
 
     @property
