@@ -18,7 +18,10 @@ row, scored as ``linker score`` scores):
    model's ``propagation_threshold``) — ``eval.mention_propagation`` sweeps 4 and 5;
 6. + the concept-type rules (a span takes its concept's type; a Chemical linked to a MeSH
    gene product is dropped: :mod:`e2e_linker.collective.concept_types`) — ``eval.setting_sweep
-   --biored`` sweeps them on the out-of-domain dev table.
+   --biored`` sweeps them on the out-of-domain dev table;
+7. + the short-form rules (a short form the document defines as something its concept's names
+   do not share a word with is dropped: :mod:`e2e_linker.collective.short_form_rules`) —
+   swept the same way.
 
 On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
 also holds dev's names, which makes every dev span look named). On test the models link
@@ -48,6 +51,7 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
     if propagation is not None:  # neither given nor set in the model: no row
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
     steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
+    steps.append(("+ short-form rules", {"redefined_short_forms": "drop"}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change

@@ -127,10 +127,13 @@ class Annotator:
              ) -> list[Annotation | None]:
         """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`),
         each span's type then settled against its concept's
-        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`)."""
+        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`) and short forms the
+        document does not support dropped
+        (:class:`~e2e_linker.collective.short_form_rules.ShortFormRules`)."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
         linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
-        return self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
+        linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
+        return self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

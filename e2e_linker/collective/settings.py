@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from e2e_linker.collective.concept_types import ConceptTypeRules
+from e2e_linker.collective.short_form_rules import ShortFormRules
 from e2e_linker.collective.span_selection import SelectionRules
 from e2e_linker.errors import UserError
 
@@ -69,6 +70,13 @@ class AnnotateSettings:
     #: :mod:`e2e_linker.collective.concept_types`
     type_from_concept: bool = True
     gene_products: str = "drop"
+    #: a short form the document defines, linked by its letters to a concept none of whose
+    #: names shares a word with the long form, is dropped ("keep": kept); an all-capital span
+    #: of at most ``undefined_short_max`` characters (0: off) that the document does not
+    #: define, linked by an exact name, is dropped —
+    #: :mod:`e2e_linker.collective.short_form_rules`
+    redefined_short_forms: str = "drop"
+    undefined_short_max: int = 0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -76,6 +84,10 @@ class AnnotateSettings:
         if self.linking not in LINKINGS:  # before minutes of loading, not after
             raise ValueError(f"linking must be one of {LINKINGS}, not {self.linking!r}")
         self.type_rules()  # a bad gene_products fails here, before minutes of loading
+        if self.undefined_short_max != int(self.undefined_short_max):
+            raise ValueError("undefined_short_max must be a whole number")
+        object.__setattr__(self, "undefined_short_max", int(self.undefined_short_max))
+        self.short_form_rules()  # a bad redefined_short_forms fails here too
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
@@ -97,6 +109,10 @@ class AnnotateSettings:
     def type_rules(self) -> ConceptTypeRules:
         """The type rules these settings ask for."""
         return ConceptTypeRules(self.type_from_concept, self.gene_products)
+
+    def short_form_rules(self) -> ShortFormRules:
+        """The short-form rules these settings ask for."""
+        return ShortFormRules(self.redefined_short_forms, self.undefined_short_max)
 
     def selection_rules(self, keep: float | None = None) -> SelectionRules:
         """The selection these settings ask for, with ``keep`` (default: the threshold)."""

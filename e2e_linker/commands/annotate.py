@@ -33,6 +33,7 @@ import click
 
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
+from e2e_linker.collective.short_form_rules import REDEFINED_CHOICES
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
@@ -100,6 +101,15 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               show_default=True,
               help="A Chemical linked to a protein or enzyme that MeSH files as a chemical: "
                    "drop it (other groups annotate these as genes) or keep it.")
+@click.option("--redefined-short-forms", type=click.Choice(REDEFINED_CHOICES), default="drop",
+              show_default=True,
+              help="A short form the document defines, linked by its letters (not through its "
+                   "long form) to a concept none of whose names shares a word with the long "
+                   "form (\"OB\" defined as otilonium bromide, linked to Obesity): drop it or "
+                   "keep it.")
+@click.option("--undefined-short-max", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Drop all-capital spans of at most this many characters that the document "
+                   "does not define and only an exact KB name links (\"DM\"); 0: off.")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "

@@ -1,0 +1,91 @@
+"""After linking: short forms whose link the document does not support.
+
+Why: a short form means what its document says it means. Two kinds of span were linked by
+their letters alone and were wrong on every dev corpus (eval/results/short_form_rules):
+
+* a short form the document *defines* ("otilonium bromide (OB)", "hormone therapy (HT)")
+  whose long form was neither detected nor a KB name, so short-form linking
+  (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link_short_forms`) left it alone and
+  the exact-name sieve or dense search linked the letters to the KB's usual meaning: "OB"
+  to Obesity, "HT" to Hashimoto disease, "SN" (substantia nigra) to a chemical. Such a span is
+  dropped when none of its concept's names shares a word with the long form
+  (``redefined="drop"``): "CRC" defined as "colorectal adenocarcinoma" and linked to
+  Colorectal Neoplasms stays;
+* a short all-capital span the document does not define ("DM", "TD"), linked by the
+  exact-name sieve: two letters name many things. ``undefined_max`` (0: off) drops those of at
+  most that many characters; it lost on BC5CDR dev ("NO", "EE", "K" are chemicals there) and is
+  off by default.
+
+Spans linked through their long form (``link_method`` "abbreviation") or by the text linker
+(which expands short forms itself) are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from data_tools.documents import Annotation
+from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
+
+#: what happens to a defined short form linked by its letters to a concept its long form
+#: does not name
+REDEFINED_CHOICES = ("drop", "keep")
+#: link methods that already read the long form
+THROUGH_LONG_FORM = ("abbreviation", "text")
+#: words too common to make a long form and a concept name agree
+FUNCTION_WORDS = frozenset({"the", "and", "for", "with", "from", "into", "not", "non"})
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased alphanumeric words of at least three characters, function words left out."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower())
+            if len(w) >= 3 and w not in FUNCTION_WORDS}
+
+
+def agrees(long_form: str, names: Sequence[str]) -> bool:
+    """Whether a long form and one of a concept's names share a content word."""
+    words = content_words(long_form)
+    return any(words & content_words(name) for name in names)
+
+
+@dataclass(frozen=True)
+class ShortFormRules:
+    """The two rules above, as ``linker annotate`` sets them."""
+
+    redefined: str = "drop"
+    undefined_max: int = 0
+
+    def __post_init__(self) -> None:
+        if self.redefined not in REDEFINED_CHOICES:
+            raise ValueError(f"redefined_short_forms must be one of {REDEFINED_CHOICES}, "
+                             f"not {self.redefined!r}")
+        if self.undefined_max < 0:
+            raise ValueError("undefined_short_max must be at least 0")
+
+    def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
+              abbreviations: Sequence[DocumentAbbreviations], kb
+              ) -> list[Annotation | None]:
+        """``annotations`` (one per span) with the rules applied (None: a span dropped).
+
+        ``abbreviations``: each document's scan, by the spans' ``doc_index``; ``kb`` answers
+        ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: no KB at hand, the
+        redefined rule changes nothing).
+        """
+        out = list(annotations)
+        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
+            if ann is None or ann.infons.get("link_method") in THROUGH_LONG_FORM:
+                continue
+            abbr = abbreviations[span.doc_index].definitions.get(ann.text)
+            if abbr is None:
+                if (self.undefined_max and len(ann.text) <= self.undefined_max
+                        and ann.text.isupper() and ann.infons.get("link_method") == "exact"):
+                    out[k] = None
+                continue
+            if self.redefined == "drop" and kb is not None and ann.concept_ids:
+                concept = kb.get(ann.concept_ids[0])
+                if concept is not None and not agrees(abbr.long, concept.all_names()):
+                    out[k] = None
+        return out
