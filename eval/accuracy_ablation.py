@@ -21,7 +21,9 @@ row, scored as ``linker score`` scores):
    --biored`` sweeps them on the out-of-domain dev table;
 7. + the short-form rules (a short form the document defines as something its concept's names
    do not share a word with is dropped: :mod:`e2e_linker.collective.short_form_rules`) —
-   swept the same way.
+   swept the same way;
+8. + a Chemical named as a sequence residue ("arginine residue") dropped:
+   :mod:`e2e_linker.collective.sequence_context`.
 
 On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
 also holds dev's names, which makes every dev span look named). On test the models link
@@ -52,6 +54,7 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
     steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
     steps.append(("+ short-form rules", {"redefined_short_forms": "drop"}))
+    steps.append(("+ sequence residues dropped", {"sequence_residues": "drop"}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change

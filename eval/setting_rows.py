@@ -20,11 +20,12 @@ from e2e_linker.collective.annotator import attach_annotations
 MODES = ("strict", "partial", "mentions")
 #: the steps issues 17 and 29 added, all off: annotate's selection and linking as they were
 #: before (exact-name sieve and dense search, no gate, no document-level steps, the type
-#: head's type kept whatever the concept, every short form kept)
+#: head's type kept whatever the concept, every short form and residue kept)
 STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "propagation_threshold": None, "dictionary_threshold": None,
              "type_from_concept": False, "gene_products": "keep",
-             "redefined_short_forms": "keep", "undefined_short_max": 0}
+             "redefined_short_forms": "keep", "undefined_short_max": 0,
+             "sequence_residues": "keep"}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's
 #: attributes: a SieveStack or None, a text linker or None); every other key is an
 #: AnnotateSettings field

@@ -1,5 +1,5 @@
 """A grid of annotate's settings on dev: γ, the lexical gate, short forms, propagation, KB
-dictionary matches, the concept-type rules, the short-form rules.
+dictionary matches, the concept-type, short-form and sequence-residue rules.
 
     python -m eval.setting_sweep --set threshold=0.4,0.5,0.6 --set lexical_gate=0.95,0.98
                                  [--model DIR] [--ncbi] [--biored]
@@ -29,7 +29,7 @@ from eval.setting_rows import current, dev_rows, rows_table
 RESULTS = Path(__file__).parent / "results" / "setting_sweep"
 SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold",
             "dictionary_threshold", "type_from_concept", "gene_products",
-            "redefined_short_forms", "undefined_short_max")
+            "redefined_short_forms", "undefined_short_max", "sequence_residues")
 
 
 def parse_value(text: str):

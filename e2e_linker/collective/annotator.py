@@ -127,13 +127,16 @@ class Annotator:
              ) -> list[Annotation | None]:
         """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`),
         each span's type then settled against its concept's
-        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`) and short forms the
-        document does not support dropped
-        (:class:`~e2e_linker.collective.short_form_rules.ShortFormRules`)."""
+        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`), then short forms the
+        document does not support
+        (:class:`~e2e_linker.collective.short_form_rules.ShortFormRules`) and chemicals named
+        as sequence residues
+        (:class:`~e2e_linker.collective.sequence_context.SequenceContextRule`) dropped."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
         linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
         linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
-        return self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
+        linked = self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
+        return self.settings.sequence_rule().apply(linked, spans, docs)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from e2e_linker.collective.concept_types import ConceptTypeRules
+from e2e_linker.collective.sequence_context import SequenceContextRule
 from e2e_linker.collective.short_form_rules import ShortFormRules
 from e2e_linker.collective.span_selection import SelectionRules
 from e2e_linker.errors import UserError
@@ -77,6 +78,10 @@ class AnnotateSettings:
     #: :mod:`e2e_linker.collective.short_form_rules`
     redefined_short_forms: str = "drop"
     undefined_short_max: int = 0
+    #: a Chemical named as a residue or base of a sequence ("arginine residue", "tryptophan to
+    #: arginine substitution") is dropped ("keep": kept) —
+    #: :mod:`e2e_linker.collective.sequence_context`
+    sequence_residues: str = "drop"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -88,6 +93,7 @@ class AnnotateSettings:
             raise ValueError("undefined_short_max must be a whole number")
         object.__setattr__(self, "undefined_short_max", int(self.undefined_short_max))
         self.short_form_rules()  # a bad redefined_short_forms fails here too
+        self.sequence_rule()
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
@@ -113,6 +119,10 @@ class AnnotateSettings:
     def short_form_rules(self) -> ShortFormRules:
         """The short-form rules these settings ask for."""
         return ShortFormRules(self.redefined_short_forms, self.undefined_short_max)
+
+    def sequence_rule(self) -> SequenceContextRule:
+        """The sequence-residue rule these settings ask for."""
+        return SequenceContextRule(self.sequence_residues)
 
     def selection_rules(self, keep: float | None = None) -> SelectionRules:
         """The selection these settings ask for, with ``keep`` (default: the threshold)."""

@@ -32,6 +32,7 @@ from pathlib import Path
 import click
 
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
+from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
 from e2e_linker.collective.short_form_rules import REDEFINED_CHOICES
 from e2e_linker.encoder.precision import PRECISIONS
@@ -110,6 +111,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--undefined-short-max", type=click.IntRange(min=0), default=0, show_default=True,
               help="Drop all-capital spans of at most this many characters that the document "
                    "does not define and only an exact KB name links (\"DM\"); 0: off.")
+@click.option("--sequence-residues", type=click.Choice(RESIDUE_CHOICES), default="drop",
+              show_default=True,
+              help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "
+                   "\"tryptophan to arginine substitution\", \"nucleotide polymorphism\"): "
+                   "drop it (part of a sequence variant) or keep it.")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "

@@ -28,3 +28,11 @@ def test_words_stay_words_for_the_type_rule_axes():
     grid = parse_grid(["gene_products=drop,keep", "type_from_concept=false"])
     assert grid == [{"gene_products": "drop", "type_from_concept": False},
                     {"gene_products": "keep", "type_from_concept": False}]
+
+
+def test_the_short_form_and_residue_rule_axes_are_settable():
+    grid = parse_grid(["redefined_short_forms=drop,keep", "undefined_short_max=0,2",
+                       "sequence_residues=keep"])
+    assert [(g["redefined_short_forms"], g["undefined_short_max"]) for g in grid] == [
+        ("drop", 0.0), ("drop", 2.0), ("keep", 0.0), ("keep", 2.0)]
+    assert {g["sequence_residues"] for g in grid} == {"keep"}

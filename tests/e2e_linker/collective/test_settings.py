@@ -6,6 +6,7 @@ import pytest
 
 from e2e_linker.collective.model import LinkerConfig
 from e2e_linker.collective.settings import AnnotateSettings
+from e2e_linker.collective.short_form_rules import ShortFormRules
 from e2e_linker.errors import UserError
 
 
@@ -26,6 +27,12 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(mode="fast")
     with pytest.raises(ValueError, match="gene_products"):
         AnnotateSettings(gene_products="retype")
+    with pytest.raises(ValueError, match="redefined_short_forms"):
+        AnnotateSettings(redefined_short_forms="retype")
+    with pytest.raises(ValueError, match="whole number"):
+        AnnotateSettings(undefined_short_max=2.5)
+    with pytest.raises(ValueError, match="sequence_residues"):
+        AnnotateSettings(sequence_residues="retype")
     with pytest.raises(UserError, match="Gene"):
         AnnotateSettings(types=("Gene",)).for_model(LinkerConfig(types=["Chemical"]))
 
@@ -36,3 +43,12 @@ def test_selection_rules_carry_the_settings():
     assert (rules.keep, rules.lexical_gate, rules.short_forms,
             rules.propagation_threshold) == (0.4, 0.9, True, 0.2)
     assert AnnotateSettings(threshold=0.4).selection_rules(0.7).keep == 0.7
+
+
+def test_short_form_rules_carry_the_settings():
+    """The sweep's ``undefined_short_max=2`` arrives as 2.0 and is held as 2."""
+    settings = AnnotateSettings(redefined_short_forms="keep", undefined_short_max=2.0)
+    assert settings.undefined_short_max == 2 and isinstance(settings.undefined_short_max, int)
+    assert settings.short_form_rules() == ShortFormRules("keep", 2)
+    assert AnnotateSettings().short_form_rules() == ShortFormRules("drop", 0)
+    assert AnnotateSettings(sequence_residues="keep").sequence_rule().residues == "keep"

@@ -1,0 +1,70 @@
+"""After linking: a chemical's name used for a residue or a base of a sequence.
+
+Why: amino acids and nucleotides are chemicals, but in "an arginine residue at position 150",
+"a tryptophan to arginine substitution", "the tyrosine codon", "an amino acid substitution" or
+"a single nucleotide polymorphism" the name denotes a position in a protein or DNA sequence:
+part of a sequence variant, which curation guidelines annotate as a variant or not at all,
+never as the chemical. On BioRED dev every one of these Chemical spans was a false positive,
+and BC5CDR dev has none (eval/results/post_link_rules). A Chemical followed by a sequence word
+("residue", "codon", "substitution", "polymorphism", "position", "mutation", "variant",
+"sequence"; a three-letter code in brackets may come between), or by "to <name>
+substitution" (change, replacement, mutation), is dropped (``residues="drop"``) or kept
+(``"keep"``). The words are read from the text after the span, not from the span.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from data_tools.documents import Annotation, Document
+from e2e_linker.collective.span_selection import SpanPrediction
+
+#: what happens to a Chemical named as a sequence residue
+RESIDUE_CHOICES = ("drop", "keep")
+#: characters after a span that the patterns read
+LOOK_AHEAD = 60
+#: "arginine residue", "tyrosine (Tyr) codon", "amino acid substitutions", "nucleotide
+#: polymorphism"
+SEQUENCE_WORD = re.compile(r"[\s-]*(?:\(\w{3}\)\s*)?(?:residues?|codons?|substitutions?"
+                           r"|polymorphisms?|positions?|mutations?|variants?|sequences?)\b",
+                           re.IGNORECASE)
+#: "tryptophan to arginine substitution", "thymidine to cytosine mutation"
+EXCHANGE = re.compile(r"\s+(?:to|by|for|into|with)\s+(?:an?\s+)?[A-Za-z]+\s+"
+                      r"(?:substitution|change|replacement|mutation)", re.IGNORECASE)
+
+
+def names_a_residue(following: str) -> bool:
+    """Whether the text right after a chemical's name makes it a residue or base of a
+    sequence."""
+    return bool(SEQUENCE_WORD.match(following) or EXCHANGE.match(following))
+
+
+@dataclass(frozen=True)
+class SequenceContextRule:
+    """The rule above, as ``linker annotate`` sets it."""
+
+    residues: str = "drop"
+
+    def __post_init__(self) -> None:
+        if self.residues not in RESIDUE_CHOICES:
+            raise ValueError(f"sequence_residues must be one of {RESIDUE_CHOICES}, "
+                             f"not {self.residues!r}")
+
+    def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
+              docs: Sequence[Document]) -> list[Annotation | None]:
+        """``annotations`` (one per span; None: a span dropped) with the rule applied."""
+        out = list(annotations)
+        if self.residues == "keep":
+            return out
+        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
+            if ann is None or ann.type != "Chemical":
+                continue
+            passage = docs[span.doc_index].passage_at(ann.start)
+            if passage is None:
+                continue
+            at = ann.end - passage.offset
+            if names_a_residue(passage.text[at:at + LOOK_AHEAD]):
+                out[k] = None
+        return out

@@ -1,0 +1,74 @@
+"""ShortFormRules: short forms whose link the document does not support."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from data_tools.documents import Annotation
+from data_tools.kb import KB, Concept
+from e2e_linker.collective.short_form_rules import ShortFormRules, agrees
+from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
+
+TEXT = ("Otilonium bromide (OB) was compared with placebo. OB was well tolerated. "
+        "Colorectal adenocarcinoma (CRC) cells grew. DM patients and CRC.")
+
+
+@pytest.fixture()
+def kb() -> KB:
+    return KB([Concept("D009765", "Obesity", ["OB"], "Disease"),
+               Concept("D015179", "Colorectal Neoplasms", ["CRC"], "Disease"),
+               Concept("D003920", "Diabetes Mellitus", ["DM"], "Disease")])
+
+
+def linked(text: str, cid: str, method: str = "exact") -> tuple[Annotation, SpanPrediction]:
+    start = TEXT.index(text)
+    ann = Annotation(start, start + len(text), text, "Disease", [cid],
+                     infons={"link_method": method})
+    return ann, SpanPrediction(0, ann.start, ann.end, 0.9, "Disease", np.zeros(2))
+
+
+def run(rules: ShortFormRules, pairs, kb) -> list[Annotation | None]:
+    anns, spans = zip(*pairs, strict=True)
+    return rules.apply(list(anns), list(spans), [DocumentAbbreviations.scan(TEXT)], kb)
+
+
+def test_a_short_form_defined_as_something_else_is_dropped(kb):
+    """"OB" is defined as otilonium bromide: linked by its letters to Obesity it goes; "CRC"
+    linked to Colorectal Neoplasms agrees with "colorectal adenocarcinoma" and stays."""
+    out = run(ShortFormRules(), [linked("OB", "D009765"), linked("CRC", "D015179"),
+                                 linked("OB", "D009765", "dense")], kb)
+    assert out[0] is None and out[2] is None
+    assert out[1] is not None and out[1].concept_ids == ["D015179"]
+
+
+def test_links_through_the_long_form_and_kept_rules_change_nothing(kb):
+    pairs = [linked("OB", "D009765", "abbreviation"), linked("OB", "D009765", "text")]
+    assert all(a is not None for a in run(ShortFormRules(), pairs, kb))
+    assert run(ShortFormRules(redefined="keep"), [linked("OB", "D009765")], kb)[0] is not None
+    assert run(ShortFormRules(), [linked("OB", "D009765")], None)[0] is not None
+
+
+def test_short_undefined_capitals_are_dropped_only_when_asked(kb):
+    """"DM" is not defined in the text: kept by default, dropped with undefined_max=2 when
+    the exact-name sieve linked it, kept when longer than the limit."""
+    dm = linked("DM", "D003920")
+    assert run(ShortFormRules(), [dm], kb)[0] is not None
+    assert run(ShortFormRules(undefined_max=2), [dm], kb)[0] is None
+    assert run(ShortFormRules(undefined_max=1), [dm], kb)[0] is not None
+    assert run(ShortFormRules(undefined_max=2), [linked("DM", "D003920", "dense")],
+               kb)[0] is not None
+
+
+def test_agreement_is_a_shared_content_word():
+    assert agrees("deoxycorticosterone acetate", ["Desoxycorticosterone Acetate"])
+    assert not agrees("hormone therapy", ["Hashimoto Disease", "Hashimoto Thyroiditis"])
+    assert not agrees("wrap and restrain stress", ["Romano-Ward Syndrome", "and"])
+
+
+def test_bad_settings_fail():
+    with pytest.raises(ValueError, match="redefined_short_forms"):
+        ShortFormRules(redefined="retype")
+    with pytest.raises(ValueError, match="undefined_short_max"):
+        ShortFormRules(undefined_max=-1)
