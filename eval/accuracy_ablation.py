@@ -20,8 +20,8 @@ row, scored as ``linker score`` scores):
    gene product is dropped: :mod:`e2e_linker.collective.concept_types`) — ``eval.setting_sweep
    --biored`` sweeps them on the out-of-domain dev table;
 7. + the short-form rules (a short form the document defines as something its concept's names
-   do not share a word with is dropped: :mod:`e2e_linker.collective.short_form_rules`) —
-   swept the same way;
+   do not share a word with, or as a gene, is dropped:
+   :mod:`e2e_linker.collective.short_form_rules`) — swept the same way;
 8. + a Chemical named as a sequence residue ("arginine residue") dropped:
    :mod:`e2e_linker.collective.sequence_context`.
 
@@ -53,7 +53,8 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
     if propagation is not None:  # neither given nor set in the model: no row
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
     steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
-    steps.append(("+ short-form rules", {"redefined_short_forms": "drop"}))
+    steps.append(("+ short-form rules", {"redefined_short_forms": "drop",
+                                         "gene_short_forms": "drop"}))
     steps.append(("+ sequence residues dropped", {"sequence_residues": "drop"}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:

@@ -29,7 +29,8 @@ from eval.setting_rows import current, dev_rows, rows_table
 RESULTS = Path(__file__).parent / "results" / "setting_sweep"
 SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold",
             "dictionary_threshold", "type_from_concept", "gene_products",
-            "redefined_short_forms", "undefined_short_max", "sequence_residues")
+            "redefined_short_forms", "undefined_short_max", "gene_short_forms",
+            "sequence_residues")
 
 
 def parse_value(text: str):

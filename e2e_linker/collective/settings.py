@@ -78,6 +78,9 @@ class AnnotateSettings:
     #: :mod:`e2e_linker.collective.short_form_rules`
     redefined_short_forms: str = "drop"
     undefined_short_max: int = 0
+    #: a span whose text the document defines as a gene or protein ("von Hippel-Lindau tumor
+    #: suppressor gene (VHL)") is dropped ("keep": kept) — the same module
+    gene_short_forms: str = "drop"
     #: a Chemical named as a residue or base of a sequence ("arginine residue", "tryptophan to
     #: arginine substitution") is dropped ("keep": kept) —
     #: :mod:`e2e_linker.collective.sequence_context`
@@ -118,7 +121,8 @@ class AnnotateSettings:
 
     def short_form_rules(self) -> ShortFormRules:
         """The short-form rules these settings ask for."""
-        return ShortFormRules(self.redefined_short_forms, self.undefined_short_max)
+        return ShortFormRules(self.redefined_short_forms, self.undefined_short_max,
+                              self.gene_short_forms)
 
     def sequence_rule(self) -> SequenceContextRule:
         """The sequence-residue rule these settings ask for."""

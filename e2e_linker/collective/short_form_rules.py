@@ -1,7 +1,7 @@
 """After linking: short forms whose link the document does not support.
 
-Why: a short form means what its document says it means. Two kinds of span were linked by
-their letters alone and were wrong on every dev corpus (eval/results/short_form_rules):
+Why: a short form means what its document says it means. Three kinds of span were wrong on
+the dev corpora (eval/results/post_link_rules):
 
 * a short form the document *defines* ("otilonium bromide (OB)", "hormone therapy (HT)")
   whose long form was neither detected nor a KB name, so short-form linking
@@ -11,13 +11,17 @@ their letters alone and were wrong on every dev corpus (eval/results/short_form_
   dropped when none of its concept's names shares a word with the long form
   (``redefined="drop"``): "CRC" defined as "colorectal adenocarcinoma" and linked to
   Colorectal Neoplasms stays;
+* a short form the document defines as a gene or protein ("von Hippel-Lindau tumor suppressor
+  gene (VHL)", "alkaptonuria gene (AKU)": the long form ends in gene, protein, locus,
+  receptor, enzyme or kinase) names that gene wherever it occurs, not the disease or chemical
+  it shares letters with: such a span is dropped whatever linked it (``genes="drop"``);
 * a short all-capital span the document does not define ("DM", "TD"), linked by the
   exact-name sieve: two letters name many things. ``undefined_max`` (0: off) drops those of at
   most that many characters; it lost on BC5CDR dev ("NO", "EE", "K" are chemicals there) and is
   off by default.
 
-Spans linked through their long form (``link_method`` "abbreviation") or by the text linker
-(which expands short forms itself) are left alone.
+The first two rules leave alone spans linked through their long form (``link_method``
+"abbreviation") or by the text linker (which expands short forms itself).
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 REDEFINED_CHOICES = ("drop", "keep")
 #: link methods that already read the long form
 THROUGH_LONG_FORM = ("abbreviation", "text")
+#: what happens to a span the document defines as a gene or protein
+GENE_CHOICES = ("drop", "keep")
+#: a long form ending in one of these words defines a gene or protein
+GENE_LONG_FORM = re.compile(r"\b(?:genes?|proteins?|locus|loci|receptors?|enzymes?|kinases?)$",
+                            re.IGNORECASE)
 #: words too common to make a long form and a concept name agree
 FUNCTION_WORDS = frozenset({"the", "and", "for", "with", "from", "into", "not", "non"})
 
@@ -57,11 +66,15 @@ class ShortFormRules:
 
     redefined: str = "drop"
     undefined_max: int = 0
+    genes: str = "drop"
 
     def __post_init__(self) -> None:
         if self.redefined not in REDEFINED_CHOICES:
             raise ValueError(f"redefined_short_forms must be one of {REDEFINED_CHOICES}, "
                              f"not {self.redefined!r}")
+        if self.genes not in GENE_CHOICES:
+            raise ValueError(f"gene_short_forms must be one of {GENE_CHOICES}, "
+                             f"not {self.genes!r}")
         if self.undefined_max < 0:
             raise ValueError("undefined_short_max must be at least 0")
 
@@ -76,9 +89,15 @@ class ShortFormRules:
         """
         out = list(annotations)
         for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
-            if ann is None or ann.infons.get("link_method") in THROUGH_LONG_FORM:
+            if ann is None:
                 continue
             abbr = abbreviations[span.doc_index].definitions.get(ann.text)
+            if self.genes == "drop" and abbr is not None \
+                    and GENE_LONG_FORM.search(abbr.long.strip()):
+                out[k] = None
+                continue
+            if ann.infons.get("link_method") in THROUGH_LONG_FORM:
+                continue
             if abbr is None:
                 if (self.undefined_max and len(ann.text) <= self.undefined_max
                         and ann.text.isupper() and ann.infons.get("link_method") == "exact"):

@@ -34,7 +34,7 @@ import click
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
-from e2e_linker.collective.short_form_rules import REDEFINED_CHOICES
+from e2e_linker.collective.short_form_rules import GENE_CHOICES, REDEFINED_CHOICES
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
@@ -111,6 +111,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--undefined-short-max", type=click.IntRange(min=0), default=0, show_default=True,
               help="Drop all-capital spans of at most this many characters that the document "
                    "does not define and only an exact KB name links (\"DM\"); 0: off.")
+@click.option("--gene-short-forms", type=click.Choice(GENE_CHOICES), default="drop",
+              show_default=True,
+              help="A span whose text the document defines as a gene or protein (\"von "
+                   "Hippel-Lindau tumor suppressor gene (VHL)\"): drop it or keep it.")
 @click.option("--sequence-residues", type=click.Choice(RESIDUE_CHOICES), default="drop",
               show_default=True,
               help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "

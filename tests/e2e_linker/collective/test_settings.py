@@ -49,6 +49,7 @@ def test_short_form_rules_carry_the_settings():
     """The sweep's ``undefined_short_max=2`` arrives as 2.0 and is held as 2."""
     settings = AnnotateSettings(redefined_short_forms="keep", undefined_short_max=2.0)
     assert settings.undefined_short_max == 2 and isinstance(settings.undefined_short_max, int)
-    assert settings.short_form_rules() == ShortFormRules("keep", 2)
-    assert AnnotateSettings().short_form_rules() == ShortFormRules("drop", 0)
+    assert settings.short_form_rules() == ShortFormRules("keep", 2, "drop")
+    assert AnnotateSettings(gene_short_forms="keep").short_form_rules() == ShortFormRules(
+        "drop", 0, "keep")
     assert AnnotateSettings(sequence_residues="keep").sequence_rule().residues == "keep"

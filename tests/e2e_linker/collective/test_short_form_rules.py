@@ -12,18 +12,23 @@ from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
 TEXT = ("Otilonium bromide (OB) was compared with placebo. OB was well tolerated. "
-        "Colorectal adenocarcinoma (CRC) cells grew. DM patients and CRC.")
+        "Colorectal adenocarcinoma (CRC) cells grew. DM patients and CRC. "
+        "The von Hippel-Lindau tumor suppressor gene (VHL) is lost in VHL.")
 
 
 @pytest.fixture()
 def kb() -> KB:
     return KB([Concept("D009765", "Obesity", ["OB"], "Disease"),
                Concept("D015179", "Colorectal Neoplasms", ["CRC"], "Disease"),
-               Concept("D003920", "Diabetes Mellitus", ["DM"], "Disease")])
+               Concept("D003920", "Diabetes Mellitus", ["DM"], "Disease"),
+               Concept("D006623", "von Hippel-Lindau Disease", ["VHL"], "Disease")])
 
 
-def linked(text: str, cid: str, method: str = "exact") -> tuple[Annotation, SpanPrediction]:
-    start = TEXT.index(text)
+def linked(text: str, cid: str, method: str = "exact", nth: int = 0
+           ) -> tuple[Annotation, SpanPrediction]:
+    start = -1
+    for _ in range(nth + 1):
+        start = TEXT.index(text, start + 1)
     ann = Annotation(start, start + len(text), text, "Disease", [cid],
                      infons={"link_method": method})
     return ann, SpanPrediction(0, ann.start, ann.end, 0.9, "Disease", np.zeros(2))
@@ -67,8 +72,20 @@ def test_agreement_is_a_shared_content_word():
     assert not agrees("wrap and restrain stress", ["Romano-Ward Syndrome", "and"])
 
 
+def test_a_short_form_the_document_defines_as_a_gene_is_dropped_however_linked(kb):
+    """"VHL" is defined as "von Hippel-Lindau tumor suppressor gene": its later mention,
+    linked to the disease by exact name or by a long form, is the gene; kept with "keep"."""
+    pairs = [linked("VHL", "D006623", nth=1), linked("VHL", "D006623", "abbreviation", nth=1),
+             linked("CRC", "D015179", nth=1)]
+    out = run(ShortFormRules(), pairs, kb)
+    assert out[0] is None and out[1] is None and out[2] is not None
+    assert all(a is not None for a in run(ShortFormRules(genes="keep"), pairs, kb))
+
+
 def test_bad_settings_fail():
     with pytest.raises(ValueError, match="redefined_short_forms"):
         ShortFormRules(redefined="retype")
     with pytest.raises(ValueError, match="undefined_short_max"):
         ShortFormRules(undefined_max=-1)
+    with pytest.raises(ValueError, match="gene_short_forms"):
+        ShortFormRules(genes="retype")
