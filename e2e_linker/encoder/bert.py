@@ -17,8 +17,10 @@ reproduce exactly (relative position embeddings, decoders, other activations) ar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,6 +240,29 @@ def padding_mask(attention_mask: torch.Tensor | None, length: int) -> torch.Tens
     return queries & keep[:, None, None, :]
 
 
+@contextlib.contextmanager
+def skipped_initialisation() -> Iterator[None]:
+    """Build modules without drawing their random initial weights (as transformers'
+    ``no_init_weights``): the ``torch.nn.init`` functions do nothing inside the block.
+
+    Why: drawing a BERT's initial weights took about half a second a model on this CPU, and
+    they are overwritten at once; building on the meta device instead imports torch._dynamo
+    and sympy (seconds). Not thread-safe: torch.nn.init is process-wide."""
+    names = [n for n in dir(nn.init) if n.endswith("_") and not n.startswith("_")]
+    saved = {n: getattr(nn.init, n) for n in names}
+    for name in names:
+        setattr(nn.init, name, _unchanged)
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(nn.init, name, function)
+
+
+def _unchanged(tensor: torch.Tensor, *_: Any, **__: Any) -> torch.Tensor:
+    return tensor
+
+
 def read_config(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The folder's ``config.json`` as a dict, or None if it has none (a hub name)."""
     path = Path(folder) / CONFIG_FILE
@@ -281,7 +306,7 @@ def load_bert(folder: str | os.PathLike, weights: bool = True) -> BertModel | No
         return BertModel(BertConfig.from_dict(config))
     state = load_file(str(folder / WEIGHTS_FILE))
     state = {k.removeprefix("bert."): v for k, v in state.items()}
-    with torch.device("meta"):  # no random initialisation: every tensor comes from the file
+    with skipped_initialisation():  # every tensor comes from the file
         model = BertModel(BertConfig.from_dict(config))
     expected = model.state_dict()
     missing = [k for k in expected if k not in state and not k.startswith("pooler.")]

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from e2e_linker.encoder.bert import BertModel, load_bert, padding_mask, supports
+from e2e_linker.encoder.bert import (
+    BertModel,
+    load_bert,
+    padding_mask,
+    skipped_initialisation,
+    supports,
+)
 from e2e_linker.encoder.text_encoder import TRANSFORMERS_ENV, TextEncoder, load_backbone
 from e2e_linker.encoder.wordpiece import load_wordpiece
 
@@ -97,3 +105,23 @@ def test_the_escape_hatch_loads_through_transformers(tiny_dir, monkeypatch):
     assert not isinstance(model, BertModel) and type(model).__name__ == "BertModel"
     assert type(TextEncoder.from_pretrained(str(tiny_dir)).tokenizer).__module__.startswith(
         "transformers")
+
+
+def test_loading_a_bert_folder_imports_neither_transformers_nor_dynamo():
+    """What makes start-up seconds faster (eval/results/startup_bert): a regression here would
+    only show as a slower start."""
+    code = ("import sys; from e2e_linker.encoder.text_encoder import TextEncoder; "
+            f"e = TextEncoder.from_pretrained({SHIPPED!r}); e.encode(['aspirin']); "
+            "print(sorted(m for m in ('transformers', 'torch._dynamo', 'sympy') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_initialisation_is_skipped_only_inside_the_block():
+    before = torch.nn.init.normal_
+    with skipped_initialisation():
+        assert torch.nn.init.normal_ is not before
+    assert torch.nn.init.normal_ is before
+    assert float(torch.nn.Linear(64, 64).weight.abs().sum()) > 0
