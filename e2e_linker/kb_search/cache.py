@@ -378,34 +378,42 @@ class VectorStore:
 
     # ---- a text list: full, partial ----------------------------------------------------------
 
-    def list_path(self, texts: Sequence[str]) -> Path:
-        """Where the full matrix of ``texts`` lives (or will) in this mode."""
+    def list_path(self, texts: Sequence[str], *, digest: str | None = None) -> Path:
+        """Where the full matrix of ``texts`` lives (or will) in this mode.
+
+        ``digest``: :func:`~e2e_linker.kb_search.packed_index.names_digest` of ``texts`` when
+        the caller has it (a raw list's key; hashing 744k names costs a tenth of a second)."""
         if self.unit:
             return self.folder / f"{texts_hash(texts)}-{len(texts)}.npy"
-        return self.folder / "kb" / f"{names_digest(texts)}.npy"
+        return self.folder / "kb" / f"{digest or names_digest(texts)}.npy"
 
     def matrix(self, texts: Sequence[str], *, label: str = "encoding",
                describe: dict | None = None, batch_size: int | None = None,
-               progress: bool | None = None) -> np.ndarray:
+               progress: bool | None = None, digest: str | None = None) -> np.ndarray:
         """Full mode: the fp16 vectors of ``texts`` in order, memory-mapped from the list's file
         (written once). ``label`` names a unit list's progress bar; ``describe`` (the KB spec)
-        is written beside a raw list once, for ``linker kb info``."""
+        is written beside a raw list once, for ``linker kb info``; ``digest`` as in
+        :meth:`list_path`."""
         if self.unit:
             return self._full_unit(list(texts), label)
         return self._full_raw(texts, describe,
                               self.batch_size if batch_size is None else batch_size,
-                              self.progress if progress is None else progress)
+                              self.progress if progress is None else progress, digest)
 
     def partial(self, texts: Sequence[str]) -> PartialKBMatrix:
         """Partial mode: the list's rows, each encoded the first time it is asked for (the
         partial files sit beside the full one, which they become when complete)."""
-        return PartialKBMatrix(self.list_path(texts), texts, self.encoder, self.folder,
-                               self.batch_size, self.progress, unit=self.unit)
+        return self._partial_at(self.list_path(texts), texts)
+
+    def _partial_at(self, path: Path, texts: Sequence[str]) -> PartialKBMatrix:
+        """:meth:`partial` of the list whose full matrix is ``path``."""
+        return PartialKBMatrix(path, texts, self.encoder, self.folder, self.batch_size,
+                               self.progress, unit=self.unit)
 
     def packed_rows(self, packed: str | os.PathLike | None, texts: Sequence[str], *,
                     required: bool = False, owner: str = "model", items: str = "names",
-                    pack_command: str = "linker kb pack", max_change: float = 0.0
-                    ) -> PackedRows | None:
+                    pack_command: str = "linker kb pack", max_change: float = 0.0,
+                    digest: str | None = None) -> PackedRows | None:
         """The partial rows of ``texts`` and a shipped packed shortlist index over them, or None
         where it does not apply: no packed file, one built for another encoder or text list, or
         (unless ``required``) the list's full matrix already cached — then full mode is the
@@ -423,6 +431,10 @@ class VectorStore:
         share of added and of dropped texts (its rows' name hashes say which): the result then
         carries the :class:`~e2e_linker.kb_search.packed_index.PackedCoverage`. A larger
         change is said on stderr and served as today (None: full mode).
+
+        ``digest``: :func:`~e2e_linker.kb_search.packed_index.names_digest` of ``texts`` when
+        the caller has it; otherwise it is hashed here, once for the header check and the
+        list's files.
         """
         if packed is None or not Path(packed).is_file():
             if required:
@@ -430,9 +442,11 @@ class VectorStore:
                                 f"({packed}); `{pack_command}` writes one")
             return None
         info = read_info(packed)
+        digest = digest or names_digest(texts)
+        path = self.list_path(texts, digest=digest)
         covered = None
-        if not built_for(info, self.fingerprint, texts):
-            if not required and self._full_list_at_hand(texts):
+        if not built_for(info, self.fingerprint, texts, digest=digest):
+            if not required and self._full_list_at_hand(texts, path):
                 return None  # before hashing every text: full mode wins anyway
             covered = self._grown_coverage(packed, info, texts, max_change, owner, items,
                                            pack_command)
@@ -442,11 +456,11 @@ class VectorStore:
                                     f"{items[:-1]} list ({info.kb or 'unknown'}, "
                                     f"{info.names:,} {items}); `{pack_command}` rebuilds it")
                 return None
-        if not required and self._full_list_at_hand(texts):
+        if not required and self._full_list_at_hand(texts, path):
             return None
-        rows = self.partial(texts)
-        self._describe(self.list_path(texts), {"kb": info.kb or None, "names": len(texts),
-                                               "packed_index": str(packed)})
+        rows = self._partial_at(path, texts)
+        self._describe(path, {"kb": info.kb or None, "names": len(texts),
+                              "packed_index": str(packed)})
         if self.progress:
             print(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
@@ -491,15 +505,14 @@ class VectorStore:
                   "this KB)", file=sys.stderr)
         return None
 
-    def _full_list_at_hand(self, texts: Sequence[str]) -> bool:
-        """Whether full mode can serve ``texts`` without encoding them all: their full list is
-        cached and intact, or it was damaged (and is now discarded) and the name table holds
-        every text to gather it again, to the same bytes.
+    def _full_list_at_hand(self, texts: Sequence[str], path: Path) -> bool:
+        """Whether full mode can serve ``texts`` (whose full matrix is ``path``) without
+        encoding them all: their full list is cached and intact, or it was damaged (and is now
+        discarded) and the name table holds every text to gather it again, to the same bytes.
 
         Why the second case: a damaged list whose texts must all be encoded again (one
         promoted from partial rows has no table behind it) is better served by the packed
         index's on-demand rows than by an hour-long encode."""
-        path = self.list_path(texts)
         if not path.is_file():
             return False
         if open_matrix(path, (len(texts), self.encoder.hidden_size), self.folder) is not None:
@@ -510,7 +523,7 @@ class VectorStore:
         return all(text in known for text in texts)
 
     def _full_raw(self, names: Sequence[str], describe: dict | None, batch_size: int,
-                  progress: bool) -> np.ndarray:
+                  progress: bool, digest: str | None = None) -> np.ndarray:
         """A raw list's matrix, gathered from the table into a file of its own.
 
         Why a second file: the table is in first-seen order, so a KB's rows are scattered in
@@ -518,7 +531,7 @@ class VectorStore:
         matrix is written once (keyed by a hash of the name list) and then mapped, so a large
         KB costs page cache, not process memory, until rows are touched.
         """
-        path = self.list_path(names)
+        path = self.list_path(names, digest=digest)
         shape = (len(names), self.encoder.hidden_size)
         matrix = open_matrix(path, shape, self.folder)
         if matrix is None:

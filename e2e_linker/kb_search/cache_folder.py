@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from e2e_linker.encoder.text_encoder import TextEncoder
@@ -32,13 +33,38 @@ def default_cache_dir() -> Path:
 
 
 def encoder_fingerprint(encoder: TextEncoder) -> str:
-    """A hash of the encoder's weights, pooling and name length: what the vectors depend on."""
+    """A hash of the encoder's weights, pooling and name length: what the vectors depend on.
+
+    The hash covers every tensor of the state dict as it is in memory now (each rounded to
+    fp16, in C order, after its name), so a weight changed in memory or on disk changes it
+    whatever the file says; nothing is remembered between calls or processes, which is what
+    makes it safe for an encoder that training has just changed.
+
+    Why fp32 tensors are rounded by numpy: the bytes are the ones torch's ``.to(float16)``
+    gives (both round to nearest even; the vector caches on disk and the packed indexes
+    shipped with models are named by this hash, so it must not move), but torch's cast of a
+    hundred small tensors costs about a quarter of a second on a 2-core CPU, several times
+    numpy's, on every load; the rounded arrays are hashed without a second copy."""
     digest = hashlib.sha256()
     digest.update(f"{encoder.pooling}|{encoder.max_length}".encode())
     for key, value in sorted(encoder.model.state_dict().items()):
         digest.update(key.encode())
-        digest.update(value.detach().to(torch.float16).cpu().numpy().tobytes())
+        digest.update(fp16_bytes(value))
     return digest.hexdigest()[:16]
+
+
+def fp16_bytes(tensor: torch.Tensor) -> np.ndarray:
+    """``tensor`` rounded to fp16 as a C-ordered array: the bytes of
+    ``tensor.to(torch.float16).numpy().tobytes()``, for hashing without that copy.
+
+    Why fp32 goes through numpy: see :func:`encoder_fingerprint`. A tensor holding a NaN, and
+    other dtypes (bf16, fp16, integers), keep torch's cast: numpy keeps a signalling NaN's
+    payload where torch makes it quiet, and its rules for the others were not checked."""
+    value = tensor.detach().cpu()
+    if value.dtype == torch.float32 and not np.isnan(value.numpy()).any():
+        with np.errstate(over="ignore"):  # beyond fp16's range: inf, as torch's cast
+            return np.ascontiguousarray(value.numpy(), dtype=np.float16)
+    return np.ascontiguousarray(value.to(torch.float16).numpy())
 
 
 @contextlib.contextmanager

@@ -36,7 +36,7 @@ from e2e_linker.kb_search.backends import (
     make_search,
 )
 from e2e_linker.kb_search.cache import VectorStore, default_cache_dir
-from e2e_linker.kb_search.packed_index import MAX_CHANGE
+from e2e_linker.kb_search.packed_index import MAX_CHANGE, names_digest
 
 #: How :meth:`EntityIndex.link` treats concepts whose type differs from the query's.
 TYPE_POLICIES = ("rank_last", "filter")
@@ -49,12 +49,35 @@ def kb_names(kb, max_names_per_concept: int | None = None) -> list[tuple[str, st
     pairs = kb.names()
     if not max_names_per_concept:
         return pairs
+    keep = capped_rows([cid for _, cid in pairs], max_names_per_concept)
+    return [pairs[row] for row in keep]
+
+
+def kb_name_columns(kb, max_names_per_concept: int | None = None
+                    ) -> tuple[list[str], list[str], list[str]]:
+    """Names, their concept IDs and their concepts' types (``""`` for none) of a KB: the
+    pairs of :func:`kb_names` with each name's type beside them, as three lists.
+
+    Why not :func:`kb_names` plus a lookup per name: the KB gives the three at once
+    (:meth:`~data_tools.kb.KB.name_columns`), which the compiled KB gathers from its arrays;
+    looking up the type of each of 744k names was about a second of every load."""
+    names, cids, types = kb.name_columns()
+    if not max_names_per_concept:
+        return names, cids, types
+    keep = capped_rows(cids, max_names_per_concept)
+    return [names[r] for r in keep], [cids[r] for r in keep], [types[r] for r in keep]
+
+
+def capped_rows(concept_ids: Sequence[str], max_names_per_concept: int) -> list[int]:
+    """Rows of ``concept_ids`` (one per name, in KB order) that keep each concept's first
+    ``max_names_per_concept`` names: the cap of :func:`kb_names`, in one place for the pairs
+    and the columns."""
     seen: dict[str, int] = {}
     kept = []
-    for name, cid in pairs:
+    for row, cid in enumerate(concept_ids):
         if seen.get(cid, 0) < max_names_per_concept:
             seen[cid] = seen.get(cid, 0) + 1
-            kept.append((name, cid))
+            kept.append(row)
     return kept
 
 
@@ -160,35 +183,33 @@ class EntityIndex:
         once and cached beside the vectors. ``describe`` (the KB spec, the model) is recorded
         beside the cached matrix for ``linker kb info``.
         """
-        pairs = kb_names(kb, max_names_per_concept)
-        names = [n for n, _ in pairs]
-        cids = [c for _, c in pairs]
-        types = [kb.concepts[c].type or "" for c in cids]
+        names, cids, types = kb_name_columns(kb, max_names_per_concept)
         if cache_dir is False:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)
             return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
         store = VectorStore(Path(cache_dir or default_cache_dir()), encoder,
                             batch_size=batch_size, progress=progress)
-        searcher = cls._packed_search(store, names, packed, kind, params)
+        digest = names_digest(names)  # the list's key, hashed once for every use below
+        searcher = cls._packed_search(store, names, packed, kind, params, digest)
         if searcher is not None:
             return cls(names, cids, types, searcher.vectors, "ivfpq", memory_budget_mb, params,
                        searcher=searcher)
         if kind == "packed":
             kind = "auto"
-        vectors = store.matrix(names, describe=describe)
+        vectors = store.matrix(names, describe=describe, digest=digest)
         return cls(names, cids, types, vectors, kind, memory_budget_mb, params,
-                   cache_stem=store.list_path(names).with_suffix(""))
+                   cache_stem=store.list_path(names, digest=digest).with_suffix(""))
 
     @staticmethod
     def _packed_search(store: VectorStore, names: list[str],
                        packed: str | os.PathLike | None, kind: str,
-                       params: SearchParams | None) -> FaissShortlistSearch | None:
+                       params: SearchParams | None, digest: str) -> FaissShortlistSearch | None:
         """The packed index's search when it applies (see :meth:`build`), else None."""
         if kind not in ("auto", "packed"):
             return None
         opened = store.packed_rows(packed, names, required=kind == "packed",
-                                   max_change=MAX_CHANGE)
+                                   max_change=MAX_CHANGE, digest=digest)
         if opened is None:
             return None
         held = opened.coverage

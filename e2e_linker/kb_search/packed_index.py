@@ -221,10 +221,13 @@ def read_name_hashes(path: str | os.PathLike) -> np.ndarray | None:
         return handle.get_tensor("name_hashes") if "name_hashes" in handle.keys() else None
 
 
-def built_for(info: PackedInfo, fingerprint: str, texts: Sequence[str]) -> bool:
+def built_for(info: PackedInfo, fingerprint: str, texts: Sequence[str], *,
+              digest: str | None = None) -> bool:
     """Whether a packed index (its header ``info``) holds the vectors of exactly ``texts``
-    under the encoder ``fingerprint``: only then may its shortlists stand for a full search."""
-    return info.fingerprint == fingerprint and info.names_digest == names_digest(texts)
+    under the encoder ``fingerprint``: only then may its shortlists stand for a full search.
+    ``digest``: :func:`names_digest` of ``texts`` when the caller has it."""
+    return info.fingerprint == fingerprint and \
+        info.names_digest == (digest or names_digest(texts))
 
 
 def pack_vectors(vectors: np.ndarray, texts: Sequence[str], fingerprint: str, kb: str,

@@ -49,6 +49,7 @@ def test_the_compiled_kb_is_the_kb(tmp_path, make):
         assert len(compiled) == len(kb)
         assert list(compiled) == list(kb)
         assert compiled.names() == kb.names() and compiled.num_names == kb.num_names
+        assert compiled.name_columns() == kb.name_columns()
         assert compiled.types() == kb.types()
         assert compiled.content_hash() == kb.content_hash()
         assert compiled.alternate_ids() == kb.alternate_ids()

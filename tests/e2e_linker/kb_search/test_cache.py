@@ -115,6 +115,35 @@ def test_partial_mode_fills_the_full_lists_file(tiny_encoder, tmp_path):
         assert np.allclose(norms, 1, atol=2e-3) == unit
 
 
+def test_the_encoder_fingerprint_is_the_torch_cast_hash(tiny_encoder):
+    """Cache folders and shipped packed indexes are named by the fingerprint: its faster
+    rounding must hash the bytes torch's fp16 cast gives, for every value and layout."""
+    import copy
+    import hashlib
+
+    import torch
+
+    from e2e_linker.kb_search.cache_folder import encoder_fingerprint, fp16_bytes
+
+    digest = hashlib.sha256(f"{tiny_encoder.pooling}|{tiny_encoder.max_length}".encode())
+    for key, value in sorted(tiny_encoder.model.state_dict().items()):
+        digest.update(key.encode())
+        digest.update(value.detach().to(torch.float16).cpu().numpy().tobytes())
+    assert encoder_fingerprint(tiny_encoder) == digest.hexdigest()[:16]
+    special = torch.tensor([0.0, -0.0, 1e-8, 2.98e-8, 3e-8, 6.1e-5, 65504.0, 65519.0, 65520.0,
+                            1e6, float("inf"), -float("inf"), float("nan"), 1.00048828125])
+    bits = torch.randint(-2**31, 2**31 - 1, (20000,), dtype=torch.int32,
+                         generator=torch.Generator().manual_seed(0)).view(torch.float32)
+    grid = torch.randn(50, 40, generator=torch.Generator().manual_seed(1))
+    for tensor in (special, bits, bits[~bits.isnan()], grid.t(), grid[:, ::3],
+                   torch.tensor(3.14159), grid.to(torch.bfloat16), torch.arange(7)):
+        assert fp16_bytes(tensor).tobytes() == tensor.to(torch.float16).numpy().tobytes()
+    changed = copy.deepcopy(tiny_encoder)
+    with torch.no_grad():
+        next(iter(changed.model.parameters()))[0, 0] += 0.5
+    assert encoder_fingerprint(changed) != encoder_fingerprint(tiny_encoder)  # memory, not file
+
+
 def test_existing_cache_files_are_read_under_their_old_names(tiny_encoder, tmp_path,
                                                              monkeypatch):
     """The layout is the one users' caches have: a list file already there is used as is."""
