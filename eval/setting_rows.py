@@ -66,10 +66,11 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
 
     names = sorted({k for setting in settings for k in setting})
     saved = {k: current(annotator, k) for k in names}
-    lowest = min([annotator.settings.threshold] + [s[k] for s in settings
-                                                   for k in ("threshold", "propagation_threshold",
-                                                             "dictionary_threshold")
-                                                   if s.get(k) is not None])
+    # candidates scored down to the lowest threshold any row selects at: a row's own value,
+    # else the annotator's (its propagation threshold too when no row sets one)
+    lowest = min(value for setting in settings
+                 for k in ("threshold", "propagation_threshold", "dictionary_threshold")
+                 if (value := setting.get(k, getattr(annotator.settings, k))) is not None)
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
     detect_s = time.perf_counter() - started
