@@ -1,1 +1,1 @@
-"""Text encoders shared by both models: the transformer wrapper, LoRA adapters, precision and quantization."""
+"""Text encoders shared by both models: the transformer wrapper (a BERT in plain torch with its WordPiece tokenizer, other architectures through transformers), LoRA adapters, precision and quantization."""
