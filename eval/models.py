@@ -34,10 +34,16 @@ def model_source(label: str, scratch: Path) -> Path | None:
     return scratch / folder
 
 
-def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None) -> Path:
+def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None,
+                          keep_packed_index: bool = False) -> Path:
     """The files of the model in ``source`` (default: the shipped one; linked, not copied)
     with names mined from ``corpora`` in place of its own mined names, and a manifest for
-    that KB."""
+    that KB.
+
+    ``keep_packed_index``: link the model's packed index too. It then serves the names it
+    holds and the few that differ are searched exactly beside it (``kb_search/packed_index.py``
+    ``MAX_CHANGE``), as for a user's grown KB; without it the new name list is searched
+    through a full matrix, which costs a whole-KB encode on a cache that lacks one."""
     from e2e_linker.collective.model_dir import (
         EXTRA_NAMES_FILE,
         MANIFEST_FILE,
@@ -48,7 +54,8 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
 
     source = (source or default_linker_dir()).resolve()  # links must not be relative
-    link_files(source, tmp, skip=(EXTRA_NAMES_FILE, MANIFEST_FILE, PACKED_INDEX_FILE))
+    skip = (EXTRA_NAMES_FILE, MANIFEST_FILE) + (() if keep_packed_index else (PACKED_INDEX_FILE,))
+    link_files(source, tmp, skip=skip)
     spec = read_manifest(source)["kb"]
     extra = mined_names(corpora) if corpora else None
     manifest = save_model_kb(tmp, spec, extra, assemble_kb(spec, extra))

@@ -95,8 +95,10 @@ def report_of(gold: list[Document], pred: list[Document], types: tuple[str, ...]
     return out
 
 
-def evaluate(linker, spec: str, resolve, max_docs: int | None = None) -> dict:
-    """Annotate one corpus from its stripped text and score it (see the module docstring)."""
+def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
+             types: tuple[str, ...] | None = None) -> dict:
+    """Annotate one corpus from its stripped text and score it (see the module docstring) on
+    ``types`` (default: the corpus's :data:`CORPUS_TYPES`)."""
     gold = gold_of(spec, max_docs)
     started = time.perf_counter()
     pred = linker.annotate(gold, replace=True)
@@ -104,7 +106,7 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None) -> dict:
     row: dict = {"corpus": spec, "documents": len(gold), "annotate_s": round(seconds, 1),
                  "predicted": {t: sum(a.type == t for d in pred for a in d.annotations)
                                for t in sorted({a.type for d in pred for a in d.annotations})},
-                 "scores": report_of(gold, pred, CORPUS_TYPES[spec], resolve)}
+                 "scores": report_of(gold, pred, types or CORPUS_TYPES[spec], resolve)}
     if spec.startswith("biored"):
         hit, total = overlapped_share(gold, pred, "Gene", ("Chemical", "Disease"))
         row["gene_spans_predicted_chemical_or_disease"] = {
