@@ -15,6 +15,8 @@ model's own settings.
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 import time
 from pathlib import Path
 
@@ -50,14 +52,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--corpora", nargs="+",
                         default=["gnormplus:train", "nlmgene:train", "biored:dev"])
+    parser.add_argument("--annotate-options", default="",
+                        help="AnnotateSettings overrides as KEY=VALUE words, values in JSON, "
+                             "e.g. 'gene_products=\"keep\" type_from_concept=false'")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    linker = Linker.load(settings=AnnotateSettings(model_dir=args.model))
+    typed = {key: json.loads(value) for key, value in
+             (word.split("=", 1) for word in shlex.split(args.annotate_options))}
+    linker = Linker.load(settings=AnnotateSettings(model_dir=args.model, **typed))
     rows = [confusion_row(linker, spec, args.max_docs) for spec in args.corpora]
     result = {"command": command_line("gene_confusion", argv), "machine": machine(),
-              "model": args.model or "shipped", "rows": rows}
-    lines = [f"Model {result['model']} ({result['machine']})", "",
+              "model": args.model or "shipped", "annotate_options": args.annotate_options,
+              "rows": rows}
+    lines = [f"Model {result['model']}, options `{args.annotate_options or 'default'}` "
+             f"({result['machine']})", "",
              "| corpus | documents | gold Gene spans | overlapped by a Chemical | by a Disease | "
              "by either (share) |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['corpus']} | {r['documents']} | {r['gold_gene_spans']} | {r['chemical']} | "
