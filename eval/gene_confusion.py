@@ -15,12 +15,10 @@ model's own settings.
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import time
 from pathlib import Path
 
-from eval.ood_dev import gold_of, overlapped_share
+from eval.ood_dev import gold_of, overlapped_share, settings_overrides
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "gene_confusion"
@@ -53,14 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpora", nargs="+",
                         default=["gnormplus:train", "nlmgene:train", "biored:dev"])
     parser.add_argument("--annotate-options", default="",
-                        help="AnnotateSettings overrides as KEY=VALUE words, values in JSON, "
-                             "e.g. 'gene_products=\"keep\" type_from_concept=false'")
+                        help="AnnotateSettings overrides (eval.ood_dev.settings_overrides), "
+                             "e.g. 'gene_products=\\\"keep\\\" type_from_concept=false'")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    typed = {key: json.loads(value) for key, value in
-             (word.split("=", 1) for word in shlex.split(args.annotate_options))}
-    linker = Linker.load(settings=AnnotateSettings(model_dir=args.model, **typed))
+    linker = Linker.load(settings=AnnotateSettings(model_dir=args.model,
+                                                   **settings_overrides(args.annotate_options)))
     rows = [confusion_row(linker, spec, args.max_docs) for spec in args.corpora]
     result = {"command": command_line("gene_confusion", argv), "machine": machine(),
               "model": args.model or "shipped", "annotate_options": args.annotate_options,

@@ -46,6 +46,13 @@ CORPUS_TYPES = {"biored:dev": ("Chemical", "Disease"), "ncbi_disease:dev": ("Dis
                 "bc5cdr:dev": ("Chemical", "Disease")}
 
 
+def settings_overrides(words: str) -> dict:
+    """``--annotate-options``: AnnotateSettings overrides as KEY=VALUE words, values in JSON
+    (``'lexical_gate=0.9 kb=\\"bc5cdr\\"'``), one spelling for every evaluation that takes them."""
+    return {key: json.loads(value) for key, value in
+            (word.split("=", 1) for word in shlex.split(words))}
+
+
 def gold_of(spec: str, max_docs: int | None = None) -> list[Document]:
     """A corpus with its annotation types mapped to the model's."""
     docs = load_corpus(spec, max_docs)
@@ -165,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
-    typed = {key: json.loads(value) for key, value in
-             (word.split("=", 1) for word in shlex.split(args.annotate_options))}
+    typed = settings_overrides(args.annotate_options)
     resolve = load_kb("bc5cdr").resolve
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = args.model

@@ -31,3 +31,11 @@ def test_biored_dev_arrives_in_our_types():
     docs = gold_of("biored:dev")
     assert len(docs) == 64
     assert {a.type for d in docs for a in d.annotations} == {"Chemical", "Disease", "Gene"}
+
+
+def test_annotate_options_are_json_values_by_key():
+    from eval.ood_dev import settings_overrides
+
+    assert settings_overrides('lexical_gate=0.9 short_forms=false kb=\\"bc5cdr\\"') == {
+        "lexical_gate": 0.9, "short_forms": False, "kb": "bc5cdr"}
+    assert settings_overrides("") == {}
