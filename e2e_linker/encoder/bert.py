@@ -28,6 +28,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from e2e_linker.errors import UserError
+
 #: ``hidden_act`` values whose torch function is exactly the one transformers applies
 ACTIVATIONS = {"gelu": nn.functional.gelu, "relu": nn.functional.relu}
 
@@ -263,30 +265,28 @@ def _unchanged(tensor: torch.Tensor, *_: Any, **__: Any) -> torch.Tensor:
     return tensor
 
 
+def read_json(path: Path) -> dict[str, Any]:
+    """A model folder's JSON file (config, tokenizer files); a damaged one is a
+    :class:`~e2e_linker.errors.UserError` naming the file, not a traceback."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: cannot read it as JSON ({exc})") from exc
+
+
 def read_config(folder: str | os.PathLike) -> dict[str, Any] | None:
     """The folder's ``config.json`` as a dict, or None if it has none (a hub name)."""
     path = Path(folder) / CONFIG_FILE
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path) if path.is_file() else None
 
 
-def checkpoint_dtype(folder: Path, config: dict[str, Any]) -> torch.dtype:
-    """The dtype transformers' ``dtype="auto"`` gives: the config's, else the checkpoint's
-    first floating-point tensor's."""
+def checkpoint_dtype(config: dict[str, Any], state: dict[str, torch.Tensor]) -> torch.dtype:
+    """The dtype transformers' ``dtype="auto"`` gives: the config's, else that of the
+    checkpoint's first floating-point tensor (``state`` in the file's order)."""
     name = config.get("dtype") or config.get("torch_dtype")
     if isinstance(name, str) and hasattr(torch, name):
         return getattr(torch, name)
-    from safetensors import safe_open
-
-    with safe_open(str(folder / WEIGHTS_FILE), "pt") as f:
-        for key in f.keys():  # noqa: SIM118 (safe_open has no __iter__)
-            tensor = f.get_slice(key)
-            dtype = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32,
-                     "F64": torch.float64}.get(tensor.get_dtype())
-            if dtype is not None:
-                return dtype
-    return torch.float32
+    return next((v.dtype for v in state.values() if v.is_floating_point()), torch.float32)
 
 
 def load_bert(folder: str | os.PathLike, weights: bool = True) -> BertModel | None:
@@ -304,15 +304,14 @@ def load_bert(folder: str | os.PathLike, weights: bool = True) -> BertModel | No
         return None
     if not weights:
         return BertModel(BertConfig.from_dict(config))
-    state = load_file(str(folder / WEIGHTS_FILE))
-    state = {k.removeprefix("bert."): v for k, v in state.items()}
+    state = {k.removeprefix("bert."): v for k, v in load_file(str(folder / WEIGHTS_FILE)).items()}
     with skipped_initialisation():  # every tensor comes from the file
         model = BertModel(BertConfig.from_dict(config))
     expected = model.state_dict()
     missing = [k for k in expected if k not in state and not k.startswith("pooler.")]
     if missing:
         return None  # a layout this module does not know: transformers decides
-    dtype = checkpoint_dtype(folder, config)
+    dtype = checkpoint_dtype(config, state)
     # a checkpoint without the pooler gets zeros (transformers draws random ones): never run
     model.load_state_dict({k: (state[k] if k in state else torch.zeros(v.shape)).to(dtype)
                            for k, v in expected.items()}, assign=True)

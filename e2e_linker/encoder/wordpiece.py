@@ -12,12 +12,13 @@ BERT WordPiece are refused by :func:`load_wordpiece`, and the caller uses transf
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from e2e_linker.encoder.bert import read_json
 
 #: tokenizer classes that transformers builds as :class:`WordPieceTokenizer` does
 BERT_TOKENIZERS = ("BertTokenizer", "BertTokenizerFast")
@@ -157,12 +158,12 @@ def load_wordpiece(folder: str | os.PathLike) -> WordPieceTokenizer | None:
     config_path = folder / "tokenizer_config.json"
     if not config_path.is_file():
         return None
-    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config = read_json(config_path)
     if config.get("tokenizer_class") not in BERT_TOKENIZERS:
         return None
     added: list[dict[str, Any]] = []
     if (folder / "tokenizer.json").is_file():
-        data = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        data = read_json(folder / "tokenizer.json")
         model = data.get("model") or {}
         if model.get("type") != "WordPiece" or model.get("continuing_subword_prefix") != "##":
             return None

@@ -125,3 +125,15 @@ def test_initialisation_is_skipped_only_inside_the_block():
         assert torch.nn.init.normal_ is not before
     assert torch.nn.init.normal_ is before
     assert float(torch.nn.Linear(64, 64).weight.abs().sum()) > 0
+
+
+def test_a_damaged_config_is_a_user_error_naming_the_file(tiny_dir, tmp_path):
+    from e2e_linker.errors import UserError
+
+    folder = tmp_path / "damaged"
+    folder.mkdir()
+    for path in tiny_dir.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "config.json").write_text('{"model_type": "bert", ')
+    with pytest.raises(UserError, match="config.json: cannot read it as JSON"):
+        load_bert(folder)

@@ -70,3 +70,12 @@ def test_save_pretrained_writes_a_folder_both_load(tmp_path, texts):
     load_wordpiece(SHIPPED).save_pretrained(tmp_path)
     assert load_wordpiece(tmp_path)(texts)["input_ids"] == \
         transformers_tokenizer(tmp_path)(texts)["input_ids"]
+
+
+def test_a_damaged_tokenizer_file_is_a_user_error_naming_it(tmp_path):
+    from e2e_linker.errors import UserError
+
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer"}')
+    (tmp_path / "tokenizer.json").write_bytes(b"\xff\xfe not json")
+    with pytest.raises(UserError, match="tokenizer.json: cannot read it as JSON"):
+        load_wordpiece(tmp_path)
