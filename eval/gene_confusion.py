@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=["gnormplus:train", "nlmgene:train", "biored:dev"])
     parser.add_argument("--annotate-options", default="",
                         help="AnnotateSettings overrides (eval.ood_dev.settings_overrides), "
-                             "e.g. 'gene_products=\\\"keep\\\" type_from_concept=false'")
+                             "e.g. 'gene_products=keep type_from_concept=false'")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)

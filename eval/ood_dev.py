@@ -47,10 +47,20 @@ CORPUS_TYPES = {"biored:dev": ("Chemical", "Disease"), "ncbi_disease:dev": ("Dis
 
 
 def settings_overrides(words: str) -> dict:
-    """``--annotate-options``: AnnotateSettings overrides as KEY=VALUE words, values in JSON
-    (``'lexical_gate=0.9 kb=\\"bc5cdr\\"'``), one spelling for every evaluation that takes them."""
-    return {key: json.loads(value) for key, value in
+    """``--annotate-options``: AnnotateSettings overrides as KEY=VALUE words, one spelling for
+    every evaluation that takes them. A value is read as JSON (``lexical_gate=0.9``,
+    ``short_forms=false``, ``kb=\\"bc5cdr\\"``), and a word that is not JSON is itself
+    (``kb=bc5cdr gene_products=keep``: shell quoting of JSON strings is easy to lose)."""
+    return {key: json_or_word(value) for key, value in
             (word.split("=", 1) for word in shlex.split(words))}
+
+
+def json_or_word(value: str):
+    """``value`` read as JSON, else the word itself."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 def gold_of(spec: str, max_docs: int | None = None) -> list[Document]:

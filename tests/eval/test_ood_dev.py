@@ -39,3 +39,5 @@ def test_annotate_options_are_json_values_by_key():
     assert settings_overrides('lexical_gate=0.9 short_forms=false kb=\\"bc5cdr\\"') == {
         "lexical_gate": 0.9, "short_forms": False, "kb": "bc5cdr"}
     assert settings_overrides("") == {}
+    assert settings_overrides("gene_modifiers=keep threshold=0.3") == {
+        "gene_modifiers": "keep", "threshold": 0.3}
