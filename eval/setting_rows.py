@@ -26,7 +26,7 @@ STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "type_from_concept": False, "gene_products": "keep",
              "redefined_short_forms": "keep", "undefined_short_max": 0,
              "gene_short_forms": "keep",
-             "sequence_residues": "keep"}
+             "sequence_residues": "keep", "gene_modifiers": "keep"}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's
 #: attributes: a SieveStack or None, a text linker or None); every other key is an
 #: AnnotateSettings field

@@ -131,12 +131,15 @@ class Annotator:
         document does not support
         (:class:`~e2e_linker.collective.short_form_rules.ShortFormRules`) and chemicals named
         as sequence residues
-        (:class:`~e2e_linker.collective.sequence_context.SequenceContextRule`) dropped."""
+        (:class:`~e2e_linker.collective.sequence_context.SequenceContextRule`) and names used
+        inside a gene's name (:class:`~e2e_linker.collective.gene_context.GeneContextRule`)
+        dropped."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
         linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
         linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
         linked = self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
-        return self.settings.sequence_rule().apply(linked, spans, docs)
+        linked = self.settings.sequence_rule().apply(linked, spans, docs)
+        return self.settings.gene_rule().apply(linked, spans, docs)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

@@ -41,6 +41,17 @@ def names_a_residue(following: str) -> bool:
     return bool(SEQUENCE_WORD.match(following) or EXCHANGE.match(following))
 
 
+def text_after(annotation: Annotation, doc: Document, length: int = LOOK_AHEAD) -> str | None:
+    """The ``length`` characters of ``doc`` right after ``annotation`` within its passage
+    (None: the span lies in no passage). The rules that read a span's following words share
+    it, so each reads the same text."""
+    passage = doc.passage_at(annotation.start)
+    if passage is None:
+        return None
+    at = annotation.end - passage.offset
+    return passage.text[at:at + length]
+
+
 @dataclass(frozen=True)
 class SequenceContextRule:
     """The rule above, as ``linker annotate`` sets it."""
@@ -61,10 +72,7 @@ class SequenceContextRule:
         for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
             if ann is None or ann.type != "Chemical":
                 continue
-            passage = docs[span.doc_index].passage_at(ann.start)
-            if passage is None:
-                continue
-            at = ann.end - passage.offset
-            if names_a_residue(passage.text[at:at + LOOK_AHEAD]):
+            following = text_after(ann, docs[span.doc_index])
+            if following is not None and names_a_residue(following):
                 out[k] = None
         return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from e2e_linker.collective.concept_types import ConceptTypeRules
+from e2e_linker.collective.gene_context import GeneContextRule
 from e2e_linker.collective.sequence_context import SequenceContextRule
 from e2e_linker.collective.short_form_rules import ShortFormRules
 from e2e_linker.collective.span_selection import SelectionRules
@@ -85,6 +86,11 @@ class AnnotateSettings:
     #: arginine substitution") is dropped ("keep": kept) —
     #: :mod:`e2e_linker.collective.sequence_context`
     sequence_residues: str = "drop"
+    #: a name used as part of a gene's or protein's name ("creatine kinase", "thyrotropin
+    #: receptor", "retinoblastoma (Rb) gene") is dropped: "drop" Chemical and Disease spans,
+    #: "chemicals" Chemical spans only, "keep" none (the default: BC5CDR's guideline annotates
+    #: these chemicals) — :mod:`e2e_linker.collective.gene_context`
+    gene_modifiers: str = "keep"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -97,6 +103,7 @@ class AnnotateSettings:
         object.__setattr__(self, "undefined_short_max", int(self.undefined_short_max))
         self.short_form_rules()  # a bad redefined_short_forms fails here too
         self.sequence_rule()
+        self.gene_rule()
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
@@ -127,6 +134,10 @@ class AnnotateSettings:
     def sequence_rule(self) -> SequenceContextRule:
         """The sequence-residue rule these settings ask for."""
         return SequenceContextRule(self.sequence_residues)
+
+    def gene_rule(self) -> GeneContextRule:
+        """The gene-modifier rule these settings ask for."""
+        return GeneContextRule(self.gene_modifiers)
 
     def selection_rules(self, keep: float | None = None) -> SelectionRules:
         """The selection these settings ask for, with ``keep`` (default: the threshold)."""

@@ -32,6 +32,7 @@ from pathlib import Path
 import click
 
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
+from e2e_linker.collective.gene_context import MODIFIER_CHOICES
 from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
 from e2e_linker.collective.short_form_rules import GENE_CHOICES, REDEFINED_CHOICES
@@ -120,6 +121,12 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "
                    "\"tryptophan to arginine substitution\", \"nucleotide polymorphism\"): "
                    "drop it (part of a sequence variant) or keep it.")
+@click.option("--gene-modifiers", type=click.Choice(MODIFIER_CHOICES), default="keep",
+              show_default=True,
+              help="A name used inside a gene's or protein's name (\"creatine kinase\", "
+                   "\"thyrotropin receptor\", \"retinoblastoma (Rb) gene\"): drop it as a "
+                   "Chemical or Disease (guidelines that annotate genes: BioRED, GNormPlus), "
+                   "drop only Chemicals, or keep it (BC5CDR's guideline annotates the chemical).")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "
