@@ -26,7 +26,8 @@ STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "type_from_concept": False, "gene_products": "keep",
              "redefined_short_forms": "keep", "undefined_short_max": 0,
              "gene_short_forms": "keep",
-             "sequence_residues": "keep", "gene_modifiers": "keep"}
+             "sequence_residues": "keep", "gene_modifiers": "keep",
+             "name_extension": None}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's
 #: attributes: a SieveStack or None, a text linker or None); every other key is an
 #: AnnotateSettings field
@@ -69,7 +70,8 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
     # candidates scored down to the lowest threshold any row selects at: a row's own value,
     # else the annotator's (its propagation threshold too when no row sets one)
     lowest = min(value for setting in settings
-                 for k in ("threshold", "propagation_threshold", "dictionary_threshold")
+                 for k in ("threshold", "propagation_threshold", "dictionary_threshold",
+                           "name_extension")
                  if (value := setting.get(k, getattr(annotator.settings, k))) is not None)
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
@@ -144,14 +146,15 @@ def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
     from eval.models import model_with_names_from
 
     bc5cdr = load_corpus("bc5cdr:dev", max_docs)
-    if kb_names_from:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:  # the model folder lives while its rows run
+        if kb_names_from:  # the packed index kept: the names that differ searched beside it
             annotator = load_annotator(AnnotateSettings(model_dir=str(model_with_names_from(
-                kb_names_from, Path(tmp), Path(model) if model else None))))
-    else:  # the model's own KB: for deltas between rows (the packed index serves it)
-        annotator = load_annotator(AnnotateSettings(model_dir=model))
-    out = SweepRows(setting_rows(annotator, bc5cdr, settings), bc5cdr_documents=len(bc5cdr),
-                    annotator=annotator)
+                kb_names_from, Path(tmp), Path(model) if model else None,
+                keep_packed_index=True))))
+        else:  # the model's own KB: for deltas between rows (the packed index serves it)
+            annotator = load_annotator(AnnotateSettings(model_dir=model))
+        out = SweepRows(setting_rows(annotator, bc5cdr, settings),
+                        bc5cdr_documents=len(bc5cdr), annotator=annotator)
     if (ncbi or biored) and kb_names_from:  # the other corpora link against the model's KB
         out.annotator = load_annotator(AnnotateSettings(model_dir=model))
     if ncbi:

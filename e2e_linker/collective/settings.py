@@ -27,6 +27,9 @@ MODES = ("collective", "per-mention")
 LINKINGS = ("collective", "text")
 #: the ``annotator`` infon that marks the annotations this linker predicted
 ANNOTATOR = "e2e_linker"
+#: the score a longer KB name around a kept span must pass to replace it (chosen on the dev
+#: table: eval/results/name_extension)
+NAME_EXTENSION = 0.05
 #: the settings the model's config supplies when they are left unset (None)
 MODEL_DEFAULTS = ("threshold", "lexical_gate", "propagation_threshold", "dictionary_threshold",
                   "short_forms")
@@ -57,6 +60,11 @@ class AnnotateSettings:
     propagation_threshold: float | None = None
     dictionary_threshold: float | None = None
     short_forms: bool | None = None
+    #: a kept span grows to the longest candidate around it scored above this that is an
+    #: exact KB name of its type ("aggressive periodontitis" for "periodontitis"); None or
+    #: above 1: off — :func:`e2e_linker.collective.span_selection.extend_to_names` (the value:
+    #: eval/results/name_extension)
+    name_extension: float | None = NAME_EXTENSION
     #: the normalizer :meth:`e2e_linker.api.Linker.normalize` (and ``linking="text"``) loads
     normalizer_model: str | None = None
     #: tokens around a mention in ``mode="per-mention"``
@@ -104,6 +112,8 @@ class AnnotateSettings:
         self.short_form_rules()  # a bad redefined_short_forms fails here too
         self.sequence_rule()
         self.gene_rule()
+        if self.name_extension is not None and self.name_extension > 1:
+            object.__setattr__(self, "name_extension", None)  # --name-extension 1.01: off
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
@@ -143,4 +153,4 @@ class AnnotateSettings:
         """The selection these settings ask for, with ``keep`` (default: the threshold)."""
         return SelectionRules(self.threshold if keep is None else keep, self.lexical_gate,
                               bool(self.short_forms), self.propagation_threshold,
-                              self.dictionary_threshold)
+                              self.dictionary_threshold, self.name_extension)

@@ -1,5 +1,6 @@
 """Which scored candidate spans ``linker annotate`` keeps: the lexical gate, weaker spans the
-document or the KB supports, overlap resolution, short forms tagged like their long form.
+document or the KB supports, overlap resolution, a kept span grown to the longer KB name
+around it, short forms tagged like their long form.
 
 Why its own module: detection (the model's scores and vectors) and linking (the KB) belong to
 :class:`~e2e_linker.collective.annotator.Annotator`; selection only reads each candidate's
@@ -13,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,11 +49,13 @@ class SelectionRules:
     short_forms: bool = False
     propagation_threshold: float | None = None
     dictionary_threshold: float | None = None
+    name_extension: float | None = None
 
     def weak_floors(self) -> list[float]:
-        """The propagation and dictionary thresholds that are on and below :attr:`keep`:
-        candidates must be scored down to the lowest of them."""
-        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
+        """The propagation, dictionary and name-extension thresholds that are on and below
+        :attr:`keep`: candidates must be scored down to the lowest of them."""
+        return [f for f in (self.propagation_threshold, self.dictionary_threshold,
+                            self.name_extension)
                 if f is not None and f < self.keep]
 
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
@@ -60,9 +63,10 @@ class SelectionRules:
                abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
         """The spans annotate keeps from every candidate scored: the lexical gate first (so an
         overlapping span a lexical step links can win), then the weaker spans with support
-        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then short forms
-        (from ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
-        dictionary threshold."""
+        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then kept spans
+        grown to the KB names around them (:func:`extend_to_names`), then short forms (from
+        ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
+        dictionary threshold or name extension."""
         if self.lexical_gate:
             spans = gate_unlinked(spans, lexically_linked(spans), self.lexical_gate)
         floors = self.weak_floors()
@@ -72,6 +76,8 @@ class SelectionRules:
                                self.propagation_threshold, self.dictionary_threshold, is_name)
         else:
             kept = resolve_overlaps([s for s in spans if s.mention_score > self.keep])
+        if self.name_extension is not None and is_name is not None:
+            kept = extend_to_names(kept, spans, docs, is_name, self.name_extension)
         return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
 
 
@@ -115,6 +121,60 @@ def rescue_weak(spans: list[SpanPrediction], keep: float, docs: Sequence[Documen
                 and is_name(text, s.type)):
             weak.append(s)
     return resolve_overlaps(strong + weak) if weak else strong
+
+
+def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
+                    docs: Sequence[Document], is_name: NameCheck,
+                    floor: float) -> list[SpanPrediction]:
+    """``kept`` with each span replaced by the longest candidate scored above ``floor`` that
+    contains it, is an exact KB name of the kept span's type, begins and ends with a letter or
+    digit, and overlaps no other kept span; the candidate keeps its own score and vector and
+    takes the kept span's type.
+
+    Why: the span scorer often prefers the head of a longer name ("periodontitis" in
+    "aggressive periodontitis", "lymphocytic leukemia" in "chronic lymphocytic leukemia",
+    "hypothyroidism" in "congenital hypothyroidism"), while every corpus we score annotates the
+    whole name when the KB has it; overlap resolution alone keeps the higher-scored head. The
+    counts per corpus are in eval/results/name_extension."""
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for c in candidates:
+        by_doc.setdefault(c.doc_index, []).append(c)
+    starts_of: dict[int, tuple[list[int], list[SpanPrediction], int]] = {}
+    out: list[SpanPrediction] = []
+    taken = {(s.doc_index, s.start, s.end) for s in kept}
+    kept_by_doc: dict[int, list[SpanPrediction]] = {}
+    for s in kept:
+        kept_by_doc.setdefault(s.doc_index, []).append(s)
+    for s in kept:
+        if s.doc_index not in starts_of:
+            members = sorted((c for c in by_doc.get(s.doc_index, ())
+                              if c.mention_score > floor), key=lambda c: c.start)
+            longest = max((c.end - c.start for c in members), default=0)
+            starts_of[s.doc_index] = ([c.start for c in members], members, longest)
+        starts, members, longest = starts_of[s.doc_index]
+        doc = docs[s.doc_index]
+        best = None
+        # a candidate that contains s starts at most `longest` characters before it
+        lo = bisect.bisect_left(starts, s.start - longest)
+        hi = bisect.bisect_right(starts, s.start)
+        for c in members[lo:hi]:
+            if c.end < s.end or (c.start, c.end) == (s.start, s.end):
+                continue
+            if best is not None and c.end - c.start <= best.end - best.start:
+                continue
+            text = doc.text_at(c.start, c.end)
+            if not (text[:1].isalnum() and text[-1:].isalnum()) or not is_name(text, s.type):
+                continue
+            if any(o is not s and o.start < c.end and c.start < o.end
+                   for o in kept_by_doc[s.doc_index]):
+                continue
+            best = c
+        if best is None or (best.doc_index, best.start, best.end) in taken:
+            out.append(s)
+            continue
+        taken.add((best.doc_index, best.start, best.end))
+        out.append(replace(best, type=s.type))
+    return out
 
 
 def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],

@@ -34,7 +34,7 @@ import click
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.gene_context import MODIFIER_CHOICES
 from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
-from e2e_linker.collective.settings import LINKINGS, MODES, AnnotateSettings
+from e2e_linker.collective.settings import LINKINGS, MODES, NAME_EXTENSION, AnnotateSettings
 from e2e_linker.collective.short_form_rules import GENE_CHOICES, REDEFINED_CHOICES
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
@@ -90,6 +90,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--dictionary-threshold", type=click.FloatRange(0, 1), default=None,
               help="Keep a weaker span (scored above this) whose text is an exact KB name "
                    "(default: the model's, off for the shipped one; 1 turns it off).")
+@click.option("--name-extension", type=click.FloatRange(min=0), default=NAME_EXTENSION,
+              show_default=True,
+              help="Grow a kept span to the longest candidate around it scored above this "
+                   "that is an exact KB name of its type (\"aggressive periodontitis\" for "
+                   "\"periodontitis\"); above 1 turns it off.")
 @click.option("--short-forms/--no-short-forms", default=None,
               help="Tag every occurrence of a short form defined in the document whose long "
                    "form was detected (default: the model's).")

@@ -266,5 +266,6 @@ def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
     assert kept(0.1) == [0, q]
     assert kept(0.2) == [q]  # the name is scored below it
     assert kept(1.0) == [q]  # not below keep: off
-    with settings_changed(annotator, propagation_threshold=None, dictionary_threshold=1.0):
+    with settings_changed(annotator, propagation_threshold=None, dictionary_threshold=1.0,
+                          name_extension=None):
         assert annotator.settings.selection_rules(0.5).weak_floors() == []

@@ -1,6 +1,7 @@
 """Selection rules on hand-made spans: overlap resolution makes the plain greedy rule's
-choice (and fast on huge documents), propagation keeps weak repeats, short forms are tagged
-like their long form, and the floors candidates must be scored down to."""
+choice (and fast on huge documents), propagation keeps weak repeats, kept spans grow to the KB
+names around them, short forms are tagged like their long form, and the floors candidates must
+be scored down to."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 from e2e_linker.collective.span_selection import (
     SelectionRules,
     SpanPrediction,
+    extend_to_names,
     rescue_weak,
     resolve_overlaps,
     tag_short_forms,
@@ -125,6 +127,7 @@ def test_weak_floors_are_the_thresholds_on_and_below_keep():
                           dictionary_threshold=0.1).weak_floors() == [0.2, 0.1]
     assert SelectionRules(0.5, propagation_threshold=0.7,
                           dictionary_threshold=0.5).weak_floors() == []
+    assert SelectionRules(0.5, name_extension=0.05).weak_floors() == [0.05]
 
 
 def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
@@ -145,3 +148,40 @@ def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
     assert [s.start for s in kept] == [0, 11] and asked == [[0, 6, 11]]
     assert [s.start for s in SelectionRules(0.5).select(spans, [doc], linked, None, scan_documents([doc]))] == [0, 6, 11]
     assert len(asked) == 1  # no gate: no lookups
+
+
+def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
+    from data_tools.documents import Document, Passage
+
+    text = "chronic lymphocytic leukemia and aggressive periodontitis, AT) and lupus"
+    doc = Document(id="x", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(1, np.float32)
+    names = {"chronic lymphocytic leukemia", "lymphocytic leukemia", "aggressive periodontitis",
+             "periodontitis", "AT)", "lupus"}
+
+    def at(phrase, p, type_="Disease", length=None):
+        start = text.index(phrase)
+        return SpanPrediction(0, start, start + (length or len(phrase)), p, type_, vec)
+
+    def is_name(t, type_):
+        return t in names and type_ == "Disease"
+
+    head = at("lymphocytic leukemia", 0.9)
+    longer = at("chronic lymphocytic leukemia", 0.3, type_="Chemical")
+    period = at("periodontitis", 0.95)
+    weak = at("aggressive periodontitis", 0.04)
+    short = at("AT)", 0.9, length=2)
+    bracket = at("AT)", 0.5)
+    lupus = at("lupus", 0.8)
+    candidates = [head, longer, period, weak, short, bracket, lupus]
+    kept = extend_to_names([head, period, short, lupus], candidates, [doc], is_name, 0.05)
+    assert [(text[s.start:s.end], s.type, s.mention_score) for s in kept] == [
+        ("chronic lymphocytic leukemia", "Disease", 0.3),  # its score, the kept span's type
+        ("periodontitis", "Disease", 0.95),                # the longer name: below the floor
+        ("AT", "Disease", 0.9),                            # a bracket is not a name's edge
+        ("lupus", "Disease", 0.8)]                         # nothing longer around it
+    # a longer name that would overlap another kept span: the kept span stays
+    chronic = at("chronic", 0.9)
+    kept = extend_to_names([chronic, head], candidates, [doc], is_name, 0.05)
+    assert [(s.start, s.end) for s in kept] == [(chronic.start, chronic.end),
+                                                (head.start, head.end)]
