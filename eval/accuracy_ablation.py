@@ -23,7 +23,10 @@ row, scored as ``linker score`` scores):
    do not share a word with, or as a gene, is dropped:
    :mod:`e2e_linker.collective.short_form_rules`) — swept the same way;
 8. + a Chemical named as a sequence residue ("arginine residue") dropped:
-   :mod:`e2e_linker.collective.sequence_context`.
+   :mod:`e2e_linker.collective.sequence_context`;
+9. + a kept span grown to the longest KB name around it scored above ``name_extension``
+   (:func:`e2e_linker.collective.span_selection.extend_to_names`; last, so that row 8 is
+   annotate as it was before it).
 
 On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
 also holds dev's names, which makes every dev span look named). On test the models link
@@ -56,6 +59,10 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
     steps.append(("+ short-form rules", {"redefined_short_forms": "drop",
                                          "gene_short_forms": "drop"}))
     steps.append(("+ sequence residues dropped", {"sequence_residues": "drop"}))
+    extension = annotator.settings.name_extension
+    if extension is not None:  # off in these settings: no row
+        steps.append((f"+ kept spans grown to longer KB names above {extension}",
+                       {"name_extension": extension}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change
@@ -84,15 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     gold = load_corpus(f"bc5cdr:{args.split}", args.max_docs)
     rows = []
     for label in args.models:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp:  # the model folder lives while its rows run
             source = model_source(label, Path(tmp) / "model")
-            directory = (model_with_names_from(args.kb_names_from, Path(tmp), source)
+            # the packed index kept: the names that differ are searched exactly beside it
+            directory = (model_with_names_from(args.kb_names_from, Path(tmp), source,
+                                               keep_packed_index=True)
                          if args.split == "dev" else source)
             annotator = load_annotator(AnnotateSettings(
                 model_dir=str(directory) if directory else None))
-        settings = ablation_settings(annotator, args.gate, args.propagation)
-        for (step, _), row in zip(settings, setting_rows(annotator, gold,
-                                                         [s for _, s in settings]), strict=True):
+            settings = ablation_settings(annotator, args.gate, args.propagation)
+            scored = setting_rows(annotator, gold, [s for _, s in settings])
+        for (step, _), row in zip(settings, scored, strict=True):
             rows.append({"model": label, "row": step, "spans": row["spans"],
                          "seconds": row["seconds"],
                          **{m: row[m]["f1"] for m in MODES},
