@@ -74,7 +74,7 @@ class Annotator:
         threshold = settings.threshold if threshold is None else threshold
         keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
         if resolve:
-            threshold = min([threshold, *settings.selection_rules(threshold).weak_floors()])
+            threshold = settings.selection_rules(threshold).detection_floor()
         tokenizer = self.model.tokenizer
         chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
                                  cfg.chunk_overlap)

@@ -52,11 +52,17 @@ class SelectionRules:
     name_extension: float | None = None
 
     def weak_floors(self) -> list[float]:
-        """The propagation, dictionary and name-extension thresholds that are on and below
-        :attr:`keep`: candidates must be scored down to the lowest of them."""
-        return [f for f in (self.propagation_threshold, self.dictionary_threshold,
-                            self.name_extension)
+        """The propagation and dictionary thresholds that are on and below :attr:`keep`:
+        the gate and overlap resolution see the candidates down to the lowest of them."""
+        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
                 if f is not None and f < self.keep]
+
+    def detection_floor(self) -> float:
+        """The score candidates must be scored down to: :attr:`keep`, the weak floors, and
+        the name-extension floor (whose weaker candidates only :func:`extend_to_names`
+        reads, so the other steps see what they would without it)."""
+        return min([self.keep, *self.weak_floors(),
+                    *([self.name_extension] if self.name_extension is not None else [])])
 
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                lexically_linked: LexicalCheck, is_name: NameCheck | None,
@@ -67,17 +73,18 @@ class SelectionRules:
         grown to the KB names around them (:func:`extend_to_names`), then short forms (from
         ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
         dictionary threshold or name extension."""
+        candidates = spans
+        floor = min([self.keep, *self.weak_floors()])  # candidates may have been scored lower
+        spans = [s for s in spans if s.mention_score > floor]
         if self.lexical_gate:
             spans = gate_unlinked(spans, lexically_linked(spans), self.lexical_gate)
-        floors = self.weak_floors()
-        if floors:
-            floor = min(floors)  # candidates may have been scored lower
-            kept = rescue_weak([s for s in spans if s.mention_score > floor], self.keep, docs,
-                               self.propagation_threshold, self.dictionary_threshold, is_name)
+        if self.weak_floors():
+            kept = rescue_weak(spans, self.keep, docs, self.propagation_threshold,
+                               self.dictionary_threshold, is_name)
         else:
             kept = resolve_overlaps([s for s in spans if s.mention_score > self.keep])
         if self.name_extension is not None and is_name is not None:
-            kept = extend_to_names(kept, spans, docs, is_name, self.name_extension)
+            kept = extend_to_names(kept, candidates, docs, is_name, self.name_extension)
         return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
 
 

@@ -127,7 +127,11 @@ def test_weak_floors_are_the_thresholds_on_and_below_keep():
                           dictionary_threshold=0.1).weak_floors() == [0.2, 0.1]
     assert SelectionRules(0.5, propagation_threshold=0.7,
                           dictionary_threshold=0.5).weak_floors() == []
-    assert SelectionRules(0.5, name_extension=0.05).weak_floors() == [0.05]
+    assert SelectionRules(0.5, name_extension=0.05).weak_floors() == []
+    assert SelectionRules(0.5, 0.99, propagation_threshold=0.2,
+                          name_extension=0.05).detection_floor() == 0.05
+    assert SelectionRules(0.5, propagation_threshold=0.2).detection_floor() == 0.2
+    assert SelectionRules(0.5, name_extension=0.7).detection_floor() == 0.5
 
 
 def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
