@@ -29,7 +29,7 @@ LINKINGS = ("collective", "text")
 ANNOTATOR = "e2e_linker"
 #: the score a longer KB name around a kept span must pass to replace it (chosen on the dev
 #: table: eval/results/name_extension)
-NAME_EXTENSION = 0.05
+NAME_EXTENSION = 0.02
 #: the settings the model's config supplies when they are left unset (None)
 MODEL_DEFAULTS = ("threshold", "lexical_gate", "propagation_threshold", "dictionary_threshold",
                   "short_forms")
