@@ -39,8 +39,12 @@ def rows_detected_at(settings: AnnotateSettings, grid: list[dict]) -> float:
 def test_the_annotators_own_propagation_threshold_lowers_the_detection_pass():
     """A grid that does not set the propagation threshold still selects at the model's 0.2:
     the one detection pass must score candidates down to it, not to γ alone."""
-    settings = AnnotateSettings(threshold=0.3, propagation_threshold=0.2)
+    settings = AnnotateSettings(threshold=0.3, propagation_threshold=0.2, name_extension=None)
     assert rows_detected_at(settings, [{"gene_products": "drop"}, {"gene_products": "keep"}]) \
         == 0.2
     assert rows_detected_at(settings, [{"dictionary_threshold": 0.1}]) == 0.1
     assert rows_detected_at(settings, [{"propagation_threshold": None}]) == 0.3
+    # the name extension's floor (on by default) too
+    assert rows_detected_at(AnnotateSettings(threshold=0.3, propagation_threshold=0.2),
+                            [{"gene_products": "drop"}]) == 0.02
+    assert rows_detected_at(settings, [{"name_extension": 0.05}]) == 0.05
