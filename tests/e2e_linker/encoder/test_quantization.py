@@ -105,6 +105,10 @@ def test_the_default_model_ships_statistics_for_every_encoder_layer():
     model = CollectiveLinker.load(default_linker_dir())
     assert (default_linker_dir() / STATS_FILE).is_file()
     layers = linear_layers(model.encoder.model)
-    assert set(model.activation_stats) == set(layers) and len(layers) == 37  # 6 x 6 + pooler
-    for name, layer in layers.items():
-        assert model.activation_stats[name].shape == (layer.in_features,)
+    assert len(layers) == 37  # 6 x 6 + pooler
+    # the pooler is never run for token states (encoder/bert.py keeps it for the state dict
+    # only), so a calibration through that path records no statistics for it
+    run = {name for name in layers if not name.startswith("pooler.")}
+    assert run <= set(model.activation_stats) <= set(layers)
+    for name in model.activation_stats:
+        assert model.activation_stats[name].shape == (layers[name].in_features,)
