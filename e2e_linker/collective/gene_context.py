@@ -13,7 +13,7 @@ two protein-name words between ("-binding", "-associated", "DNA", "zinc-finger",
 tyrosine") and an abbreviation in brackets allowed before them, is dropped: ``modifiers=
 "drop"`` for Chemical and Disease spans, ``"chemicals"`` for Chemical spans only (NCBI
 disease annotates a disease named as a gene's modifier), ``"keep"`` for none. The words are
-read from the text after the span (:func:`~e2e_linker.collective.sequence_context.text_after`).
+read from the text after the span (:func:`~e2e_linker.collective.sequence_context.drop_when_followed`).
 
 Off by default: BC5CDR's guideline annotates the chemical in "aspartate aminotransferase",
 "serotonin receptor antagonist" or "calcium channel blocker", and on the dev table the rule's
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document
-from e2e_linker.collective.sequence_context import text_after
+from e2e_linker.collective.sequence_context import drop_when_followed
 from e2e_linker.collective.span_selection import SpanPrediction
 
 #: what happens to a name used inside a gene's or protein's name
@@ -77,12 +77,5 @@ class GeneContextRule:
     def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
               docs: Sequence[Document]) -> list[Annotation | None]:
         """``annotations`` (one per span; None: a span dropped) with the rule applied."""
-        out = list(annotations)
-        dropped = DROPPED_TYPES[self.modifiers]
-        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
-            if ann is None or ann.type not in dropped:
-                continue
-            following = text_after(ann, docs[span.doc_index])
-            if following is not None and names_a_gene_part(following):
-                out[k] = None
-        return out
+        return drop_when_followed(annotations, spans, docs, DROPPED_TYPES[self.modifiers],
+                                  names_a_gene_part)

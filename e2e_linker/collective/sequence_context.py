@@ -15,7 +15,7 @@ substitution" (change, replacement, mutation), is dropped (``residues="drop"``) 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document
@@ -66,13 +66,23 @@ class SequenceContextRule:
     def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
               docs: Sequence[Document]) -> list[Annotation | None]:
         """``annotations`` (one per span; None: a span dropped) with the rule applied."""
-        out = list(annotations)
         if self.residues == "keep":
-            return out
-        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
-            if ann is None or ann.type != "Chemical":
-                continue
-            following = text_after(ann, docs[span.doc_index])
-            if following is not None and names_a_residue(following):
-                out[k] = None
-        return out
+            return list(annotations)
+        return drop_when_followed(annotations, spans, docs, frozenset({"Chemical"}),
+                                  names_a_residue)
+
+
+def drop_when_followed(annotations: Sequence[Annotation | None],
+                       spans: Sequence[SpanPrediction], docs: Sequence[Document],
+                       types: frozenset[str], reads: Callable[[str], bool]
+                       ) -> list[Annotation | None]:
+    """``annotations`` with each one of ``types`` dropped whose following text (:func:`text_after`)
+    ``reads`` accepts: the one loop of the rules that judge a span by the words after it."""
+    out = list(annotations)
+    for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
+        if ann is None or ann.type not in types:
+            continue
+        following = text_after(ann, docs[span.doc_index])
+        if following is not None and reads(following):
+            out[k] = None
+    return out
