@@ -67,12 +67,12 @@ def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] |
 
     names = sorted({k for setting in settings for k in setting})
     saved = {k: current(annotator, k) for k in names}
-    # candidates scored down to the lowest threshold any row selects at: a row's own value,
-    # else the annotator's (its propagation threshold too when no row sets one)
-    lowest = min(value for setting in settings
-                 for k in ("threshold", "propagation_threshold", "dictionary_threshold",
-                           "name_extension")
-                 if (value := setting.get(k, getattr(annotator.settings, k))) is not None)
+    # candidates scored down to the lowest floor any row's selection reads (γ, propagation,
+    # dictionary, name extension: SelectionRules.detection_floor of the row's settings, the
+    # annotator's where the row sets none)
+    lowest = min(replace(annotator.settings, **{k: v for k, v in setting.items()
+                                               if k not in LINKER_PARTS}
+                         ).selection_rules().detection_floor() for setting in settings)
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
     detect_s = time.perf_counter() - started

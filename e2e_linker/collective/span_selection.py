@@ -148,7 +148,6 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
         by_doc.setdefault(c.doc_index, []).append(c)
     starts_of: dict[int, tuple[list[int], list[SpanPrediction], int]] = {}
     out: list[SpanPrediction] = []
-    taken = {(s.doc_index, s.start, s.end) for s in kept}
     kept_by_doc: dict[int, list[SpanPrediction]] = {}
     for s in kept:
         kept_by_doc.setdefault(s.doc_index, []).append(s)
@@ -176,11 +175,8 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
                    for o in kept_by_doc[s.doc_index]):
                 continue
             best = c
-        if best is None or (best.doc_index, best.start, best.end) in taken:
-            out.append(s)
-            continue
-        taken.add((best.doc_index, best.start, best.end))
-        out.append(replace(best, type=s.type))
+        # best overlaps no other kept span, so no two kept spans grow into the same one
+        out.append(s if best is None else replace(best, type=s.type))
     return out
 
 
