@@ -18,7 +18,7 @@ import argparse
 import time
 from pathlib import Path
 
-from eval.ood_dev import gold_of, overlapped_share, settings_overrides
+from eval.ood_dev import add_annotate_options, gold_of, overlapped_share, settings_overrides
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "gene_confusion"
@@ -50,9 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--corpora", nargs="+",
                         default=["gnormplus:train", "nlmgene:train", "biored:dev"])
-    parser.add_argument("--annotate-options", default="",
-                        help="AnnotateSettings overrides (eval.ood_dev.settings_overrides), "
-                             "e.g. 'gene_products=keep type_from_concept=false'")
+    add_annotate_options(parser)
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)

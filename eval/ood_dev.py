@@ -55,6 +55,15 @@ def settings_overrides(words: str) -> dict:
             (word.split("=", 1) for word in shlex.split(words))}
 
 
+def add_annotate_options(parser: argparse.ArgumentParser) -> None:
+    """The ``--annotate-options`` argument (read by :func:`settings_overrides`), one wording for
+    every evaluation that takes it."""
+    parser.add_argument("--annotate-options", default="",
+                        help="AnnotateSettings overrides as KEY=VALUE words, each value JSON or "
+                             "a plain word, e.g. 'lexical_gate=0.9 short_forms=false "
+                             "gene_products=keep'")
+
+
 def json_or_word(value: str):
     """``value`` read as JSON, else the word itself."""
     try:
@@ -176,9 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="link against the shipped model's KB (manifest, mined names, "
                              "packed index) instead of the model's own: compares detection "
                              "and typing on one KB (eval.models.model_with_kb_of)")
-    parser.add_argument("--annotate-options", default="",
-                        help="AnnotateSettings overrides as KEY=VALUE words, values in JSON, "
-                             "e.g. 'lexical_gate=0.9 short_forms=false kb=\"bc5cdr\"'")
+    add_annotate_options(parser)
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
