@@ -63,6 +63,8 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
     if extension is not None:  # off in these settings: no row
         steps.append((f"+ kept spans grown to longer KB names above {extension}",
                        {"name_extension": extension}))
+    if annotator.settings.composites:
+        steps.append(("+ elliptical coordinations linked to their parts", {"composites": True}))
     rows, current = [], dict(STEPS_OFF)
     for label, change in steps:
         current = current | change

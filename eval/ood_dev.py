@@ -201,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
             from eval.models import model_with_names_from
 
             (Path(tmp) / "model").mkdir()
+            # the packed index kept: the few names that differ are searched beside it, as
+            # annotate does for a grown KB (without it: a whole-KB encode on a cold cache)
             model_dir = str(model_with_names_from(args.kb_names_from, Path(tmp) / "model",
-                                                  Path(model_dir) if model_dir else None))
+                                                  Path(model_dir) if model_dir else None,
+                                                  keep_packed_index=True))
         linker = Linker.load(settings=AnnotateSettings(model_dir=model_dir, **typed))
         rows = [evaluate(linker, spec, resolve, args.max_docs) for spec in args.corpora]
     result = {"command": command_line("ood_dev", argv), "machine": machine(),

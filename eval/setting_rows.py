@@ -27,11 +27,11 @@ STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "redefined_short_forms": "keep", "undefined_short_max": 0,
              "gene_short_forms": "keep",
              "sequence_residues": "keep", "gene_modifiers": "keep",
-             "name_extension": None}
+             "name_extension": None, "composites": False}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's
-#: attributes: a SieveStack or None, a text linker or None); every other key is an
-#: AnnotateSettings field
-LINKER_PARTS = ("sieves", "text_linker")
+#: attributes: a SieveStack or None, a text linker or None, composite linking on or off);
+#: every other key is an AnnotateSettings field
+LINKER_PARTS = ("sieves", "text_linker", "composites")
 
 
 def current(annotator, key: str):

@@ -30,7 +30,7 @@ RESULTS = Path(__file__).parent / "results" / "setting_sweep"
 SETTABLE = ("threshold", "lexical_gate", "short_forms", "propagation_threshold",
             "dictionary_threshold", "type_from_concept", "gene_products",
             "redefined_short_forms", "undefined_short_max", "gene_short_forms",
-            "sequence_residues", "gene_modifiers", "name_extension")
+            "sequence_residues", "gene_modifiers", "name_extension", "composites")
 
 
 def parse_value(text: str):

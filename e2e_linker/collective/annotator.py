@@ -49,8 +49,9 @@ class Annotator:
         sieve ``names`` and short-form linking as the model's config says (the one place that
         decides it), and ``sieves``/``text_linker`` as given."""
         taxa = kb.taxa() if kb is not None else None
+        composites = (settings or AnnotateSettings()).composites
         linker = SpanLinker(index, names if model.config.exact_match_sieve else None, sieves,
-                            text_linker, model.config.resolve_abbreviations, taxa)
+                            text_linker, model.config.resolve_abbreviations, taxa, composites)
         return cls(model, linker, settings, kb)
 
     @property

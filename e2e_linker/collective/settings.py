@@ -56,6 +56,10 @@ class AnnotateSettings:
     linking: str = "collective"
     #: the normalizer's lexical steps after the exact-name sieve (off: dense search alone)
     sieves: bool = True
+    #: a span that no exact name or sieve links as a whole is linked to its parts' concepts
+    #: when every part is one ("breast or ovarian cancer") —
+    #: :meth:`e2e_linker.collective.span_linking.SpanLinker.composite_ids`
+    composites: bool = True
     lexical_gate: float | None = None
     propagation_threshold: float | None = None
     dictionary_threshold: float | None = None

@@ -24,6 +24,7 @@ from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
+from e2e_linker.lexical.text_forms import split_composite
 
 #: candidates an explained annotation lists ("why this concept": the dense ranking's top)
 EXPLAIN_TOP = 5
@@ -46,11 +47,13 @@ class SpanLinker:
     """Links kept spans against one KB: ``index`` (dense), ``names`` (the exact-name sieve;
     None: off), ``sieves`` (the sieve stack; None: off), ``text_linker`` (relinks every span
     by its text instead; None: off) and, with ``resolve_abbreviations``, a short form takes
-    its long form's concept."""
+    its long form's concept; with ``composites``, a span no name links as a whole takes its
+    parts' concepts (:meth:`composite_ids`)."""
 
     def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
-                 resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None):
+                 resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None,
+                 composites: bool = True):
         self.index = index
         self.names = names
         self.sieves = sieves
@@ -59,6 +62,7 @@ class SpanLinker:
         #: concept ID → NCBI taxon, for the KB's concepts that have one (genes); None or
         #: empty: no species preference (:meth:`species_first`)
         self.taxa = taxa or None
+        self.composites = composites
 
     def is_name(self, text: str, type_: str) -> bool:
         """Whether ``text`` is an exact KB name of a concept of ``type_``."""
@@ -74,8 +78,10 @@ class SpanLinker:
         def named(text: str, type_: str, found: dict[str, str] | None) -> bool:
             if self.is_name(text, type_):
                 return True
-            return self.sieves is not None and self.sieves.match(
-                text, type_, expand_mention(text, found) if found else None) is not None
+            if self.sieves is not None and self.sieves.match(
+                    text, type_, expand_mention(text, found) if found else None) is not None:
+                return True
+            return self.composite_ids(text, type_) is not None
 
         ends: dict[int, dict[int, list[int]]] = {}  # doc → span end → span starts
         for span in spans:
@@ -135,9 +141,12 @@ class SpanLinker:
                 if hit is not None:
                     cid, method = hit
                     score = next((s for c, s in dense if c == cid), None)
+            ids = [cid] if cid else []
+            if method == "dense" and (parts := self.composite_ids(text, span.type)):
+                ids, method, score = parts, "composite", None
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
-                concept_ids=[cid] if cid else [],
+                concept_ids=ids,
                 infons={"annotator": ANNOTATOR, "link_method": method},
                 mention_score=round(span.mention_score, 4),
                 link_score=None if score is None else round(score, 4),
@@ -150,6 +159,39 @@ class SpanLinker:
         elif self.resolve_abbreviations:
             self.link_short_forms(spans, out, abbreviations)
         return out
+
+    def composite_ids(self, text: str, type_: str) -> list[str] | None:
+        """The concepts of a composite mention's parts, in the order written, when
+        :func:`~e2e_linker.lexical.text_forms.split_composite` splits ``text``, some part
+        shares words the text writes once (an elliptical coordination) and every part is an
+        exact KB name or a sieve-stack match of ``type_``; else None. Parts that name one
+        concept give it once ("glomerular and tubular lesions" → nephropathy). A list of whole
+        names ("ALL and NHL", "nausea, vomiting") is no composite: each is a span of its own.
+
+        Why: "breast or ovarian cancer" is two concepts (both BC5CDR and NCBI disease link it
+        ``D001943|D010051``), and one mean-pooled span vector can only find one of them; the
+        parts are ordinary names. :meth:`link` asks only when no exact name or sieve linked
+        the whole span: a whole name ("Duchenne and Becker muscular dystrophy") wins, as in
+        the normalizer's composite policy "auto" (eval/results/composite_links).
+        """
+        if not self.composites:
+            return None
+        parts = split_composite(text)
+        if len(parts) < 2 or all(part in text for part in parts) or (
+                self.names is None and self.sieves is None):
+            return None
+        ids: list[str] = []
+        for part in parts:
+            found = self.names.lookup(part, type_) if self.names is not None else []
+            cid = found[0] if found else None
+            if cid is None and self.sieves is not None:
+                hit = self.sieves.match(part, type_)
+                cid = hit[0] if hit else None
+            if cid is None:
+                return None
+            if cid not in ids:
+                ids.append(cid)
+        return ids
 
     def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
                       ) -> list[tuple[str, float]]:

@@ -80,6 +80,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Try the normalizer's lexical steps (in-document abbreviations, the model's "
                    "mined mentions, letters-and-digits keys, salt-free forms) on a span the "
                    "exact-name sieve does not resolve, before the dense choice.")
+@click.option("--composites/--no-composites", default=True, show_default=True,
+              help="Link a span that no name or sieve links as a whole to its parts' concepts "
+                   "when every part is a name (\"breast or ovarian cancer\": breast cancer and "
+                   "ovarian cancer).")
 @click.option("--lexical-gate", type=click.FloatRange(min=0), default=None,
               help="Mention score a detected span must reach when no lexical step (exact "
                    "name, short form, sieves) links it (default: the model's, tuned on dev; 0 "

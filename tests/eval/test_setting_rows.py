@@ -14,7 +14,7 @@ class FakeAnnotator:
 
     def __init__(self, settings: AnnotateSettings):
         self.settings = settings
-        self.linker = SimpleNamespace(sieves=None, text_linker=None)
+        self.linker = SimpleNamespace(sieves=None, text_linker=None, composites=True)
         self.detected_at: list[float] = []
 
     def detect(self, docs, threshold=None, resolve=True):

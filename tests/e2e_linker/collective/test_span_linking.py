@@ -59,3 +59,42 @@ def test_types_restrict_what_annotate_writes(tmp_path):
     assert {a.type for d in only for a in d.annotations} == {keep}
     assert [(a.start, a.end) for d in only for a in d.annotations] == [
         (a.start, a.end) for d in every for a in d.annotations if a.type == keep]
+
+
+DISEASES = NameDictionary([("breast cancer", "D001943"), ("ovarian cancer", "D010051"),
+                           ("hereditary breast and ovarian cancer", "D061325"),
+                           ("leukemia", "D007938"), ("lymphoma", "D008223"),
+                           ("renal disease", "D007674"), ("kidney disease", "D007674")],
+                          {c: "Disease" for c in ("D001943", "D010051", "D061325", "D007938",
+                                                  "D008223", "D007674")})
+
+
+def test_an_elliptical_coordination_links_to_its_parts_concepts_in_order():
+    linker = SpanLinker(FixedIndex(), DISEASES)
+    assert linker.composite_ids("breast or ovarian cancer", "Disease") == ["D001943", "D010051"]
+    assert linker.composite_ids("ovarian and breast cancer", "Disease") == ["D010051", "D001943"]
+    # parts naming one concept give it once
+    assert linker.composite_ids("renal and kidney disease", "Disease") == ["D007674"]
+    # a part that is no name, a list of whole names, or switched off: none
+    assert linker.composite_ids("breast and colon cancer", "Disease") is None
+    assert linker.composite_ids("leukemia and lymphoma", "Disease") is None
+    assert SpanLinker(FixedIndex(), DISEASES, composites=False).composite_ids(
+        "breast or ovarian cancer", "Disease") is None
+
+
+def test_link_prefers_a_whole_name_and_gates_a_composite_in():
+    linker = SpanLinker(FixedIndex(), DISEASES)
+    text = "Hereditary breast and ovarian cancer; breast or ovarian cancer."
+    docs = [Document("d", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, 0, 36, 0.9, "Disease", np.zeros(2, np.float32)),
+             SpanPrediction(0, 38, 62, 0.9, "Disease", np.zeros(2, np.float32))]
+    abbreviations = scan_documents(docs)
+    out = linker.link(spans, docs, abbreviations)
+    assert [a.concept_ids for a in out] == [["D061325"], ["D001943", "D010051"]]
+    assert [a.infons["link_method"] for a in out] == ["exact", "composite"]
+    # the lexical gate counts a composite whose parts are names as lexically linked
+    texts = [docs[0].text_at(s.start, s.end) for s in spans]
+    assert linker.lexically_linked(spans, texts, abbreviations) == [True, True]
+    off = SpanLinker(FixedIndex(), DISEASES, composites=False)
+    assert off.lexically_linked(spans, texts, abbreviations) == [True, False]
+    assert off.link(spans, docs, abbreviations)[1].infons["link_method"] == "dense"
