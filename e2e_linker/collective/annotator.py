@@ -77,7 +77,7 @@ class Annotator:
         if resolve:
             threshold = settings.selection_rules(threshold).detection_floor()
         tokenizer = self.model.tokenizer
-        chunks = chunk_documents(docs, tokenizer, cfg.max_length, cfg.max_span_len,
+        chunks = chunk_documents(docs, tokenizer, cfg.max_length, settings.max_span_len,
                                  cfg.chunk_overlap)
         self.stats["chunks"] += len(chunks)
         self.stats["tokens"] += sum(len(c) for c in chunks)
@@ -91,7 +91,7 @@ class Annotator:
             batch = collate_chunks(batch_chunks, tokenizer.pad_token_id or 0, device,
                                    PAD_MULTIPLE)
             states = self.model.token_states(batch)
-            found = self.model.candidate_spans(states, batch, threshold)
+            found = self.model.candidate_spans(states, batch, threshold, settings.max_span_len)
             if found is None:
                 continue
             b, i, j, p = found

@@ -104,7 +104,7 @@ class CollectiveLinker(nn.Module):
             raise ValueError("shared_encoder=True but a separate entity encoder was given")
         hidden = encoder.hidden_size
         if config.mention_head == "exhaustive":
-            self.span_scorer: nn.Module = SpanScorer(hidden, config.max_span_len)
+            self.span_scorer: nn.Module = SpanScorer(hidden)
         elif config.mention_head == "bio":
             self.span_scorer = BioTagger(hidden)
         else:
@@ -185,27 +185,30 @@ class CollectiveLinker(nn.Module):
         return self.precision
 
     def span_logits(self, states: torch.Tensor, batch: dict[str, torch.Tensor],
-                    owned_only: bool = True) -> torch.Tensor:
-        """Mention logits (B, T, L) for the exhaustive head; invalid spans get -1e4."""
+                    owned_only: bool = True, max_span_len: int | None = None) -> torch.Tensor:
+        """Mention logits (B, T, L) for the exhaustive head; invalid spans get -1e4. L is
+        ``max_span_len`` (default: the config's, the length the model was trained with)."""
         valid = span_validity(
             batch["attention_mask"], batch["word_start"], batch["word_end"], batch["segment"],
-            batch["owned"] if owned_only else None, self.config.max_span_len,
+            batch["owned"] if owned_only else None, max_span_len or self.config.max_span_len,
         )
         return self.span_scorer(states, valid)
 
     def candidate_spans(self, states: torch.Tensor, batch: dict[str, torch.Tensor],
-                        threshold: float
+                        threshold: float, max_span_len: int | None = None
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
-        """The batch's spans scored above ``threshold`` by this model's mention head, as
-        ``(batch row, first token, last token, probability)`` tensors (None: no span).
+        """The batch's spans of at most ``max_span_len`` tokens (default: the config's)
+        scored above ``threshold`` by this model's mention head, as ``(batch row, first token,
+        last token, probability)`` tensors (None: no span).
 
         Why here: the exhaustive scorer and the BIO tagger decode differently (a sigmoid per
         span vs tags decoded into spans), and only the model knows which head it has; the
         annotator's detection is the same for both after this."""
+        max_span_len = max_span_len or self.config.max_span_len
         if self.config.mention_head == "bio":
             probs = torch.softmax(self.span_scorer(states), -1)
             valid_tok = batch["owned"] & batch["attention_mask"].bool()
-            found = decode_bio(probs, valid_tok, batch["word_start"], self.config.max_span_len,
+            found = decode_bio(probs, valid_tok, batch["word_start"], max_span_len,
                                threshold)
             if not found:
                 return None
@@ -214,7 +217,7 @@ class CollectiveLinker(nn.Module):
                     torch.tensor([f[1] for f in found], device=device),
                     torch.tensor([f[2] for f in found], device=device),
                     torch.tensor([f[3] for f in found]))
-        probs = torch.sigmoid(self.span_logits(states, batch))
+        probs = torch.sigmoid(self.span_logits(states, batch, max_span_len=max_span_len))
         b, i, w = torch.nonzero(probs > threshold, as_tuple=True)
         if len(b) == 0:
             return None

@@ -32,7 +32,7 @@ ANNOTATOR = "e2e_linker"
 NAME_EXTENSION = 0.02
 #: the settings the model's config supplies when they are left unset (None)
 MODEL_DEFAULTS = ("threshold", "lexical_gate", "propagation_threshold", "dictionary_threshold",
-                  "short_forms")
+                  "short_forms", "max_span_len")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,10 @@ class AnnotateSettings:
     kb: str | None = None
     device: str | None = None
     threshold: float | None = None
+    #: the longest span scored, in word pieces (the span score has no width term, so it may
+    #: exceed the length the model was trained with: "Schwartz-Jampel chondrodystrophic
+    #: myotonia" is 13); None: the model's config's
+    max_span_len: int | None = None
     batch_size: int = 16
     max_batch_tokens: int = 16384
     mode: str = "collective"
@@ -120,6 +124,8 @@ class AnnotateSettings:
             object.__setattr__(self, "name_extension", None)  # --name-extension 1.01: off
         if self.batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        if self.max_span_len is not None and self.max_span_len < 1:
+            raise ValueError("max_span_len must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
             object.__setattr__(self, "types", tuple(
                 t.strip() for t in self.types.split(",") if t.strip()) or None)

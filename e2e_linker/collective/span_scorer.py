@@ -18,11 +18,15 @@ BIO_TAGS = ("O", "B", "I")
 
 
 class SpanScorer(nn.Module):
-    """Scores all spans of up to ``max_span_len`` tokens; returns logits shaped (B, T, L)."""
+    """Scores all spans of up to L tokens, L being the last size of the validity mask;
+    returns logits shaped (B, T, L).
 
-    def __init__(self, hidden_size: int, max_span_len: int = 10):
+    Why L comes from the mask: the score has no width term, so the longest span scored is
+    the caller's choice (the model's ``max_span_len``, which annotate may raise above the
+    training length: :class:`e2e_linker.collective.settings.AnnotateSettings`)."""
+
+    def __init__(self, hidden_size: int):
         super().__init__()
-        self.max_span_len = max_span_len
         self.proj = nn.Linear(hidden_size, 3)
 
     def forward(self, states: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -30,7 +34,7 @@ class SpanScorer(nn.Module):
         s, e, m = self.proj(states).float().unbind(-1)  # each (B, T)
         batch, length = s.shape
         csum = torch.nn.functional.pad(m.cumsum(-1), (1, 0))  # (B, T+1); csum[k] = Σ_{q<k} m_q
-        widths = torch.arange(self.max_span_len, device=states.device)
+        widths = torch.arange(valid.shape[-1], device=states.device)
         ends = torch.arange(length, device=states.device)[:, None] + widths[None, :]  # (T, L)
         ends_c = ends.clamp(max=length - 1)
         e_end = e[:, ends_c]  # (B, T, L)

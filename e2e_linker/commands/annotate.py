@@ -69,6 +69,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Read the inputs as plain text, one document per non-blank line "
                    "(IDs <file name>-<line number>).")
 @click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
+@click.option("--max-span-len", type=click.IntRange(min=1), default=None,
+              help="Longest span scored, in word pieces (default: the model's; the shipped "
+                   "model's is above the length it was trained with, chosen on dev).")
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Chunks per batch.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 @click.option("--mode", type=click.Choice(MODES), default="collective", show_default=True,

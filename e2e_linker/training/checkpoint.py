@@ -31,7 +31,7 @@ RUNTIME_KEYS = frozenset({"output_dir", "device", "num_threads", "cache_dir",
                           # (model.threshold: the γ the run itself writes into the saved model)
                           "model.threshold", "model.lexical_gate", "model.short_forms",
                           "model.propagation_threshold", "model.dictionary_threshold",
-                          "annotate_threshold"})
+                          "annotate_threshold", "annotate_max_span_len"})
 
 STATE_FILE = "state.json"
 WEIGHTS_FILE = "weights.safetensors"

@@ -749,13 +749,20 @@ class CollectiveTrainer:
         return world.broadcast(summary)
 
     def save(self, threshold: float) -> None:
-        """Write the model directory with ``threshold`` as its γ, the KB manifest and mined
+        """Write the model directory with ``threshold`` as its γ (or the config's
+        ``annotate_threshold``), its ``annotate_max_span_len``, the KB manifest and mined
         names, and the training config (the main process only)."""
         chosen = self.cfg.annotate_threshold
         self.model.config.threshold = float(threshold if chosen is None else chosen)
         self.model.config.kb = self.cfg.kb
         manifest = save_model_kb(self.out, self.cfg.kb, self.extra, self.kb)
-        self.model.save(self.out, kb_manifest=manifest, half=self.cfg.save_half)
+        trained_len = self.model.config.max_span_len
+        # the saved config carries annotate's span length; training goes on with its own
+        self.model.config.max_span_len = self.cfg.annotate_max_span_len or trained_len
+        try:
+            self.model.save(self.out, kb_manifest=manifest, half=self.cfg.save_half)
+        finally:
+            self.model.config.max_span_len = trained_len
         (self.out / "train_config.json").write_text(
             json.dumps(asdict(self.cfg), indent=2) + "\n")
         _log(f"saved checkpoint to {self.out} (threshold {self.model.config.threshold})")

@@ -195,6 +195,10 @@ class TrainConfig:
     #: pipeline — sieves, lexical gate, document-level steps — may want another γ, chosen on
     #: dev by eval.setting_sweep); None: the validation's choice
     annotate_threshold: float | None = None
+    #: the longest span (word pieces) the saved model scores when it annotates, instead of
+    #: ``model.max_span_len`` (the span score has no width term, so spans longer than those
+    #: trained on can be scored; eval/results/max_span_len chose the value); None: the same
+    annotate_max_span_len: int | None = None
     max_train_docs: int | None = None
     max_dev_docs: int | None = None
     seed: int = 13

@@ -269,3 +269,28 @@ def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
     with settings_changed(annotator, propagation_threshold=None, dictionary_threshold=1.0,
                           name_extension=None):
         assert annotator.settings.selection_rules(0.5).weak_floors() == []
+
+
+def test_max_span_len_bounds_the_spans_scored_above_the_training_length(annotator):
+    """The span score has no width term: annotate may score spans longer than the model's
+    ``max_span_len`` (and shorter ones only, below it); threshold 0 makes every valid span a
+    candidate."""
+    docs = synthetic_docs(3)
+    tokenizer = annotator.model.tokenizer
+
+    def widths(max_span_len: int) -> set[tuple[int, int, int]]:
+        with settings_changed(annotator, max_span_len=max_span_len):
+            spans, _ = annotator.detect(docs, threshold=0.0, resolve=False)
+        return {(s.doc_index, s.start, s.end) for s in spans}
+
+    trained = annotator.model.config.max_span_len
+    assert annotator.settings.max_span_len == trained  # unset: the model's
+    default, short, longer = widths(trained), widths(3), widths(trained + 6)
+
+    def tokens(span: tuple[int, int, int]) -> int:
+        text = docs[span[0]].text_at(span[1], span[2])
+        return len(tokenizer([text], add_special_tokens=False)["input_ids"][0])
+
+    assert max(map(tokens, short)) <= 3 < max(map(tokens, default)) <= trained
+    assert short < default < longer
+    assert trained < max(map(tokens, longer)) <= trained + 6

@@ -17,6 +17,8 @@ def test_unset_settings_take_the_models_values_and_set_ones_stay():
     assert (resolved.threshold, resolved.lexical_gate, resolved.propagation_threshold,
             resolved.short_forms, resolved.dictionary_threshold) == (0.3, 0.0, 0.2, True, None)
     assert resolved.types == ("Chemical", "Disease")
+    assert resolved.max_span_len == config.max_span_len
+    assert AnnotateSettings(max_span_len=16).for_model(config).max_span_len == 16
     assert resolved.for_model(config) == resolved  # resolving twice changes nothing
 
 
@@ -31,6 +33,8 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(redefined_short_forms="retype")
     with pytest.raises(ValueError, match="whole number"):
         AnnotateSettings(undefined_short_max=2.5)
+    with pytest.raises(ValueError, match="max_span_len"):
+        AnnotateSettings(max_span_len=0)
     with pytest.raises(ValueError, match="sequence_residues"):
         AnnotateSettings(sequence_residues="retype")
     with pytest.raises(UserError, match="Gene"):
