@@ -44,6 +44,7 @@ STEPS = {"exact": "exact KB name", "dense": "dense: the closest name vector",
          "abbreviation": "short form / in-document abbreviation",
          "training": "sieve: a name mined from training mentions",
          "compact_key": "sieve: the same letters and digits as a KB name",
+         "composite": "a coordination: each part an exact name or sieve match",
          "text": "the text linker (normalizer)", "none": "no candidate"}
 
 STYLE = """
