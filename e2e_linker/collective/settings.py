@@ -139,8 +139,15 @@ class AnnotateSettings:
         if unknown:
             raise UserError(f"--types {','.join(unknown)}: the model predicts "
                             f"{', '.join(config.types)}")
-        return replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
-                                if getattr(self, name) is None})
+        resolved = replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
+                                    if getattr(self, name) is None})
+        # a chunk must hold an owned span plus the overlap (collective/chunking.py), checked
+        # here rather than when the first document is cut
+        longest = config.max_length - 3 - config.chunk_overlap
+        if resolved.max_span_len > longest:
+            raise UserError(f"--max-span-len {resolved.max_span_len}: the model's chunks of "
+                            f"{config.max_length} tokens hold spans of at most {longest}")
+        return resolved
 
     def type_rules(self) -> ConceptTypeRules:
         """The type rules these settings ask for."""

@@ -37,6 +37,11 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(max_span_len=0)
     with pytest.raises(ValueError, match="sequence_residues"):
         AnnotateSettings(sequence_residues="retype")
+    with pytest.raises(UserError, match="max-span-len 478"):
+        AnnotateSettings(max_span_len=478).for_model(LinkerConfig(max_length=512,
+                                                                  chunk_overlap=32))
+    assert AnnotateSettings(max_span_len=477).for_model(
+        LinkerConfig(max_length=512, chunk_overlap=32)).max_span_len == 477
     with pytest.raises(UserError, match="Gene"):
         AnnotateSettings(types=("Gene",)).for_model(LinkerConfig(types=["Chemical"]))
 
