@@ -399,6 +399,10 @@ def load_hgnc(path: str | os.PathLike, locus_groups: Iterable[str] | None = None
     return kb
 
 
+#: the ``source`` of a concept :func:`names_from_corpus` makes: its name is a mention's text
+CORPUS_SOURCE = "corpus"
+
+
 def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None = None) -> KB:
     """Annotation texts as names of their concepts (one-ID mentions; composite parts too)."""
     wanted = set(types) if types is not None else None
@@ -411,10 +415,10 @@ def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None
                 continue
             ids = [strip_prefix(i) for i in ann.concept_ids]
             if len(ids) == 1:
-                kb.add(Concept(ids[0], ann.text, [], ann.type, "corpus"))
+                kb.add(Concept(ids[0], ann.text, [], ann.type, CORPUS_SOURCE))
             elif ann.composite_texts and len(ann.composite_texts) == len(ids):
                 for part, cid in zip(ann.composite_texts, ids, strict=True):
-                    kb.add(Concept(cid, part, [], ann.type, "corpus"))
+                    kb.add(Concept(cid, part, [], ann.type, CORPUS_SOURCE))
     return kb
 
 

@@ -1,6 +1,6 @@
 """How long does a new user wait for a first output, with an empty KB cache?
 
-    python -m eval.first_run                               # the two first-run jobs
+    python -m eval.first_run [--model DIR]                 # the two first-run jobs
     python -m eval.first_run --accuracy --full-cache DIR --split dev|test
                                           # + BC5CDR dev/test: packed vs full-encoding path
 
@@ -57,13 +57,17 @@ def cache_mb(cache: Path) -> float:
     return sum(p.stat().st_blocks * 512 for p in cache.rglob("*") if p.is_file()) / 2**20
 
 
-def readme_main_job(tmp: Path) -> dict:
+def readme_main_job(tmp: Path, model: str | None = None) -> dict:
+    """The README's main job (with ``--model`` when given: another model's first run)."""
     cache = tmp / "cache-annotate"
     out = tmp / "out.bioc.xml"
-    annotate_s, _, err = linker(["annotate", str(EXAMPLE), "-o", str(out), "--replace"], cache)
+    chosen = ["--model", model] if model else []
+    annotate_s, _, err = linker(["annotate", str(EXAMPLE), "-o", str(out), "--replace",
+                                 *chosen], cache)
     score_s, report, _ = linker(["score", str(EXAMPLE), str(out), "--json"], cache)
     return {"command": "linker annotate examples/bc5cdr_sample.bioc.xml -o out.bioc.xml "
-                       "--replace && linker score examples/bc5cdr_sample.bioc.xml out.bioc.xml",
+                       f"--replace{' --model ' + model if model else ''} && linker score "
+                       "examples/bc5cdr_sample.bioc.xml out.bioc.xml",
             "wall_s": round(annotate_s + score_s, 1), "annotate_s": round(annotate_s, 1),
             "packed_index_used": "packed index shipped with the model" in err,
             "strict_f1": scores(report).get("f1"), "cache_mb_on_disk": round(cache_mb(cache), 1)}
@@ -124,13 +128,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["dev", "test"], default="dev")
     parser.add_argument("--skip-first-run", action="store_true",
                         help="only the --accuracy rows")
+    parser.add_argument("--model", default=None,
+                        help="the main job with this model directory (default: the shipped "
+                             "one); the normalize job is left out")
     args = parser.parse_args(argv)
     if args.accuracy and not args.full_cache:
         parser.error("--accuracy needs --full-cache")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        jobs = {} if args.skip_first_run else {"readme_main_job": readme_main_job(tmp),
-                                                "normalize_20_docs": normalize_20_docs(tmp)}
+        jobs = {} if args.skip_first_run else {"readme_main_job": readme_main_job(tmp,
+                                                                                  args.model)}
+        if not args.skip_first_run and not args.model:
+            jobs["normalize_20_docs"] = normalize_20_docs(tmp)
         accuracy = accuracy_rows(Path(args.full_cache), args.split, tmp) \
             if args.accuracy else None
     result = {"command": command_line("first_run", argv),

@@ -87,6 +87,25 @@ def model_with_kb_of(model: Path, tmp: Path, kb_model: Path | None = None) -> Pa
     return tmp
 
 
+def model_with_packed_index_of(model: Path, tmp: Path, kb_model: Path | None = None) -> Path:
+    """``model`` whole, with the packed index of ``kb_model`` (default: the shipped one),
+    linked into ``tmp``.
+
+    Why: a model whose own KB adds name-only types (genes,
+    :attr:`~e2e_linker.collective.model.LinkerConfig.lexical_types`) searches the same
+    Chemical/Disease names as the shipped model, give or take the names each mined from its
+    corpora; the shipped packed index then serves it as it serves a user's grown KB (the few
+    names that differ searched exactly beside it), where the model's own index would first
+    need every name encoded."""
+    from e2e_linker.collective.model_dir import PACKED_INDEX_FILE, default_linker_dir
+
+    kb_model = (kb_model or default_linker_dir()).resolve()
+    tmp.mkdir(parents=True, exist_ok=True)
+    link_files(model.resolve(), tmp, skip=(PACKED_INDEX_FILE,))
+    link_files(kb_model, tmp, only=(PACKED_INDEX_FILE,))
+    return tmp
+
+
 def link_files(source: Path, target: Path, skip: tuple[str, ...] = (),
                only: tuple[str, ...] | None = None) -> None:
     """Symlink the files of model directory ``source`` into ``target`` (absolute links), all

@@ -14,7 +14,7 @@ KB load once, and scored with ``linker score``'s scorer:
   lines left out); **Chemical + Disease** scored with predicted Gene mentions left out (strict,
   partial, mentions, per type, Chemical precision), the **gene confusion** (share of gold gene
   spans that a Chemical or Disease prediction overlaps), and, when the model predicts genes,
-  Gene mention F1;
+  Gene mention and strict F1 (NCBI Gene IDs);
 * NCBI disease dev: Disease only, IDs through MEDIC's alternatives (as ``eval.cross_corpus``);
 * BC5CDR dev (optional: the shipped KB holds dev's mined names, so pass ``--kb-names-from
   bc5cdr:train`` for a fair figure).
@@ -151,8 +151,8 @@ def markdown(result: dict) -> str:
              f" ({result['machine']})", "",
              "| corpus (types scored) | strict P | strict R | strict F1 | Chemical P | "
              "Chemical F1 | Disease F1 | partial F1 | mention F1 | genes as Chem/Dis | "
-             "Gene mention F1 | s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Gene mention F1 | Gene strict F1 | s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
         s = row["scores"]
         by_type = s["strict"]["by_type"]
@@ -167,6 +167,7 @@ def markdown(result: dict) -> str:
             f"{confusion['share']:.3f} ({confusion['overlapped']}/"
             f"{confusion['gold_gene_spans']})" if confusion else "—",
             f"{row['gene']['mentions']['f1']:.4f}" if "gene" in row else "—",
+            f"{row['gene']['strict']['f1']:.4f}" if "gene" in row else "—",
             f"{row['annotate_s']} |"]))
     return "\n".join(lines) + "\n"
 
@@ -185,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="link against the shipped model's KB (manifest, mined names, "
                              "packed index) instead of the model's own: compares detection "
                              "and typing on one KB (eval.models.model_with_kb_of)")
+    parser.add_argument("--shipped-packed-index", action="store_true",
+                        help="link against the model's own KB through the shipped model's "
+                             "packed index: for a model whose KB adds name-only types "
+                             "(lexical_types, e.g. genes) to the shipped Chemical/Disease "
+                             "names (eval.models.model_with_packed_index_of)")
     add_annotate_options(parser)
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
@@ -197,6 +203,11 @@ def main(argv: list[str] | None = None) -> int:
             from eval.models import model_with_kb_of
 
             model_dir = str(model_with_kb_of(Path(args.model), Path(tmp) / "shipped_kb"))
+        elif args.shipped_packed_index and args.model:
+            from eval.models import model_with_packed_index_of
+
+            model_dir = str(model_with_packed_index_of(Path(args.model),
+                                                       Path(tmp) / "shipped_index"))
         if args.kb_names_from is not None:
             from eval.models import model_with_names_from
 
@@ -211,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": command_line("ood_dev", argv), "machine": machine(),
               "model": args.model or "shipped", "kb_names_from": args.kb_names_from,
               "kb": "the shipped model's" if args.shipped_kb or not args.model
-              else "the model's own",
+              else "the model's own" + (", through the shipped packed index"
+                                        if args.shipped_packed_index else ""),
               "annotate_options": args.annotate_options, "rows": rows}
     write_results(args.out, result, markdown(result))
     return 0

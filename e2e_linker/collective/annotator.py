@@ -47,11 +47,14 @@ class Annotator:
                    text_linker=None) -> Annotator:
         """An annotator over an entity index: its :class:`SpanLinker` takes the exact-name
         sieve ``names`` and short-form linking as the model's config says (the one place that
-        decides it), and ``sieves``/``text_linker`` as given."""
+        decides it), ``sieves``/``text_linker`` as given, and the settings' composites and
+        name-only types."""
         taxa = kb.taxa() if kb is not None else None
-        composites = (settings or AnnotateSettings()).composites
+        settings = (settings or AnnotateSettings()).for_model(model.config)
         linker = SpanLinker(index, names if model.config.exact_match_sieve else None, sieves,
-                            text_linker, model.config.resolve_abbreviations, taxa, composites)
+                            text_linker, model.config.resolve_abbreviations, taxa,
+                            settings.composites, settings.lexical_types,
+                            kb.concepts if kb is not None else None)
         return cls(model, linker, settings, kb)
 
     @property

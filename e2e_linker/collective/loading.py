@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import torch
@@ -46,8 +46,10 @@ def load_annotator(settings: AnnotateSettings | None = None,
     directory = Path(settings.model_dir) if settings.model_dir else default_linker_dir()
     with collection_paused():
         model = CollectiveLinker.load(directory, device=pick_device(settings.device))
+        settings = settings.for_model(model.config)
         knowledge, index = build_entity_index(directory, model, settings.kb, settings.cache_dir,
-                                              settings.index_kind, settings.kb_memory_budget_mb)
+                                              settings.index_kind, settings.kb_memory_budget_mb,
+                                              lexical_types=settings.lexical_types)
         if settings.quantize:  # after the index: KB vectors are cached under the unquantized hash
             model.quantize_mention_encoder()
         model.set_precision(settings.precision)
@@ -83,12 +85,14 @@ def collection_paused() -> Iterator[None]:
 def build_entity_index(directory: Path, model, kb: str | None = None,
                        cache_dir: str | None = None, index_kind: str = "auto",
                        kb_memory_budget_mb: float | None = None, progress: bool = True,
-                       use_packed: bool = True):
+                       use_packed: bool = True, lexical_types: Sequence[str] | None = None):
     """The model directory's KB (its spec, or ``kb``, plus its mined names) and the entity
     index over it, encoded with the model's entity tower or read from the cache: what
     ``linker annotate`` starts with and ``linker kb build`` prepares ahead of time.
 
-    ``use_packed=False`` ignores the model's packed index (``kb build`` encodes every name)."""
+    ``use_packed=False`` ignores the model's packed index (``kb build`` encodes every name).
+    Concepts of ``lexical_types`` (default: the model's) are left out of the index: they are
+    linked by name only (:attr:`~e2e_linker.collective.model.LinkerConfig.lexical_types`)."""
     from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.entity_index import EntityIndex
@@ -100,7 +104,9 @@ def build_entity_index(directory: Path, model, kb: str | None = None,
                               memory_budget_mb=kb_memory_budget_mb,
                               describe={"kb": spec, "model": str(directory),
                                         "concepts": len(knowledge)},
-                              packed=packed_index_file(directory) if use_packed else None)
+                              packed=packed_index_file(directory) if use_packed else None,
+                              exclude_types=model.config.lexical_types if lexical_types is None
+                              else lexical_types)
     return knowledge, index
 
 
@@ -113,11 +119,11 @@ def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_b
     from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.cache import VectorStore
-    from e2e_linker.kb_search.entity_index import kb_names
+    from e2e_linker.kb_search.entity_index import kb_name_columns, without_types
     from e2e_linker.kb_search.packed_index import pack_vectors
 
     knowledge = load_model_kb(directory, None, cache_dir)
-    names = [name for name, _ in kb_names(knowledge)]
+    names, _, _ = without_types(kb_name_columns(knowledge), model.config.lexical_types)
     cache = VectorStore(cache_dir, model.entity_encoder)
     vectors = cache.matrix(names, progress=progress,
                            describe={"kb": read_manifest(directory).get("kb"),

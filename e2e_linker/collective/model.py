@@ -81,6 +81,12 @@ class LinkerConfig:
     #: every occurrence of a short form defined in the document whose long form is a kept
     #: span is tagged like it ("phenobarbital (PB) ... PB")
     short_forms: bool = False
+    #: concepts of these types are linked by their names only (exact name, sieve stack, short
+    #: forms; the species rule orders a name's genes), never by dense search, and their KB
+    #: names are not encoded: a gene KB's 850k symbols and aliases would more than double
+    #: the encode and the packed index for names a frozen general-English tower tells apart
+    #: poorly (eval/results/lexical_genes)
+    lexical_types: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict) -> LinkerConfig:

@@ -32,7 +32,13 @@ ANNOTATOR = "e2e_linker"
 NAME_EXTENSION = 0.02
 #: the settings the model's config supplies when they are left unset (None)
 MODEL_DEFAULTS = ("threshold", "lexical_gate", "propagation_threshold", "dictionary_threshold",
-                  "short_forms", "max_span_len")
+                  "short_forms", "max_span_len", "lexical_types")
+
+
+def type_list(text: str) -> tuple[str, ...]:
+    """``"Chemical, Disease"`` → ``("Chemical", "Disease")``: a list of types as an option
+    writes it."""
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,9 @@ class AnnotateSettings:
     #: when every part is one ("breast or ovarian cancer") —
     #: :meth:`e2e_linker.collective.span_linking.SpanLinker.composite_ids`
     composites: bool = True
+    #: types linked by their names only, their KB names not encoded (None: the model's
+    #: :attr:`~e2e_linker.collective.model.LinkerConfig.lexical_types`; ``()``: none)
+    lexical_types: tuple[str, ...] | None = None
     lexical_gate: float | None = None
     propagation_threshold: float | None = None
     dictionary_threshold: float | None = None
@@ -127,10 +136,13 @@ class AnnotateSettings:
         if self.max_span_len is not None and self.max_span_len < 1:
             raise ValueError("max_span_len must be at least 1")
         if isinstance(self.types, str):  # "Chemical,Disease", as --types writes it
-            object.__setattr__(self, "types", tuple(
-                t.strip() for t in self.types.split(",") if t.strip()) or None)
+            object.__setattr__(self, "types", type_list(self.types) or None)
         elif self.types is not None:
             object.__setattr__(self, "types", tuple(self.types))
+        if isinstance(self.lexical_types, str):  # "Gene"; "" for none
+            object.__setattr__(self, "lexical_types", type_list(self.lexical_types))
+        elif self.lexical_types is not None:
+            object.__setattr__(self, "lexical_types", tuple(self.lexical_types))
 
     def for_model(self, config) -> AnnotateSettings:
         """These settings with every :data:`MODEL_DEFAULTS` field left unset taken from
@@ -141,6 +153,11 @@ class AnnotateSettings:
                             f"{', '.join(config.types)}")
         resolved = replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
                                     if getattr(self, name) is None})
+        resolved = replace(resolved, lexical_types=tuple(resolved.lexical_types))
+        unknown = sorted(set(resolved.lexical_types) - set(config.types))
+        if unknown:
+            raise UserError(f"--lexical-types {','.join(unknown)}: the model predicts "
+                            f"{', '.join(config.types)}")
         # a chunk must hold an owned span plus the overlap (collective/chunking.py), checked
         # here rather than when the first document is cut
         longest = config.max_length - 3 - config.chunk_overlap

@@ -87,6 +87,10 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="Link a span that no name or sieve links as a whole to its parts' concepts "
                    "when every part is a name (\"breast or ovarian cancer\": breast cancer and "
                    "ovarian cancer).")
+@click.option("--lexical-types", default=None,
+              help="Link mentions of these types (comma-separated, e.g. Gene) by their names "
+                   "only (exact names, sieves, short forms), never by dense search, and leave "
+                   "their KB names unencoded (default: the model's; \"\" for none).")
 @click.option("--lexical-gate", type=click.FloatRange(min=0), default=None,
               help="Mention score a detected span must reach when no lexical step (exact "
                    "name, short form, sieves) links it (default: the model's, tuned on dev; 0 "
@@ -329,11 +333,14 @@ def run_settings(settings: AnnotateSettings) -> dict:
     """What a shard directory's manifest records of the (resolved) settings: everything that
     can change the output, so ``--resume`` never mixes two settings; where the cache lives
     does not."""
+    import json
     from dataclasses import asdict
 
     record = asdict(settings)
     del record["cache_dir"], record["model_dir"]
-    return record
+    # as the manifest's JSON holds it (a tuple of types reads back as a list), so that a
+    # resumed run compares like with like
+    return json.loads(json.dumps(record))
 
 
 def shard_directory_for(output: str | os.PathLike) -> Path:

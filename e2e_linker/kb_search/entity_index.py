@@ -68,6 +68,21 @@ def kb_name_columns(kb, max_names_per_concept: int | None = None
     return [names[r] for r in keep], [cids[r] for r in keep], [types[r] for r in keep]
 
 
+def without_types(columns: tuple[list[str], list[str], list[str]], exclude_types: Sequence[str]
+                  ) -> tuple[list[str], list[str], list[str]]:
+    """The name columns of :func:`kb_name_columns` less the rows whose concept's every type
+    (``"Chemical|Disease"`` is two) is in ``exclude_types``: the names a model links by name
+    only (:attr:`~e2e_linker.collective.model.LinkerConfig.lexical_types`), never encoded."""
+    if not exclude_types:
+        return columns
+    excluded = set(exclude_types)
+    names, cids, types = columns
+    keep = [r for r, t in enumerate(types) if not (t and set(t.split("|")) <= excluded)]
+    if len(keep) == len(names):
+        return columns
+    return [names[r] for r in keep], [cids[r] for r in keep], [types[r] for r in keep]
+
+
 def capped_rows(concept_ids: Sequence[str], max_names_per_concept: int) -> list[int]:
     """Rows of ``concept_ids`` (one per name, in KB order) that keep each concept's first
     ``max_names_per_concept`` names: the cap of :func:`kb_names`, in one place for the pairs
@@ -163,7 +178,8 @@ class EntityIndex:
               memory_budget_mb: float | None = None,
               params: SearchParams | None = None,
               describe: dict | None = None,
-              packed: str | os.PathLike | None = None) -> EntityIndex:
+              packed: str | os.PathLike | None = None,
+              exclude_types: Sequence[str] = ()) -> EntityIndex:
         """Encode every name of ``kb`` (reusing cached vectors) and index them.
 
         ``packed`` is a packed shortlist index shipped with the model
@@ -181,9 +197,11 @@ class EntityIndex:
         training-time hard negatives). ``kind`` and ``memory_budget_mb`` pick the search
         backend (:func:`e2e_linker.kb_search.backends.choose_kind`); an approximate index is built
         once and cached beside the vectors. ``describe`` (the KB spec, the model) is recorded
-        beside the cached matrix for ``linker kb info``.
+        beside the cached matrix for ``linker kb info``. ``exclude_types``: concepts of these
+        types are left out of the index (:func:`without_types`; linked by name only).
         """
-        names, cids, types = kb_name_columns(kb, max_names_per_concept)
+        names, cids, types = without_types(kb_name_columns(kb, max_names_per_concept),
+                                           exclude_types)
         if cache_dir is False:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)

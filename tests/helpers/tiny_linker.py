@@ -11,12 +11,13 @@ from tests.helpers.tiny import tiny_encoder_dir
 
 
 def tiny_linker_dir(root: Path, threshold: float = 0.0,
-                    filler_concepts: int = 0) -> tuple[Path, Path]:
+                    filler_concepts: int = 0, typed: bool = False) -> tuple[Path, Path]:
     """``(model directory, KB file)``; loads in about a second, annotates hundreds of
     documents per second, so CLI runs can be tested end to end on real corpora.
 
     ``filler_concepts`` adds that many made-up concepts to the KB (a KB large enough for a
-    product-quantised index needs a few thousand names)."""
+    product-quantised index needs a few thousand names). ``typed``: the KB spec reads the
+    concepts' types and synonyms (``kb:``; the default ``tsv:`` spec reads IDs and names)."""
     from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
     from e2e_linker.collective.model_kb import assemble_kb, save_model_kb
 
@@ -29,6 +30,11 @@ def tiny_linker_dir(root: Path, threshold: float = 0.0,
              for i in range(filler_concepts)]
     kb_file.write_text("\n".join(rows) + "\n")
     spec = f"tsv:{kb_file}"
+    if typed:
+        from data_tools.kb_loaders import load_tsv
+
+        load_tsv(kb_file, synonyms_col=2, type_col=3).save(root / "kb.typed")
+        spec = f"kb:{root / 'kb.typed'}"
     tiny = tiny_encoder_dir(root / "tiny")
     config = LinkerConfig(encoder=str(tiny), max_length=64, shared_encoder=False,
                           entity_encoder=str(tiny), freeze_entity_encoder=True,

@@ -41,3 +41,32 @@ def test_annotate_output_is_the_same_with_the_compiled_kb_and_without(tmp_path, 
             assert "compiling KB" not in text.stderr
     assert outputs["compiling"][0].strip() and outputs["compiling"][1].strip()
     assert outputs["compiling"] == outputs["compiled"] == outputs["bypassed"]
+
+
+def test_a_name_only_type_is_neither_encoded_nor_dense_linked(tmp_path):
+    """``--lexical-types Disease``: the index holds no disease name, and no span is linked
+    to a disease by dense search (without the option, some are)."""
+    from data_tools.documents import Document, Passage
+    from e2e_linker.collective.loading import load_annotator
+    from e2e_linker.collective.settings import AnnotateSettings
+
+    directory, _ = tiny_linker_dir(tmp_path / "linker", typed=True)
+    docs = [Document("t", [Passage(0, TEXT, {})])] + synthetic_docs(6)
+
+    def dense_diseases(**options):
+        annotator = load_annotator(AnnotateSettings(
+            model_dir=str(directory), cache_dir=str(tmp_path / "cache"), index_kind="exact",
+            **options))
+        found = [a for d in annotator.annotate(docs, replace=True) for a in d.annotations
+                 if a.infons["link_method"] == "dense"
+                 and annotator.kb.concepts[a.concept_ids[0]].type == "Disease"]
+        return annotator, found
+
+    annotator, found = dense_diseases(lexical_types="Disease")
+    assert annotator.settings.lexical_types == ("Disease",)
+    assert set(annotator.linker.index.types) == {"Chemical"}
+    assert found == []
+    assert dense_diseases()[1]  # the same documents without the option
+    run = _annotate(directory, tmp_path / "cache", "-", "-o", "-", "--lexical-types",
+                    "Disease", input=TEXT)
+    assert run.exit_code == 0 and run.stdout.strip(), run.output

@@ -20,6 +20,12 @@ def test_unset_settings_take_the_models_values_and_set_ones_stay():
     assert resolved.max_span_len == config.max_span_len
     assert AnnotateSettings(max_span_len=16).for_model(config).max_span_len == 16
     assert resolved.for_model(config) == resolved  # resolving twice changes nothing
+    assert resolved.lexical_types == ()  # the model names none
+    genes = LinkerConfig(types=["Chemical", "Gene"], lexical_types=["Gene"])
+    assert AnnotateSettings().for_model(genes).lexical_types == ("Gene",)
+    assert AnnotateSettings(lexical_types="").for_model(genes).lexical_types == ()
+    assert AnnotateSettings(lexical_types="Chemical, Gene").lexical_types == ("Chemical",
+                                                                           "Gene")
 
 
 def test_bad_settings_fail_before_anything_loads():
@@ -44,6 +50,8 @@ def test_bad_settings_fail_before_anything_loads():
         LinkerConfig(max_length=512, chunk_overlap=32)).max_span_len == 477
     with pytest.raises(UserError, match="Gene"):
         AnnotateSettings(types=("Gene",)).for_model(LinkerConfig(types=["Chemical"]))
+    with pytest.raises(UserError, match="lexical-types Gene"):
+        AnnotateSettings(lexical_types="Gene").for_model(LinkerConfig(types=["Chemical"]))
 
 
 def test_selection_rules_carry_the_settings():

@@ -42,6 +42,51 @@ def test_an_exact_gene_name_takes_the_documents_species():
     assert {a.infons["link_method"] for a in out} == {"exact"}
 
 
+def test_a_name_only_type_is_linked_by_its_names_never_by_dense_search():
+    """With ``lexical_types`` a Gene span is linked through the names of its type, ordered by
+    the document's species, and without a dense score; a Gene span no name links gets no
+    concept, not the chemical the dense ranking offers (the index holds no gene names)."""
+    names = NameDictionary([("p53", "7157"), ("p53", "22059"), ("aspirin", "D000001")],
+                           {"7157": "Gene", "22059": "Gene", "D000001": "Chemical"})
+    linker = SpanLinker(FixedIndex(), names, taxa=TAXA, lexical_types=("Gene",))
+    docs = [Document("m", [Passage(0, "p53 and TP99 in knockout mice; the mice died.", {})])]
+    spans = [SpanPrediction(0, 0, 3, 0.9, "Gene", np.zeros(2, np.float32)),
+             SpanPrediction(0, 8, 12, 0.9, "Gene", np.zeros(2, np.float32)),
+             SpanPrediction(0, 8, 12, 0.9, "Chemical", np.zeros(2, np.float32))]
+    p53, unnamed, chemical = linker.link(spans, docs, scan_documents(docs), explain=True)
+    assert (p53.concept_ids, p53.infons["link_method"], p53.link_score) == (
+        ["22059"], "exact", None)
+    assert (unnamed.concept_ids, unnamed.infons["link_method"]) == ([], "none")
+    assert (chemical.concept_ids, chemical.infons["link_method"]) == (["22059"], "dense")
+    dense = SpanLinker(FixedIndex(), names, taxa=TAXA).link(spans[1:2], docs,
+                                                            scan_documents(docs))
+    assert dense[0].concept_ids == ["22059"]  # without it: the dense ranking's first
+
+
+def test_a_name_only_type_prefers_the_concept_whose_primary_name_the_text_is():
+    """"NBN" is NBN's own symbol and an alias of another human gene: the gene whose primary
+    name the text is comes first; "p62" is the symbol of none of its genes: the one with more
+    names comes first."""
+    from types import SimpleNamespace
+
+    names = NameDictionary([("p62", "2965"), ("p62", "8878"), ("NBN", "4361"),
+                            ("NBN", "4683"), ("NBN", "99")],
+                           dict.fromkeys(("2965", "8878", "4361", "4683", "99"), "Gene"))
+
+    def gene(name: str, n_names: int, source: str = "NCBI Gene") -> SimpleNamespace:
+        return SimpleNamespace(name=name, source=source,
+                               all_names=lambda: [name] + ["alias"] * (n_names - 1))
+
+    concepts = {"2965": gene("GTF2H1", 3), "8878": gene("SQSTM1", 5), "4361": gene("MRE11", 9),
+                "4683": gene("NBN", 2),
+                "99": gene("NBN", 1, "corpus")}  # mined: its name is a mention's text
+    linker = SpanLinker(FixedIndex(), names, lexical_types=("Gene",), concepts=concepts)
+    assert linker.name_ranking("p62", "Gene") == [("8878", 0.0), ("2965", 0.0)]  # more names
+    assert linker.name_ranking("nbn", "Gene") == [("4683", 0.0), ("4361", 0.0), ("99", 0.0)]
+    assert SpanLinker(FixedIndex(), names).name_ranking("NBN", "Gene") == [
+        ("4361", 0.0), ("4683", 0.0), ("99", 0.0)]  # without the concepts: the KB's order
+
+
 def test_types_restrict_what_annotate_writes(tmp_path):
     from dataclasses import replace
 

@@ -176,3 +176,19 @@ def test_jsonl_is_refused_for_shard_directories(model_dir, tmp_path):
     result = _annotate(directory, tmp_path / "notes.txt", "-o", tmp_path / "shards",
                        "--format", "jsonl")
     assert result.exit_code == 2 and "not a shard directory" in result.output
+
+
+def test_the_manifests_settings_read_back_as_they_were_written():
+    """A shard directory's manifest is JSON: the settings it records must compare equal to
+    the same run's settings after the round trip, or ``--resume`` refuses a run with
+    ``--types`` or name-only types as "different settings"."""
+    import json
+
+    from e2e_linker.collective.model import LinkerConfig
+    from e2e_linker.collective.settings import AnnotateSettings
+    from e2e_linker.commands.annotate import run_settings
+
+    config = LinkerConfig(types=["Chemical", "Gene"], lexical_types=["Gene"])
+    record = run_settings(AnnotateSettings(types="Chemical").for_model(config))
+    assert json.loads(json.dumps(record)) == record
+    assert record["types"] == ["Chemical"] and record["lexical_types"] == ["Gene"]

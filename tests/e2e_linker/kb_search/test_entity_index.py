@@ -96,6 +96,23 @@ def test_kb_name_columns_are_the_names_with_their_concepts_types():
         assert types == [kb.concepts[c].type or "" for c in cids]
 
 
+def test_name_only_types_are_left_out_of_the_index(tiny_encoder):
+    """A model's ``lexical_types`` (genes) are linked by name: their names are never
+    encoded, and a concept of two types is left out only when both are name-only."""
+    from e2e_linker.kb_search.entity_index import kb_name_columns, without_types
+
+    kb = KB([Concept("A", "a1", ["a2"], "Chemical"), Concept("G", "g1", ["g2"], "Gene"),
+             Concept("M", "m1", [], "Chemical|Gene")])
+    columns = kb_name_columns(kb)
+    assert without_types(columns, ()) is columns
+    assert without_types(columns, ("Gene",)) == (["a1", "a2", "m1"], ["A", "A", "M"],
+                                                 ["Chemical", "Chemical", "Chemical|Gene"])
+    assert without_types(columns, ("Gene", "Chemical"))[0] == []
+    index = EntityIndex.build(kb, tiny_encoder, cache_dir=False, progress=False,
+                              exclude_types=("Gene",))
+    assert index.names == ["a1", "a2", "m1"] and len(index.vectors) == 3
+
+
 def test_a_packed_load_hashes_the_name_list_once(tiny_encoder, tmp_path, monkeypatch):
     """The list's digest keys the packed index's header check and the list's files: computed
     once per build, not once per use (744k names: a tenth of a second each)."""
