@@ -45,9 +45,12 @@ KB_SPEC = "bc5cdr_genes"
 MINED_FROM = ("gnormplus:train", "nlmgene:train")
 
 
-def orders(kb) -> dict[str, Callable[[str, list[str]], list[str]]]:
+def orders(kb, names) -> dict[str, Callable[[str, list[str]], list[str]]]:
     """Each order of a name's genes, as ``(text, genes in KB order) → genes``, before the
-    species rule (which keeps each species' genes in the order given)."""
+    species rule (which keeps each species' genes in the order given); the last is the
+    linker's own, :meth:`SpanLinker.name_ranking` over the KB's concepts."""
+    own = SpanLinker(None, names, concepts=kb.concepts)
+
     def n_names(cid: str) -> int:
         return -len(kb.concepts[cid].all_names())
 
@@ -61,7 +64,8 @@ def orders(kb) -> dict[str, Callable[[str, list[str]], list[str]]]:
         "primary name first": lambda text, found: sorted(
             found, key=lambda cid: primary(text, cid)),
         "most names first": lambda text, found: sorted(found, key=n_names),
-        "primary name, then most names": lambda text, found: found,  # the linker's own
+        "primary name, then most names": lambda text, found: [
+            cid for cid, _ in own.name_ranking(text, "Gene")],
     }
 
 
@@ -69,8 +73,7 @@ def agreement(spec: str, kb, names) -> dict:
     """Per order, the share of named gold gene mentions whose first gene is a gold one."""
     taxa = kb.taxa()
     plain = SpanLinker(None, names, taxa=taxa)
-    own = SpanLinker(None, names, taxa=taxa, concepts=kb.concepts)
-    rules = orders(kb)
+    rules = orders(kb, names)
     hits = dict.fromkeys(rules, 0)
     counts = {"gold_gene_mentions": 0, "no_name": 0, "other_genes_named": 0, "named": 0,
               "ambiguous": 0}
@@ -92,9 +95,7 @@ def agreement(spec: str, kb, names) -> dict:
             counts["ambiguous"] += len(found) > 1
             preferred = preferred or preferred_taxa(doc.text)
             for name, order in rules.items():
-                linker = own if name == "primary name, then most names" else plain
-                ranked = linker.name_ranking(ann.text, "Gene") if linker is own else [
-                    (cid, 0.0) for cid in order(ann.text, found)]
+                ranked = [(cid, 0.0) for cid in order(ann.text, found)]
                 first = plain.species_first(ranked, preferred)[0][0]
                 hits[name] += first in gold
     named = counts["named"]
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     names = kb.name_dictionary() if isinstance(kb, CompiledKB) and kb.has_sieves \
         else NameDictionary.from_kb(kb)
     rows = {spec: agreement(spec, kb, names) for spec in CORPORA}
-    rules = list(orders(kb))
+    rules = list(orders(kb, names))
     result = {"command": command_line("gene_names", argv), "machine": machine(),
               "kb": KB_SPEC, "mined_from": list(MINED_FROM), "rows": rows}
     lines = ["| corpus | gold gene mentions | no name | other genes named | named (ambiguous) | "

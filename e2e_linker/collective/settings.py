@@ -147,17 +147,15 @@ class AnnotateSettings:
     def for_model(self, config) -> AnnotateSettings:
         """These settings with every :data:`MODEL_DEFAULTS` field left unset taken from
         ``config`` (a :class:`~e2e_linker.collective.model.LinkerConfig`)."""
-        unknown = sorted(set(self.types or ()) - set(config.types))
-        if unknown:
-            raise UserError(f"--types {','.join(unknown)}: the model predicts "
-                            f"{', '.join(config.types)}")
+        # (replace runs __post_init__ again: the config's list of lexical types becomes a tuple)
         resolved = replace(self, **{name: getattr(config, name) for name in MODEL_DEFAULTS
                                     if getattr(self, name) is None})
-        resolved = replace(resolved, lexical_types=tuple(resolved.lexical_types))
-        unknown = sorted(set(resolved.lexical_types) - set(config.types))
-        if unknown:
-            raise UserError(f"--lexical-types {','.join(unknown)}: the model predicts "
-                            f"{', '.join(config.types)}")
+        for option, chosen in (("--types", resolved.types or ()),
+                               ("--lexical-types", resolved.lexical_types)):
+            unknown = sorted(set(chosen) - set(config.types))
+            if unknown:
+                raise UserError(f"{option} {','.join(unknown)}: the model predicts "
+                                f"{', '.join(config.types)}")
         # a chunk must hold an owned span plus the overlap (collective/chunking.py), checked
         # here rather than when the first document is cut
         longest = config.max_length - 3 - config.chunk_overlap

@@ -129,12 +129,16 @@ class SpanLinker:
         """
         if not spans:
             return []
-        queries = np.stack([s.vector for s in spans]).astype(np.float32)
-        ranked = self.index.link(queries, [s.type for s in spans])
         texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
-        for k, span in enumerate(spans):
-            if span.type in self.lexical_types:
-                ranked[k] = self.name_ranking(texts[k], span.type)
+        # a name-only span is ranked by its names; only the others are searched
+        dense_rows = [k for k, s in enumerate(spans) if s.type not in self.lexical_types]
+        ranked = [self.name_ranking(text, span.type) if span.type in self.lexical_types
+                  else [] for span, text in zip(spans, texts, strict=True)]
+        if dense_rows:
+            queries = np.stack([spans[k].vector for k in dense_rows]).astype(np.float32)
+            found = self.index.link(queries, [spans[k].type for k in dense_rows])
+            for k, dense in zip(dense_rows, found, strict=True):
+                ranked[k] = dense
         if self.taxa:
             preferred: dict[int, list[str]] = {}
             for k, span in enumerate(spans):

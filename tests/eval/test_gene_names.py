@@ -21,7 +21,7 @@ def _kb() -> KB:
 
 def test_each_order_ranks_a_names_genes_and_the_linkers_is_span_linkings_own():
     kb = _kb()
-    rules = orders(kb)
+    rules = orders(kb, NameDictionary.from_kb(kb))
     p62, nbs1 = ["2965", "8878"], ["4361", "4683", "99"]
     assert rules["KB order"]("p62", p62) == p62
     assert rules["most names first"]("p62", p62) == ["8878", "2965"]
@@ -29,6 +29,7 @@ def test_each_order_ranks_a_names_genes_and_the_linkers_is_span_linkings_own():
     linker = SpanLinker(None, NameDictionary.from_kb(kb), concepts=kb.concepts)
     for text, found in (("p62", p62), ("NBS1", nbs1)):
         mine = [cid for cid, _ in linker.name_ranking(text, "Gene")]
+        assert rules["primary name, then most names"](text, found) == mine
         assert mine == sorted(found, key=lambda cid: (
             kb.concepts[cid].source == CORPUS_SOURCE or kb.concepts[cid].name != text,
             -len(kb.concepts[cid].all_names())))
