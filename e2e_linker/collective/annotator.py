@@ -142,7 +142,8 @@ class Annotator:
         linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
         linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
         linked = self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
-        linked = self.settings.sequence_rule().apply(linked, spans, docs)
+        linked = self.settings.sequence_rule().apply(linked, spans, docs, abbreviations,
+                                                     self.kb)
         return self.settings.gene_rule().apply(linked, spans, docs)
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:

@@ -9,7 +9,14 @@ and BC5CDR dev has none (eval/results/post_link_rules). A Chemical followed by a
 ("residue", "codon", "substitution", "polymorphism", "position", "mutation", "variant",
 "sequence"; a three-letter code in brackets may come between), or by "to <name>
 substitution" (change, replacement, mutation), is dropped (``residues="drop"``) or kept
-(``"keep"``). The words are read from the text after the span, not from the span.
+(``"keep"``). The words are read from the text after the span.
+
+A Chemical whose own text names a sequence element is dropped the same way: its text ends in
+codon, UTR, untranslated region or polymorphism ("stop codon", "5'UTR"; MeSH files terminator
+codons under nucleic acids), or it is "SNP"/"SNV" and the document neither defines it nor
+names the chemical it was linked to otherwise — "SNP" is also sodium nitroprusside, which
+BC5CDR's abstracts name in full ("sodium nitroprusside (SNP, n = 7)"). On BioRED dev every such
+span was a false positive (eval/results/sequence_terms).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
 #: what happens to a Chemical named as a sequence residue
 RESIDUE_CHOICES = ("drop", "keep")
@@ -33,6 +41,12 @@ SEQUENCE_WORD = re.compile(r"[\s-]*(?:\(\w{3}\)\s*)?(?:residues?|codons?|substit
 #: "tryptophan to arginine substitution", "thymidine to cytosine mutation"
 EXCHANGE = re.compile(r"\s+(?:to|by|for|into|with)\s+(?:an?\s+)?[A-Za-z]+\s+"
                       r"(?:substitution|change|replacement|mutation)", re.IGNORECASE)
+
+#: a span that itself names a sequence element: "stop codon", "5'UTR", "polymorphisms"
+SEQUENCE_ELEMENT = re.compile(r"\b(?:codons?|UTRs?|untranslated regions?|polymorphisms?)$",
+                              re.IGNORECASE)
+#: the short forms of a sequence variant, which are also the letters of other things
+VARIANT_SHORT_FORM = re.compile(r"(?:SNP|SNV)s?")
 
 
 def names_a_residue(following: str) -> bool:
@@ -64,12 +78,40 @@ class SequenceContextRule:
                              f"not {self.residues!r}")
 
     def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
-              docs: Sequence[Document]) -> list[Annotation | None]:
-        """``annotations`` (one per span; None: a span dropped) with the rule applied."""
+              docs: Sequence[Document], abbreviations: Sequence[DocumentAbbreviations],
+              kb=None) -> list[Annotation | None]:
+        """``annotations`` (one per span; None: a span dropped) with the rule applied.
+
+        ``abbreviations``: each document's scan, by the spans' ``doc_index``; ``kb`` answers
+        ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: a "SNP" is judged
+        by the document's definitions only).
+        """
         if self.residues == "keep":
             return list(annotations)
-        return drop_when_followed(annotations, spans, docs, frozenset({"Chemical"}),
-                                  names_a_residue)
+        out = drop_when_followed(annotations, spans, docs, frozenset({"Chemical"}),
+                                 names_a_residue)
+        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
+            if ann is None or ann.type != "Chemical":
+                continue
+            if SEQUENCE_ELEMENT.search(ann.text) or (
+                    VARIANT_SHORT_FORM.fullmatch(ann.text)
+                    and ann.text not in abbreviations[span.doc_index].definitions
+                    and not names_linked_concept(ann, docs[span.doc_index], kb)):
+                out[k] = None
+        return out
+
+
+def names_linked_concept(annotation: Annotation, doc: Document, kb) -> bool:
+    """Whether ``doc`` names ``annotation``'s first concept by a name longer than the
+    annotation's own text (a whole-word match, any case): the document's support for reading a
+    short form as that concept."""
+    concept = kb.get(annotation.concept_ids[0]) if kb is not None and annotation.concept_ids \
+        else None
+    if concept is None:
+        return False
+    text = doc.text.lower()
+    return any(re.search(r"(?<![a-z0-9])" + re.escape(name.lower()) + r"(?![a-z0-9])", text)
+               for name in concept.all_names() if len(name) > len(annotation.text))
 
 
 def drop_when_followed(annotations: Sequence[Annotation | None],

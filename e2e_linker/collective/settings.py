@@ -108,7 +108,8 @@ class AnnotateSettings:
     #: suppressor gene (VHL)") is dropped ("keep": kept) — the same module
     gene_short_forms: str = "drop"
     #: a Chemical named as a residue or base of a sequence ("arginine residue", "tryptophan to
-    #: arginine substitution") is dropped ("keep": kept) —
+    #: arginine substitution") or naming a sequence element itself ("stop codon", an
+    #: undefined "SNP") is dropped ("keep": kept) —
     #: :mod:`e2e_linker.collective.sequence_context`
     sequence_residues: str = "drop"
     #: a name used as part of a gene's or protein's name ("creatine kinase", "thyrotropin

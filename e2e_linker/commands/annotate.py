@@ -135,8 +135,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--sequence-residues", type=click.Choice(RESIDUE_CHOICES), default="drop",
               show_default=True,
               help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "
-                   "\"tryptophan to arginine substitution\", \"nucleotide polymorphism\"): "
-                   "drop it (part of a sequence variant) or keep it.")
+                   "\"tryptophan to arginine substitution\", \"nucleotide polymorphism\") or "
+                   "naming a sequence element itself (\"stop codon\", \"5'UTR\", a \"SNP\" "
+                   "the document does not define): drop it or keep it.")
 @click.option("--gene-modifiers", type=click.Choice(MODIFIER_CHOICES), default="keep",
               show_default=True,
               help="A name used inside a gene's or protein's name (\"creatine kinase\", "

@@ -8,6 +8,7 @@ import pytest
 from data_tools.documents import Annotation, Document, Passage
 from e2e_linker.collective.sequence_context import SequenceContextRule, names_a_residue
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
 TITLE = "Arginine and glycine in a trial"
 ABSTRACT = ("The arginine residue at position 150 was lost by a tryptophan to arginine "
@@ -27,7 +28,7 @@ def chemical(text: str, nth: int = 0, type_: str = "Chemical"):
 
 def run(rule: SequenceContextRule, pairs) -> list[Annotation | None]:
     anns, spans = zip(*pairs, strict=True)
-    return rule.apply(list(anns), list(spans), [DOC])
+    return rule.apply(list(anns), list(spans), [DOC], [DocumentAbbreviations.scan(DOC.text)])
 
 
 def test_residues_and_exchanges_are_dropped_doses_and_levels_kept():
@@ -55,3 +56,48 @@ def test_the_patterns():
 def test_a_bad_setting_fails():
     with pytest.raises(ValueError, match="sequence_residues"):
         SequenceContextRule("retype")
+
+
+class OneConceptKB:
+    """The KB's sodium nitroprusside, whose names include the letters SNP."""
+
+    def get(self, concept_id):
+        from data_tools.kb import Concept
+        if concept_id != "D009599":
+            return None
+        return Concept(concept_id, "Nitroprusside", ["sodium nitroprusside", "SNP"], "Chemical")
+
+
+def doc_of(text: str) -> Document:
+    return Document(id="d2", passages=[Passage(offset=0, text=text)])
+
+
+def linked(doc: Document, text: str, concept: str = "D009599"):
+    start = doc.text.index(text)
+    ann = Annotation(start, start + len(text), text, "Chemical", [concept])
+    return ann, SpanPrediction(0, ann.start, ann.end, 0.9, "Chemical", np.zeros(2))
+
+
+@pytest.mark.parametrize("text, span, kept", [
+    ("A premature stop codon in exon 3.", "premature stop codon", False),
+    ("Variants in the 5'UTR were rare.", "5'UTR", False),
+    ("Patients were screened for SNPs. The SNP at 35322 was rare.", "SNP", False),
+    # BC5CDR's guideline: the same letters for the drug the abstract names in full
+    ("Infusion of sodium nitroprusside (SNP, n = 7). The SNP group fell.", "SNP", True),
+    ("Sodium nitroprusside (SNP) lowered pressure.", "SNP", True),
+    ("Glucose levels rose.", "Glucose", True),
+])
+def test_a_chemical_whose_own_text_names_a_sequence_element(text, span, kept):
+    doc = doc_of(text)
+    ann, pred = linked(doc, span)
+    abbreviations = [DocumentAbbreviations.scan(doc.text)]
+    out = SequenceContextRule().apply([ann], [pred], [doc], abbreviations, OneConceptKB())
+    assert (out[0] is not None) == kept
+    assert SequenceContextRule("keep").apply([ann], [pred], [doc], abbreviations)[0] is ann
+
+
+def test_without_a_kb_an_undefined_snp_is_a_variant():
+    doc = doc_of("Infusion of sodium nitroprusside (SNP, n = 7). The SNP group fell.")
+    ann, pred = linked(doc, "SNP")
+    assert SequenceContextRule().apply([ann], [pred], [doc],
+                                       [DocumentAbbreviations.scan(doc.text)])[0] is None
