@@ -57,7 +57,8 @@ def ablation_settings(annotator, gate: float | None, propagation: float | None
         steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
     steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
     steps.append(("+ short-form rules", {"redefined_short_forms": "drop",
-                                         "gene_short_forms": "drop"}))
+                                         "gene_short_forms": "drop",
+                                         "disease_symbols": "drop"}))
     steps.append(("+ sequence residues dropped", {"sequence_residues": "drop"}))
     extension = annotator.settings.name_extension
     if extension is not None:  # off in these settings: no row

@@ -25,7 +25,7 @@ STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
              "propagation_threshold": None, "dictionary_threshold": None,
              "type_from_concept": False, "gene_products": "keep",
              "redefined_short_forms": "keep", "undefined_short_max": 0,
-             "gene_short_forms": "keep",
+             "gene_short_forms": "keep", "disease_symbols": "keep",
              "sequence_residues": "keep", "gene_modifiers": "keep",
              "name_extension": None, "composites": False}
 #: the keys of a setting that are the annotator's linking components (its SpanLinker's

@@ -107,6 +107,9 @@ class AnnotateSettings:
     #: a span whose text the document defines as a gene or protein ("von Hippel-Lindau tumor
     #: suppressor gene (VHL)") is dropped ("keep": kept) — the same module
     gene_short_forms: str = "drop"
+    #: a Disease written like a gene symbol ("RB1", "IDDM2") that the document does not define
+    #: is dropped ("keep": kept) — the same module
+    disease_symbols: str = "drop"
     #: a Chemical named as a residue or base of a sequence ("arginine residue", "tryptophan to
     #: arginine substitution") or naming a sequence element itself ("stop codon", an
     #: undefined "SNP") is dropped ("keep": kept) —
@@ -172,7 +175,7 @@ class AnnotateSettings:
     def short_form_rules(self) -> ShortFormRules:
         """The short-form rules these settings ask for."""
         return ShortFormRules(self.redefined_short_forms, self.undefined_short_max,
-                              self.gene_short_forms)
+                              self.gene_short_forms, self.disease_symbols)
 
     def sequence_rule(self) -> SequenceContextRule:
         """The sequence-residue rule these settings ask for."""

@@ -19,6 +19,13 @@ the dev corpora (eval/results/post_link_rules):
   exact-name sieve: two letters name many things. ``undefined_max`` (0: off) drops those of at
   most that many characters; it lost on BC5CDR dev ("NO", "EE", "K" are chemicals there) and is
   off by default.
+* a Disease written like a gene symbol — letters, then a number ("RB1", "IDDM2", "NPHS2") —
+  that the document does not define, linked by its letters (MEDIC keeps OMIM's symbols as
+  disease names): in text such a symbol names the gene or locus. NCBI disease train annotates
+  18 of the 171 exact MEDIC names of that shape its abstracts contain (those it annotates are
+  defined or named in full nearby, "spinocerebellar ataxia type 3"), and BioRED annotates them
+  as genes; on the dev corpora every such span was a false positive
+  (eval/results/disease_symbols). ``disease_symbols="drop"`` drops them.
 
 The first two rules leave alone spans linked through their long form (``link_method``
 "abbreviation") or by the text linker (which expands short forms itself).
@@ -44,6 +51,10 @@ GENE_CHOICES = ("drop", "keep")
 #: a long form ending in one of these words defines a gene or protein
 GENE_LONG_FORM = re.compile(r"\b(?:genes?|proteins?|locus|loci|receptors?|enzymes?|kinases?)$",
                             re.IGNORECASE)
+#: what happens to an undefined Disease span written like a gene symbol
+SYMBOL_CHOICES = ("drop", "keep")
+#: a gene symbol's shape: "RB1", "IDDM2", "Wt1", "ACG1B"
+GENE_SYMBOL = re.compile(r"[A-Za-z]{2,}[0-9]{1,2}[A-Za-z]?")
 #: words too common to make a long form and a concept name agree
 FUNCTION_WORDS = frozenset({"the", "and", "for", "with", "from", "into", "not", "non"})
 
@@ -62,11 +73,12 @@ def agrees(long_form: str, names: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class ShortFormRules:
-    """The two rules above, as ``linker annotate`` sets them."""
+    """The rules above, as ``linker annotate`` sets them."""
 
     redefined: str = "drop"
     undefined_max: int = 0
     genes: str = "drop"
+    disease_symbols: str = "drop"
 
     def __post_init__(self) -> None:
         if self.redefined not in REDEFINED_CHOICES:
@@ -75,6 +87,9 @@ class ShortFormRules:
         if self.genes not in GENE_CHOICES:
             raise ValueError(f"gene_short_forms must be one of {GENE_CHOICES}, "
                              f"not {self.genes!r}")
+        if self.disease_symbols not in SYMBOL_CHOICES:
+            raise ValueError(f"disease_symbols must be one of {SYMBOL_CHOICES}, "
+                             f"not {self.disease_symbols!r}")
         if self.undefined_max < 0:
             raise ValueError("undefined_short_max must be at least 0")
 
@@ -101,6 +116,9 @@ class ShortFormRules:
             if abbr is None:
                 if (self.undefined_max and len(ann.text) <= self.undefined_max
                         and ann.text.isupper() and ann.infons.get("link_method") == "exact"):
+                    out[k] = None
+                elif (self.disease_symbols == "drop" and ann.type == "Disease"
+                      and GENE_SYMBOL.fullmatch(ann.text)):
                     out[k] = None
                 continue
             if self.redefined == "drop" and kb is not None and ann.concept_ids:

@@ -35,7 +35,11 @@ from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.gene_context import MODIFIER_CHOICES
 from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
 from e2e_linker.collective.settings import LINKINGS, MODES, NAME_EXTENSION, AnnotateSettings
-from e2e_linker.collective.short_form_rules import GENE_CHOICES, REDEFINED_CHOICES
+from e2e_linker.collective.short_form_rules import (
+    GENE_CHOICES,
+    REDEFINED_CHOICES,
+    SYMBOL_CHOICES,
+)
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
@@ -132,6 +136,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               show_default=True,
               help="A span whose text the document defines as a gene or protein (\"von "
                    "Hippel-Lindau tumor suppressor gene (VHL)\"): drop it or keep it.")
+@click.option("--disease-symbols", type=click.Choice(SYMBOL_CHOICES), default="drop",
+              show_default=True,
+              help="A Disease written like a gene symbol (\"RB1\", \"IDDM2\") that the document "
+                   "does not define, linked by its letters to a disease that MEDIC lists under "
+                   "its OMIM symbol: drop it (in text the symbol names the gene) or keep it.")
 @click.option("--sequence-residues", type=click.Choice(RESIDUE_CHOICES), default="drop",
               show_default=True,
               help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "

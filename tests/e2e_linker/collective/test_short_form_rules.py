@@ -89,3 +89,37 @@ def test_bad_settings_fail():
         ShortFormRules(undefined_max=-1)
     with pytest.raises(ValueError, match="gene_short_forms"):
         ShortFormRules(genes="retype")
+
+
+SYMBOL_TEXT = ("Loss of RB1 in retinoblastoma. Ataxia with oculomotor apraxia 2 (AOA2) was seen; AOA2 patients. "
+               "The IDDM2 locus was mapped.")
+
+
+def symbol_linked(text: str, type_: str = "Disease", method: str = "exact"):
+    start = SYMBOL_TEXT.index(text)
+    ann = Annotation(start, start + len(text), text, type_, ["D012175"],
+                     infons={"link_method": method})
+    return ann, SpanPrediction(0, ann.start, ann.end, 0.9, type_, np.zeros(2))
+
+
+@pytest.mark.parametrize("text, type_, method, kept", [
+    ("RB1", "Disease", "exact", False),        # the gene's symbol, a MEDIC name of retinoblastoma
+    ("IDDM2", "Disease", "compact_key", False),
+    ("AOA2", "Disease", "abbreviation", True),  # defined: linked through its long form
+    ("AOA2", "Disease", "exact", True),         # defined: the redefined rule's to judge
+    ("RB1", "Chemical", "exact", True),        # chemicals are written so too: "PGE2", "CCl4"
+    ("retinoblastoma", "Disease", "exact", True),
+])
+def test_an_undefined_disease_written_like_a_gene_symbol(text, type_, method, kept):
+    ann, span = symbol_linked(text, type_, method)
+    abbreviations = [DocumentAbbreviations.scan(SYMBOL_TEXT)]
+    assert "AOA2" in abbreviations[0].definitions
+    out = ShortFormRules(redefined="keep").apply([ann], [span], abbreviations, None)
+    assert (out[0] is not None) == kept
+    keep = ShortFormRules(redefined="keep", disease_symbols="keep")
+    assert keep.apply([ann], [span], abbreviations, None)[0] is ann
+
+
+def test_a_bad_disease_symbols_setting_fails():
+    with pytest.raises(ValueError, match="disease_symbols"):
+        ShortFormRules(disease_symbols="retype")
