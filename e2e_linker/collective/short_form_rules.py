@@ -12,8 +12,9 @@ the dev corpora (eval/results/post_link_rules):
   (``redefined="drop"``): "CRC" defined as "colorectal adenocarcinoma" and linked to
   Colorectal Neoplasms stays;
 * a short form the document defines as a gene or protein ("von Hippel-Lindau tumor suppressor
-  gene (VHL)", "alkaptonuria gene (AKU)": the long form ends in gene, protein, locus,
-  receptor, enzyme or kinase) names that gene wherever it occurs, not the disease or chemical
+  gene (VHL)", "alkaptonuria gene (AKU)", "glucose-6-phosphate dehydrogenase (G6PD)": the long
+  form ends in gene, protein, locus, receptor, enzyme, or an enzyme's -ase other than
+  disease, release, increase, phase) names that gene wherever it occurs, not the disease or chemical
   it shares letters with: such a span is dropped whatever linked it (``genes="drop"``);
 * a short all-capital span the document does not define ("DM", "TD"), linked by the
   exact-name sieve: two letters name many things. ``undefined_max`` (0: off) drops those of at
@@ -49,7 +50,8 @@ THROUGH_LONG_FORM = ("abbreviation", "text")
 #: what happens to a span the document defines as a gene or protein
 GENE_CHOICES = ("drop", "keep")
 #: a long form ending in one of these words defines a gene or protein
-GENE_LONG_FORM = re.compile(r"\b(?:genes?|proteins?|locus|loci|receptors?|enzymes?|kinases?)$",
+GENE_LONG_FORM = re.compile(r"\b(?:genes?|proteins?|locus|loci|receptors?|enzymes?|kinases?"
+                            r"|(?!(?:dis|rel|incr|decr|ph|b|c|purch)eases?\b)\w{3,}ases?)$",
                             re.IGNORECASE)
 #: what happens to an undefined Disease span written like a gene symbol
 SYMBOL_CHOICES = ("drop", "keep")

@@ -7,7 +7,7 @@ import pytest
 
 from data_tools.documents import Annotation
 from data_tools.kb import KB, Concept
-from e2e_linker.collective.short_form_rules import ShortFormRules, agrees
+from e2e_linker.collective.short_form_rules import GENE_LONG_FORM, ShortFormRules, agrees
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
@@ -123,3 +123,18 @@ def test_an_undefined_disease_written_like_a_gene_symbol(text, type_, method, ke
 def test_a_bad_disease_symbols_setting_fails():
     with pytest.raises(ValueError, match="disease_symbols"):
         ShortFormRules(disease_symbols="retype")
+
+
+@pytest.mark.parametrize("long_form, gene", [
+    ("glucose-6-phosphate dehydrogenase", True),
+    ("hypoxanthine-guanine phosphoribosyltransferase", True),
+    ("matrix metalloproteinases", True),
+    ("von Hippel-Lindau tumor suppressor gene", True),
+    ("Alzheimer disease", False),
+    ("inflammatory bowel diseases", False),
+    ("sustained release", False),
+    ("blood pressure increase", False),
+    ("acute phase", False),
+])
+def test_a_long_form_naming_an_enzyme_defines_a_gene(long_form, gene):
+    assert bool(GENE_LONG_FORM.search(long_form)) == gene
