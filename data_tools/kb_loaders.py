@@ -403,8 +403,20 @@ def load_hgnc(path: str | os.PathLike, locus_groups: Iterable[str] | None = None
 CORPUS_SOURCE = "corpus"
 
 
+#: a mention that coordinates its parts: "pulmonary and renal insufficiency", "liver or
+#: kidney disease", "colorectal, breast and head and neck cancers"
+COORDINATION = re.compile(r"\b(?:and|or|nor)\b|[,/&]")
+
+
 def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None = None) -> KB:
-    """Annotation texts as names of their concepts (one-ID mentions; composite parts too)."""
+    """Annotation texts as names of their concepts (one-ID mentions; the parts of a
+    coordination too).
+
+    A mention with several concepts and no coordination ("bone marrow oedema",
+    "cholestatic hepatitis": BC5CDR splits it into "bone marrow" | "oedema") gives no names:
+    its parts are a modifier and a head, not mentions, and as names they linked "bone marrow
+    (BM)" to myelosuppression (eval/results/composite_part_names).
+    """
     wanted = set(types) if types is not None else None
     kb = KB()
     for doc in documents:
@@ -416,7 +428,8 @@ def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None
             ids = [strip_prefix(i) for i in ann.concept_ids]
             if len(ids) == 1:
                 kb.add(Concept(ids[0], ann.text, [], ann.type, CORPUS_SOURCE))
-            elif ann.composite_texts and len(ann.composite_texts) == len(ids):
+            elif ann.composite_texts and len(ann.composite_texts) == len(ids) \
+                    and COORDINATION.search(ann.text):
                 for part, cid in zip(ann.composite_texts, ids, strict=True):
                     kb.add(Concept(cid, part, [], ann.type, CORPUS_SOURCE))
     return kb

@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from data_tools.documents import FormatError, strip_prefix
+from data_tools.documents import Annotation, Document, FormatError, Passage, strip_prefix
 from data_tools.kb_loaders import (
     LOADERS,
     load_gene_info,
@@ -151,11 +151,26 @@ def test_tsv_and_spec_errors(tmp_path):
 def test_names_from_corpus_uses_single_ids_and_composite_parts(bc5cdr_test_docs):
     kb = names_from_corpus(bc5cdr_test_docs[:50])
     assert "famotidine" in [n.lower() for n in kb.get("D015738").all_names()]
-    composite = next(a for d in bc5cdr_test_docs for a in d.annotations if a.composite_texts)
-    assert composite.composite_texts
+    composite = next(a for d in bc5cdr_test_docs for a in d.annotations
+                     if a.composite_texts and " and " in a.text)
     full = names_from_corpus(bc5cdr_test_docs)
     for part, cid in zip(composite.composite_texts, composite.concept_ids, strict=True):
         assert part in full.get(cid).all_names()
+
+
+def test_a_multi_concept_mention_that_coordinates_nothing_gives_no_names():
+    """BC5CDR splits "bone marrow oedema" into "bone marrow" | "oedema": a modifier and a
+    head, not names of myelosuppression and oedema."""
+    text = "Bone marrow oedema and liver or kidney disease were seen."
+    doc = Document(id="1", passages=[Passage(offset=0, text=text, annotations=[
+        Annotation(0, 18, "Bone marrow oedema", "Disease", ["D001855", "D004487"],
+                   composite_texts=["Bone marrow", "oedema"]),
+        Annotation(23, 45, "liver or kidney disease", "Disease", ["D008107", "D007674"],
+                   composite_texts=["liver disease", "kidney disease"])])])
+    kb = names_from_corpus([doc])
+    assert kb.get("D001855") is None and kb.get("D004487") is None
+    assert kb.get("D008107").all_names() == ["liver disease"]
+    assert kb.get("D007674").all_names() == ["kidney disease"]
 
 
 # ---- genes ---------------------------------------------------------------------------------
