@@ -17,6 +17,14 @@ codons under nucleic acids), or it is "SNP"/"SNV" and the document neither defin
 names the chemical it was linked to otherwise — "SNP" is also sodium nitroprusside, which
 BC5CDR's abstracts name in full ("sodium nitroprusside (SNP, n = 7)"). On BioRED dev every such
 span was a false positive (eval/results/sequence_terms).
+
+An amino acid's name (or "amino acid" itself) is dropped when the text around it describes a
+sequence variant — "substitution of a conserved arginine at amino acid position 229 by
+glycine", "methionine-->valine substitution at codon 404", "deletion of amino acids 809-852":
+a substitution, replacement, mutation, deletion, insertion, frameshift, codon, position,
+variant, an arrow or a protein change ("p.R229G") within :data:`AROUND_BEFORE` characters
+before or :data:`AROUND_AFTER` after it in the same sentence. In BC5CDR train and dev no amino acid's name has such
+words near it; in BioRED dev 35 do, none annotated (eval/results/sequence_terms).
 """
 
 from __future__ import annotations
@@ -45,6 +53,18 @@ EXCHANGE = re.compile(r"\s+(?:to|by|for|into|with)\s+(?:an?\s+)?[A-Za-z]+\s+"
 #: a span that itself names a sequence element: "stop codon", "5'UTR", "polymorphisms"
 SEQUENCE_ELEMENT = re.compile(r"\b(?:codons?|UTRs?|untranslated regions?|polymorphisms?)$",
                               re.IGNORECASE)
+#: the twenty amino acids and the words for them
+AMINO_ACID = re.compile(r"alanine|arginine|asparagine|aspartate|aspartic acid|cysteine|glutamate"
+                        r"|glutamic acid|glutamine|glycine|histidine|isoleucine|leucine|lysine"
+                        r"|methionine|phenylalanine|proline|serine|threonine|tryptophan|tyrosine"
+                        r"|valine|amino[ -]acids?", re.IGNORECASE)
+#: words that make a sentence describe a change in a protein's sequence
+VARIANT_CUE = re.compile(r"substitut|replace|mutat|codon|\bposition|deletion|insertion|frameshift"
+                         r"|-->|→|\bp\.\s?[A-Z]|\bamino[ -]acids?\s+\d|\bvariant",
+                         re.IGNORECASE)
+#: characters before and after an amino acid's name that :data:`VARIANT_CUE` is looked for in
+AROUND_BEFORE = 80
+AROUND_AFTER = 60
 #: the short forms of a sequence variant, which are also the letters of other things
 VARIANT_SHORT_FORM = re.compile(r"(?:SNP|SNV)s?")
 
@@ -93,12 +113,26 @@ class SequenceContextRule:
         for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
             if ann is None or ann.type != "Chemical":
                 continue
+            doc = docs[span.doc_index]
             if SEQUENCE_ELEMENT.search(ann.text) or (
                     VARIANT_SHORT_FORM.fullmatch(ann.text)
                     and ann.text not in abbreviations[span.doc_index].definitions
-                    and not names_linked_concept(ann, docs[span.doc_index], kb)):
+                    and not names_linked_concept(ann, doc, kb)) or (
+                    AMINO_ACID.fullmatch(ann.text) and in_variant_context(ann, doc)):
                 out[k] = None
         return out
+
+
+def in_variant_context(annotation: Annotation, doc: Document) -> bool:
+    """Whether the text around ``annotation`` (within its passage) describes a sequence
+    variant (:data:`VARIANT_CUE`)."""
+    passage = doc.passage_at(annotation.start)
+    if passage is None:
+        return False
+    start, end = annotation.start - passage.offset, annotation.end - passage.offset
+    before = passage.text[max(0, start - AROUND_BEFORE):start].rsplit(". ", 1)[-1]
+    after = passage.text[end:end + AROUND_AFTER].split(". ", 1)[0]
+    return bool(VARIANT_CUE.search(before) or VARIANT_CUE.search(after))
 
 
 def names_linked_concept(annotation: Annotation, doc: Document, kb) -> bool:

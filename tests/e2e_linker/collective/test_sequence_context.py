@@ -101,3 +101,19 @@ def test_without_a_kb_an_undefined_snp_is_a_variant():
     ann, pred = linked(doc, "SNP")
     assert SequenceContextRule().apply([ann], [pred], [doc],
                                        [DocumentAbbreviations.scan(doc.text)])[0] is None
+
+
+@pytest.mark.parametrize("text, span, kept", [
+    ("The mutation causes the substitution of a conserved arginine at amino acid position 229.",
+     "arginine", False),
+    ("We described a methionine-->valine change.", "methionine", False),
+    ("This leads to deletion of amino acids 809-852 in the protein.", "amino acids", False),
+    ("Oral arginine lowered blood pressure in 20 patients.", "arginine", True),
+    ("Plasma amino acids rose after the infusion.", "amino acids", True),
+    ("Glucose rose in carriers of the mutation.", "Glucose", True),  # not an amino acid
+])
+def test_an_amino_acid_in_a_variant_description(text, span, kept):
+    doc = doc_of(text)
+    ann, pred = linked(doc, span, "D001120")
+    out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
+    assert (out[0] is not None) == kept
