@@ -13,6 +13,7 @@ import numpy as np
 from e2e_linker.collective.span_selection import (
     SelectionRules,
     SpanPrediction,
+    balanced_brackets,
     extend_to_names,
     rescue_weak,
     resolve_overlaps,
@@ -189,3 +190,26 @@ def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
     kept = extend_to_names([chronic, head], candidates, [doc], is_name, 0.05)
     assert [(s.start, s.end) for s in kept] == [(chronic.start, chronic.end),
                                                 (head.start, head.end)]
+
+
+def test_a_candidate_with_an_unbalanced_bracket_is_never_kept():
+    from data_tools.documents import Document, Passage
+
+    text = "glucose-6-phosphate dehydrogenase (G6PD) deficiency and 1,25-(OH)2D3 levels"
+    doc = Document(id="b", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(1, np.float32)
+
+    def at(phrase, p):
+        start = text.index(phrase)
+        return SpanPrediction(0, start, start + len(phrase), p, "Disease", vec)
+
+    inside = at("G6PD) deficiency", 0.9)
+    whole = at("glucose-6-phosphate dehydrogenase (G6PD) deficiency", 0.6)
+    chemical = at("1,25-(OH)2D3", 0.8)
+    every_one_linked = lambda found: [True] * len(found)  # noqa: E731
+    kept = SelectionRules(0.5).select([inside, whole, chemical], [doc], every_one_linked, None,
+                                      scan_documents([doc]))
+    assert [text[s.start:s.end] for s in kept] == [
+        "glucose-6-phosphate dehydrogenase (G6PD) deficiency", "1,25-(OH)2D3"]
+    assert balanced_brackets("1,25-(OH)2D3") and not balanced_brackets("G6PD) deficiency")
+    assert not balanced_brackets("(SNP, n") and not balanced_brackets(")(")
