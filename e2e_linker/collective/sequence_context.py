@@ -23,8 +23,9 @@ sequence variant — "substitution of a conserved arginine at amino acid positio
 glycine", "methionine-->valine substitution at codon 404", "deletion of amino acids 809-852":
 a substitution, replacement, mutation, deletion, insertion, frameshift, codon, position,
 variant, an arrow or a protein change ("p.R229G") within :data:`AROUND_BEFORE` characters
-before or :data:`AROUND_AFTER` after it in the same sentence. In BC5CDR train and dev no amino acid's name has such
-words near it; in BioRED dev 35 do, none annotated (eval/results/sequence_terms).
+before or :data:`AROUND_AFTER` after it in the same sentence. In BC5CDR train and dev almost no
+amino acid's name has such words near it (one, not annotated); in BioRED dev 35 do, none
+annotated (eval/results/sequence_terms).
 """
 
 from __future__ import annotations
