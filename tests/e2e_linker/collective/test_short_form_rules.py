@@ -91,7 +91,8 @@ def test_bad_settings_fail():
         ShortFormRules(genes="retype")
 
 
-SYMBOL_TEXT = ("Loss of RB1 in retinoblastoma. Ataxia with oculomotor apraxia 2 (AOA2) was seen; AOA2 patients. "
+SYMBOL_TEXT = ("Loss of RB1 in retinoblastoma. "
+               "Ataxia with oculomotor apraxia 2 (AOA2) was seen; AOA2 patients. "
                "The IDDM2 locus was mapped.")
 
 
