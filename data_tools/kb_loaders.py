@@ -403,19 +403,16 @@ def load_hgnc(path: str | os.PathLike, locus_groups: Iterable[str] | None = None
 CORPUS_SOURCE = "corpus"
 
 
-#: a mention that coordinates its parts: "pulmonary and renal insufficiency", "liver or
-#: kidney disease", "colorectal, breast and head and neck cancers"
-COORDINATION = re.compile(r"\b(?:and|or|nor)\b|[,/&]")
-
-
-def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None = None) -> KB:
+def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None = None,
+                      coordinated: Callable[[str], bool] | None = None) -> KB:
     """Annotation texts as names of their concepts (one-ID mentions; the parts of a
-    coordination too).
+    multi-concept mention too — with ``coordinated``, only of one whose text it accepts).
 
-    A mention with several concepts and no coordination ("bone marrow oedema",
-    "cholestatic hepatitis": BC5CDR splits it into "bone marrow" | "oedema") gives no names:
-    its parts are a modifier and a head, not mentions, and as names they linked "bone marrow
-    (BM)" to myelosuppression (eval/results/composite_part_names).
+    Why ``coordinated``: BC5CDR also gives several concepts to a mention that coordinates
+    nothing, split into a modifier and a head ("bone marrow oedema" → "bone marrow" |
+    "oedema"); as names those parts linked "bone marrow (BM)" to myelosuppression
+    (eval/results/composite_part_names). What a coordination is belongs to the linker
+    (:func:`e2e_linker.lexical.text_forms.is_composite`), which passes it in.
     """
     wanted = set(types) if types is not None else None
     kb = KB()
@@ -428,8 +425,8 @@ def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None
             ids = [strip_prefix(i) for i in ann.concept_ids]
             if len(ids) == 1:
                 kb.add(Concept(ids[0], ann.text, [], ann.type, CORPUS_SOURCE))
-            elif ann.composite_texts and len(ann.composite_texts) == len(ids) \
-                    and COORDINATION.search(ann.text):
+            elif ann.composite_texts and len(ann.composite_texts) == len(ids) and (
+                    coordinated is None or coordinated(ann.text)):
                 for part, cid in zip(ann.composite_texts, ids, strict=True):
                     kb.add(Concept(cid, part, [], ann.type, CORPUS_SOURCE))
     return kb

@@ -18,9 +18,12 @@ from e2e_linker.errors import UserError
 def mined_names(corpus_specs: list[str]):
     """A KB of annotation texts from the given corpora (``bc5cdr:train`` style specs), each
     dataset split's types mapped to the model's first (a gene corpus's ``FamilyName``
-    mentions are not gene names; see :func:`data_tools.registry.apply_type_map`)."""
+    mentions are not gene names; see :func:`data_tools.registry.apply_type_map`); a
+    multi-concept mention gives its parts only when it is a coordination
+    (:func:`~e2e_linker.lexical.text_forms.is_composite`)."""
     from data_tools.kb_loaders import names_from_corpus
     from data_tools.registry import apply_type_map, dataset_of, load_corpus
+    from e2e_linker.lexical.text_forms import is_composite
 
     docs = []
     for spec in corpus_specs:
@@ -29,7 +32,7 @@ def mined_names(corpus_specs: list[str]):
         if dataset is not None and dataset.type_map:
             apply_type_map(part, dataset.type_map)
         docs += part
-    return names_from_corpus(docs)
+    return names_from_corpus(docs, coordinated=is_composite)
 
 
 def assemble_kb(spec: str, extra=None):

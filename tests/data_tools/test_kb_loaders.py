@@ -160,14 +160,18 @@ def test_names_from_corpus_uses_single_ids_and_composite_parts(bc5cdr_test_docs)
 
 def test_a_multi_concept_mention_that_coordinates_nothing_gives_no_names():
     """BC5CDR splits "bone marrow oedema" into "bone marrow" | "oedema": a modifier and a
-    head, not names of myelosuppression and oedema."""
+    head, not names of myelosuppression and oedema (the linker's mined names pass its
+    notion of a coordination, ``is_composite``)."""
+    from e2e_linker.lexical.text_forms import is_composite
+
     text = "Bone marrow oedema and liver or kidney disease were seen."
     doc = Document(id="1", passages=[Passage(offset=0, text=text, annotations=[
         Annotation(0, 18, "Bone marrow oedema", "Disease", ["D001855", "D004487"],
                    composite_texts=["Bone marrow", "oedema"]),
         Annotation(23, 45, "liver or kidney disease", "Disease", ["D008107", "D007674"],
                    composite_texts=["liver disease", "kidney disease"])])])
-    kb = names_from_corpus([doc])
+    assert names_from_corpus([doc]).get("D001855").all_names() == ["Bone marrow"]
+    kb = names_from_corpus([doc], coordinated=is_composite)
     assert kb.get("D001855") is None and kb.get("D004487") is None
     assert kb.get("D008107").all_names() == ["liver disease"]
     assert kb.get("D007674").all_names() == ["kidney disease"]
