@@ -20,6 +20,7 @@ import numpy as np
 
 from data_tools.documents import Document
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
+from e2e_linker.lexical.text_forms import balanced_brackets
 
 #: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
 LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]
@@ -68,12 +69,17 @@ class SelectionRules:
                lexically_linked: LexicalCheck, is_name: NameCheck | None,
                abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
         """The spans annotate keeps from every candidate scored: candidates with an unbalanced
-        bracket left out (:func:`balanced_brackets`), the lexical gate first (so an
+        bracket left out (never a mention, below), the lexical gate first (so an
         overlapping span a lexical step links can win), then the weaker spans with support
         (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then kept spans
         grown to the KB names around them (:func:`extend_to_names`), then short forms (from
         ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
         dictionary threshold or name extension."""
+        # a span that starts or ends inside a parenthesis ("G6PD) deficiency" from
+        # "glucose-6-phosphate dehydrogenase (G6PD) deficiency") is never a mention (one of
+        # 26,000 gold mentions of BC5CDR train/dev, NCBI disease train/dev and BioRED dev has
+        # one), but the exact-name sieve can link it; without it the overlapping span with the
+        # whole name can win (eval/results/bracket_spans)
         candidates = spans = [s for s in spans
                               if balanced_brackets(docs[s.doc_index].text_at(s.start, s.end))]
         floor = min([self.keep, *self.weak_floors()])  # candidates may have been scored lower
@@ -88,26 +94,6 @@ class SelectionRules:
         if self.name_extension is not None and is_name is not None:
             kept = extend_to_names(kept, candidates, docs, is_name, self.name_extension)
         return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
-
-
-def balanced_brackets(text: str) -> bool:
-    """Whether every bracket in ``text`` closes one opened before it and all are closed.
-
-    Why: a span that starts or ends inside a parenthesis — "G6PD) deficiency" from
-    "glucose-6-phosphate dehydrogenase (G6PD) deficiency", "HPRT) deficiency" — is never a
-    mention (one of 26,000 gold mentions of BC5CDR train/dev, NCBI disease train/dev and BioRED
-    dev has one), but the exact-name sieve can link it; without it the overlapping span with
-    the whole name can win (eval/results/bracket_spans). Chemical names keep their brackets
-    balanced: "1,25-(OH)2D3", "(+)-catechin"."""
-    depth = 0
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from data_tools.documents import Document
+from e2e_linker.lexical.text_forms import balanced_brackets
 
 _PAREN = re.compile(r"\(([^()]{1,10})\)")
 _WORD = re.compile(r"\S+")
@@ -115,17 +116,9 @@ def _separate_parenthetical(long: str) -> bool:
     (CBDCA) over cisplatin"); brackets inside a chemical name ("1-(2-chloroethyl)-3-...") are
     part of the name and fine.
     """
-    depth = 0
-    for i, ch in enumerate(long):
-        if ch in "([":
-            if i > 0 and long[i - 1].isspace():
-                return True
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-            if depth < 0:
-                return True
-    return depth != 0
+    opens_after_space = any(ch in "([" and i > 0 and long[i - 1].isspace()
+                            for i, ch in enumerate(long))
+    return opens_after_space or not balanced_brackets(long, "([", ")]")
 
 
 def letter_expansions(text: str) -> dict[str, str]:

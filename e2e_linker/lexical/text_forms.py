@@ -95,3 +95,17 @@ def split_composite(text: str) -> list[str]:
 def is_composite(text: str) -> bool:
     """Whether :func:`split_composite` would split ``text``."""
     return len(split_composite(text)) > 1
+
+
+def balanced_brackets(text: str, opening: str = "([{", closing: str = ")]}") -> bool:
+    """Whether every bracket of ``opening``/``closing`` in ``text`` closes one opened before
+    it and all are closed ("1,25-(OH)2D3": yes; "G6PD) deficiency": no)."""
+    depth = 0
+    for ch in text:
+        if ch in opening:
+            depth += 1
+        elif ch in closing:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from e2e_linker.lexical.text_forms import TextNormalizer, normalize_text, split_composite
+from e2e_linker.lexical.text_forms import (
+    TextNormalizer,
+    balanced_brackets,
+    normalize_text,
+    split_composite,
+)
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -38,3 +43,10 @@ def test_normalizer_switches():
 ])
 def test_split_composite(text, parts):
     assert split_composite(text) == parts
+
+
+def test_balanced_brackets():
+    assert balanced_brackets("1,25-(OH)2D3") and balanced_brackets("[3H]-(+)-catechin")
+    assert not balanced_brackets("G6PD) deficiency") and not balanced_brackets("(SNP, n")
+    assert not balanced_brackets(")(")
+    assert balanced_brackets("a {b", "([", ")]")  # only the brackets asked about count
