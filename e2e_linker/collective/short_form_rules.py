@@ -28,7 +28,7 @@ the dev corpora (eval/results/post_link_rules):
   as genes; on the dev corpora every such span was a false positive
   (eval/results/disease_symbols). ``disease_symbols="drop"`` drops them.
 
-The first two rules leave alone spans linked through their long form (``link_method``
+All but the gene rule leave alone spans linked through their long form (``link_method``
 "abbreviation") or by the text linker (which expands short forms itself).
 """
 
