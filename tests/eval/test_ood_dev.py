@@ -41,3 +41,29 @@ def test_annotate_options_are_json_values_by_key():
     assert settings_overrides("") == {}
     assert settings_overrides("gene_modifiers=keep threshold=0.3") == {
         "gene_modifiers": "keep", "threshold": 0.3}
+
+
+def test_a_gene_corpus_is_scored_on_genes_with_its_confusion():
+    import copy
+    from types import SimpleNamespace
+
+    from eval.ood_dev import CORPUS_TYPES, evaluate
+
+    assert CORPUS_TYPES["nlmgene:test"] == ("Gene",)
+
+    class Linker:
+        """Predicts every gold gene, the first document's first one as a Chemical instead."""
+
+        annotator = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(
+            types=["Chemical", "Disease", "Gene"])))
+
+        def annotate(self, docs, replace):
+            out = copy.deepcopy(docs)
+            out[0].annotations[0].type = "Chemical"
+            return out
+
+    row = evaluate(Linker(), "gnormplus:train", None, max_docs=2)
+    genes = row["gene_spans_predicted_chemical_or_disease"]
+    assert genes["overlapped"] == 1 and genes["gold_gene_spans"] > 1
+    assert row["scores"]["strict"]["r"] < 1.0 == row["scores"]["strict"]["p"]
+    assert row["gene"]["mentions"]["f1"] == row["scores"]["mentions"]["f1"] < 1.0
