@@ -18,11 +18,14 @@ names the chemical it was linked to otherwise — "SNP" is also sodium nitroprus
 BC5CDR's abstracts name in full ("sodium nitroprusside (SNP, n = 7)"). On BioRED dev every such
 span was a false positive (eval/results/sequence_terms).
 
-An amino acid's name (or "amino acid" itself) is dropped when the text around it describes a
-sequence variant — "substitution of a conserved arginine at amino acid position 229 by
-glycine", "methionine-->valine substitution at codon 404", "deletion of amino acids 809-852":
-a substitution, replacement, mutation, deletion, insertion, frameshift, codon, position,
-variant, an arrow or a protein change ("p.R229G") within :data:`AROUND_BEFORE` characters
+An amino acid's name or three-letter code (or "amino acid" itself), and a base ("T", "AG") or
+"nucleotide"/"nt", is dropped when the text around it describes a sequence variant —
+"substitution of a conserved arginine at amino acid position 229 by glycine",
+"methionine-->valine substitution at codon 404", "deletion of amino acids 809-852", "a C to T
+transition", "c.185C>T", "a 15 nucleotide (nt) deletion": a substitution, replacement,
+mutation, deletion, insertion, duplication, frameshift, transition, transversion, codon,
+position, variant or variation, an arrow, a protein or DNA change ("p.R229G", "c.185C>T",
+"A>G") within :data:`AROUND_BEFORE` characters
 before or :data:`AROUND_AFTER` after it in the same sentence. In BC5CDR train and dev almost no
 amino acid's name has such words near it (one, not annotated); in BioRED dev 35 do, none
 annotated (eval/results/sequence_terms).
@@ -58,10 +61,16 @@ SEQUENCE_ELEMENT = re.compile(r"\b(?:codons?|UTRs?|untranslated regions?|polymor
 AMINO_ACID = re.compile(r"alanine|arginine|asparagine|aspartate|aspartic acid|cysteine|glutamate"
                         r"|glutamic acid|glutamine|glycine|histidine|isoleucine|leucine|lysine"
                         r"|methionine|phenylalanine|proline|serine|threonine|tryptophan|tyrosine"
-                        r"|valine|amino[ -]acids?", re.IGNORECASE)
+                        r"|valine|amino[ -]acids?"
+                        r"|Ala|Arg|Asn|Asp|Cys|Gln|Glu|Gly|His|Ile|Leu|Lys|Met|Phe|Pro|Ser|Thr"
+                        r"|Trp|Tyr|Val", re.IGNORECASE)
+#: a base of a DNA or RNA sequence and the words for one: "T", "AG", "nucleotide", "nt"
+NUCLEOTIDE = re.compile(r"[ACGTU]{1,2}|(?i:nucleotides?|nt)")
 #: words that make a sentence describe a change in a protein's sequence
 VARIANT_CUE = re.compile(r"substitut|replace|mutat|codon|\bposition|deletion|insertion|frameshift"
-                         r"|-->|→|\bp\.\s?[A-Z]|\bamino[ -]acids?\s+\d|\bvariant",
+                         r"|duplicat|transition|transversion|(?<![a-z])del(?:[acgtu]+)?\b"
+                         r"|-->|→|\bp\.\s?[A-Z]|\bc\.\s?-?\d|[ACGTU]\s?>\s?[ACGTU]"
+                         r"|\bamino[ -]acids?\s+\d|\bvariant|\bvariation",
                          re.IGNORECASE)
 #: characters before and after an amino acid's name that :data:`VARIANT_CUE` is looked for in
 AROUND_BEFORE = 80
@@ -119,7 +128,8 @@ class SequenceContextRule:
                     VARIANT_SHORT_FORM.fullmatch(ann.text)
                     and ann.text not in abbreviations[span.doc_index].definitions
                     and not names_linked_concept(ann, doc, kb)) or (
-                    AMINO_ACID.fullmatch(ann.text) and in_variant_context(ann, doc)):
+                    (AMINO_ACID.fullmatch(ann.text) or NUCLEOTIDE.fullmatch(ann.text))
+                    and in_variant_context(ann, doc)):
                 out[k] = None
         return out
 

@@ -117,3 +117,19 @@ def test_an_amino_acid_in_a_variant_description(text, span, kept):
     ann, pred = linked(doc, span, "D001120")
     out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
     assert (out[0] is not None) == kept
+
+
+@pytest.mark.parametrize("text, span, kept", [
+    ("Two were new: substitution of C to T at 33468 in exon 8.", "T", False),
+    ("Five of them [c.185C>T (Thr60Met)] were missense.", "T", False),
+    ("His gene revealed a 15 nucleotide (nt) deletion of the coding sequence.", "nt", False),
+    ("The 2238-9del AG in exon 13 introduced a premature stop.", "AG", False),
+    ("A C to T transition resulting in Arg 1306 Trp (R1306W).", "Trp", False),
+    ("Serum T fell after orchiectomy in 12 men.", "T", True),  # testosterone: no variant
+    ("Plasma K rose to 6.1 mmol/l.", "K", True),  # potassium: not a base
+])
+def test_a_base_or_residue_code_in_a_variant_description(text, span, kept):
+    doc = doc_of(text)
+    ann, pred = linked(doc, span, "D001120")
+    out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
+    assert (out[0] is not None) == kept
