@@ -44,7 +44,8 @@ class ConceptTypeRules:
 
         ``kb`` answers ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: no
         KB at hand, nothing changes); a span takes its concept's type only when exactly one
-        of the concept's types is one the model predicts, a gene product counting as Gene too.
+        of the concept's types is one the model predicts, a gene product counting as Gene too;
+        a span of neither of a gene product's types takes Gene when the model predicts genes.
         """
         out = list(annotations)
         if kb is None:
@@ -62,6 +63,11 @@ class ConceptTypeRules:
                 kinds = [t for t in types if t in model_types]
                 if ann.type not in kinds and len(kinds) == 1:
                     ann.type = kinds[0]
+                elif ann.type not in kinds and "Gene" in kinds and concept.gene_product:
+                    # "Wiskott-Aldrich syndrome protein" typed Disease by the type head and
+                    # linked to the protein: both Chemical and Gene are the concept's, and
+                    # the guidelines that annotate genes call a gene product a gene
+                    ann.type = "Gene"
             if self.gene_products == "drop" and ann.type == "Chemical" \
                     and concept.gene_product:
                 out[k] = None

@@ -67,3 +67,14 @@ def test_a_gene_span_linked_to_a_gene_product_stays_a_gene(kb):
     assert out[0] is not None and out[0].type == "Gene"
     assert out[1] is None
     assert out[2].type == "Chemical"
+
+
+def test_a_disease_span_linked_to_a_gene_product_becomes_a_gene_in_a_gene_model(kb):
+    """"transgelin" typed Disease and linked to MeSH's transgelin: Chemical and Gene are both
+    its types, so a gene model calls it a Gene; a Chemical/Disease model takes Chemical and
+    drops it as a gene product."""
+    gene_model = ConceptTypeRules().apply([linked("transgelin", "Disease", "C051615")], kb,
+                                          ("Chemical", "Disease", "Gene"))
+    assert gene_model[0] is not None and gene_model[0].type == "Gene"
+    assert ConceptTypeRules().apply([linked("transgelin", "Disease", "C051615")], kb,
+                                    TYPES) == [None]
