@@ -111,15 +111,6 @@ def test_without_a_kb_an_undefined_snp_is_a_variant():
     ("Oral arginine lowered blood pressure in 20 patients.", "arginine", True),
     ("Plasma amino acids rose after the infusion.", "amino acids", True),
     ("Glucose rose in carriers of the mutation.", "Glucose", True),  # not an amino acid
-])
-def test_an_amino_acid_in_a_variant_description(text, span, kept):
-    doc = doc_of(text)
-    ann, pred = linked(doc, span, "D001120")
-    out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
-    assert (out[0] is not None) == kept
-
-
-@pytest.mark.parametrize("text, span, kept", [
     ("Two were new: substitution of C to T at 33468 in exon 8.", "T", False),
     ("Five of them [c.185C>T (Thr60Met)] were missense.", "T", False),
     ("His gene revealed a 15 nucleotide (nt) deletion of the coding sequence.", "nt", False),
@@ -128,8 +119,9 @@ def test_an_amino_acid_in_a_variant_description(text, span, kept):
     ("Serum T fell after orchiectomy in 12 men.", "T", True),  # testosterone: no variant
     ("Plasma K rose to 6.1 mmol/l.", "K", True),  # potassium: not a base
 ])
-def test_a_base_or_residue_code_in_a_variant_description(text, span, kept):
+def test_an_amino_acid_or_base_in_a_variant_description(text, span, kept):
     doc = doc_of(text)
     ann, pred = linked(doc, span, "D001120")
     out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
     assert (out[0] is not None) == kept
+
