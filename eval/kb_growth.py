@@ -4,7 +4,7 @@ with one concept added to the default KB, as a user adds their own drug.
     python -m eval.kb_growth
 
 Why: the shipped packed index used to serve only the exact name list it was packed for, so one
-line of ``--kb bc5cdr+tsv:custom.tsv`` made the first ``linker annotate`` encode every name of
+line of ``--kb KB+tsv:custom.tsv`` made the first ``linker annotate`` encode every name of
 the KB (about half an hour on a 2-core CPU). Now the packed index serves the names it holds and
 only the added ones are encoded and searched exactly beside it
 (:data:`e2e_linker.kb_search.packed_index.MAX_CHANGE`). Each job runs as a user types it, in a
@@ -12,11 +12,12 @@ fresh ``E2E_LINKER_CACHE``, with ``custom.tsv`` one line ``MYDRUG001<TAB>zorbani
 
 * ``default_kb`` — the README's main job (``linker annotate examples/bc5cdr_sample.bioc.xml -o
   out.bioc.xml --replace``, then ``linker score``) on the default KB: the reference;
-* ``grown_kb`` — the same job with ``--kb bc5cdr+tsv:custom.tsv`` on another empty cache (the
+* ``grown_kb`` — the same job with ``--kb KB+tsv:custom.tsv`` (KB: the default model's spec,
+  :func:`default_kb_spec`) on another empty cache (the
   bound: ≤ 180 s), and whether its output is byte-identical to ``default_kb``'s (the sample does
   not mention the new drug);
 * ``new_concept`` — ``echo "Patients received zorbanib daily." | linker annotate - -o - --lines
-  --kb bc5cdr+tsv:custom.tsv`` on the grown job's cache: the new concept found and linked.
+  --kb KB+tsv:custom.tsv`` on the grown job's cache: the new concept found and linked.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ from eval.reporting import command_line, machine, write_results
 RESULTS = Path(__file__).parent / "results" / "kb_growth"
 CUSTOM_LINE = "MYDRUG001\tzorbanib\n"
 SENTENCE = "Patients received zorbanib daily."
+
+
+def default_kb_spec() -> str:
+    """The default model's KB spec (``bc5cdr_genes`` for the gene model): the KB a user grows
+    by one line, read from the model's config so the job stays the README's."""
+    from e2e_linker.defaults import DEFAULT_MODEL_DIR
+
+    return json.loads((DEFAULT_MODEL_DIR / "linker_config.json").read_text())["kb"]
 
 
 def readme_job(tmp: Path, name: str, kb_flags: list[str]) -> dict:
@@ -62,13 +71,14 @@ def new_concept(tmp: Path, custom: Path) -> dict:
     env = {**os.environ, "E2E_LINKER_CACHE": str(tmp / "cache-grown_kb")}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "e2e_linker", "annotate", "-", "-o", "-",
-                           "--lines", "--kb", f"bc5cdr+tsv:{custom}"], input=SENTENCE + "\n",
+                           "--lines", "--kb", f"{default_kb_spec()}+tsv:{custom}"],
+                          input=SENTENCE + "\n",
                           capture_output=True, text=True, env=env, cwd=REPO, check=True)
     seconds = time.perf_counter() - start
     mentions = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     linked = [m for m in mentions if m.get("text") == "zorbanib"]
     return {"command": f'echo "{SENTENCE}" | linker annotate - -o - --lines '
-                       "--kb bc5cdr+tsv:custom.tsv",
+                       f"--kb {default_kb_spec()}+tsv:custom.tsv",
             "wall_s": round(seconds, 1), "mentions": mentions,
             "zorbanib_concept": linked[0]["concept_id"] if linked else None}
 
@@ -85,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         custom = tmp / "custom.tsv"
         custom.write_text(CUSTOM_LINE, encoding="utf-8")
         default = readme_job(tmp, "default_kb", [])
-        grown = readme_job(tmp, "grown_kb", ["--kb", f"bc5cdr+tsv:{custom}"])
+        grown = readme_job(tmp, "grown_kb", ["--kb", f"{default_kb_spec()}+tsv:{custom}"])
         sentence = new_concept(tmp, custom)
     outputs = {"default_kb": default.pop("output"), "grown_kb": grown.pop("output")}
     if args.keep_outputs:
