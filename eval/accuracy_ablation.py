@@ -40,11 +40,9 @@ import tempfile
 from pathlib import Path
 
 from eval.models import model_source, model_with_names_from
+from eval.ood_dev import CORPUS_TYPES
 from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import MODES, STEPS_OFF, setting_rows
-
-#: the types BC5CDR annotates, the only ones scored
-BC5CDR_TYPES = ("Chemical", "Disease")
 
 
 def ablation_settings(annotator, gate: float | None, propagation: float | None
@@ -109,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             # BC5CDR annotates chemicals and diseases only: a gene model's Gene mentions are
             # outside its guideline, left out as eval.ood_dev leaves them out
             scored = setting_rows(annotator, gold, [s for _, s in settings],
-                                  types=BC5CDR_TYPES)
+                                  types=CORPUS_TYPES["bc5cdr:dev"])
         for (step, _), row in zip(settings, scored, strict=True):
             rows.append({"model": label, "row": step, "spans": row["spans"],
                          "seconds": row["seconds"],

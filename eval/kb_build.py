@@ -107,26 +107,27 @@ def estimate_seconds(stderr: str) -> float | None:
     return float(match[1]) * (60 if match[2] == "min" else 1)
 
 
-def encoded_name_columns(directory: Path) -> tuple[list[str], list[str], list[str]]:
-    """The name columns (name, concept ID, type) of a model directory's KB that its entity
-    index encodes: every name but those of the model's ``lexical_types`` (a gene model's
-    genes), as :func:`e2e_linker.collective.loading.pack_linker_index` selects them."""
+def encoded_name_columns(knowledge, directory: Path) -> tuple[list[str], list[str], list[str]]:
+    """The name columns (name, concept ID, type) of ``knowledge``, a model directory's KB,
+    that its entity index encodes: every name but those of the model's ``lexical_types`` (a
+    gene model's genes), as :func:`e2e_linker.collective.loading.pack_linker_index` selects
+    them."""
     from e2e_linker.collective.model_dir import CONFIG_FILE
-    from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.entity_index import kb_name_columns, without_types
 
     config = json.loads((Path(directory) / CONFIG_FILE).read_text())
-    lexical = config.get("lexical_types") or []
-    return without_types(kb_name_columns(load_model_kb(directory)), lexical)
+    return without_types(kb_name_columns(knowledge), config.get("lexical_types") or [])
 
 
 def model_kb_names() -> tuple[list[str], str]:
     """The distinct names a plain ``linker kb build`` encodes for the default model (base KB
     plus mined names, in KB order, less name-only types), and that KB's spec."""
     from e2e_linker.collective.model_dir import default_linker_dir, read_manifest
+    from e2e_linker.collective.model_kb import load_model_kb
 
-    names, _, _ = encoded_name_columns(default_linker_dir())
-    return list(dict.fromkeys(names)), str(read_manifest(default_linker_dir()).get("kb"))
+    directory = default_linker_dir()
+    names, _, _ = encoded_name_columns(load_model_kb(directory), directory)
+    return list(dict.fromkeys(names)), str(read_manifest(directory).get("kb"))
 
 
 def sample_kb(count: int, seed: int, folder: Path) -> tuple[str, Path, list[str]]:
@@ -148,7 +149,7 @@ def sample_kb(count: int, seed: int, folder: Path) -> tuple[str, Path, list[str]
     source = default_linker_dir()
     knowledge = load_model_kb(source)
     owner: dict[str, str] = {}
-    for name, concept_id, _ in zip(*encoded_name_columns(source), strict=True):
+    for name, concept_id, _ in zip(*encoded_name_columns(knowledge, source), strict=True):
         owner.setdefault(name, concept_id)
     chosen = random.Random(seed).sample(list(owner), min(count, len(owner)))
     sampled = KB()

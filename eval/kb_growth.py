@@ -42,10 +42,10 @@ SENTENCE = "Patients received zorbanib daily."
 
 def default_kb_spec() -> str:
     """The default model's KB spec (``bc5cdr_genes`` for the gene model): the KB a user grows
-    by one line, read from the model's config so the job stays the README's."""
-    from e2e_linker.defaults import DEFAULT_MODEL_DIR
+    by one line, read from the model's KB manifest so the job stays the README's."""
+    from e2e_linker.collective.model_dir import default_linker_dir, read_manifest
 
-    return json.loads((DEFAULT_MODEL_DIR / "linker_config.json").read_text())["kb"]
+    return str(read_manifest(default_linker_dir())["kb"])
 
 
 def readme_job(tmp: Path, name: str, kb_flags: list[str]) -> dict:
@@ -66,19 +66,19 @@ def readme_job(tmp: Path, name: str, kb_flags: list[str]) -> dict:
             "output": out.read_bytes()}
 
 
-def new_concept(tmp: Path, custom: Path) -> dict:
+def new_concept(tmp: Path, custom: Path, kb: str) -> dict:
     """The one-sentence job on the grown job's cache: which concept ``zorbanib`` gets."""
     env = {**os.environ, "E2E_LINKER_CACHE": str(tmp / "cache-grown_kb")}
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "e2e_linker", "annotate", "-", "-o", "-",
-                           "--lines", "--kb", f"{default_kb_spec()}+tsv:{custom}"],
+                           "--lines", "--kb", f"{kb}+tsv:{custom}"],
                           input=SENTENCE + "\n",
                           capture_output=True, text=True, env=env, cwd=REPO, check=True)
     seconds = time.perf_counter() - start
     mentions = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     linked = [m for m in mentions if m.get("text") == "zorbanib"]
     return {"command": f'echo "{SENTENCE}" | linker annotate - -o - --lines '
-                       f"--kb {default_kb_spec()}+tsv:custom.tsv",
+                       f"--kb {kb}+tsv:custom.tsv",
             "wall_s": round(seconds, 1), "mentions": mentions,
             "zorbanib_concept": linked[0]["concept_id"] if linked else None}
 
@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         custom = tmp / "custom.tsv"
         custom.write_text(CUSTOM_LINE, encoding="utf-8")
         default = readme_job(tmp, "default_kb", [])
-        grown = readme_job(tmp, "grown_kb", ["--kb", f"{default_kb_spec()}+tsv:{custom}"])
-        sentence = new_concept(tmp, custom)
+        kb = default_kb_spec()
+        grown = readme_job(tmp, "grown_kb", ["--kb", f"{kb}+tsv:{custom}"])
+        sentence = new_concept(tmp, custom, kb)
     outputs = {"default_kb": default.pop("output"), "grown_kb": grown.pop("output")}
     if args.keep_outputs:
         Path(args.keep_outputs).mkdir(parents=True, exist_ok=True)
