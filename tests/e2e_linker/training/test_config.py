@@ -128,7 +128,7 @@ def test_the_bio_head_takes_corpora_that_annotate_every_type_and_ignore_maps():
 def test_the_shipped_multi_corpus_config_parses():
     config = TrainConfig.from_yaml(CONFIGS / "multi_corpus.yaml")
     assert config.model.types == ["Chemical", "Disease", "Gene"]
-    assert config.init_from == "e2e_linker/default_model"
+    assert config.init_from == "runs/bc5cdr_ncbi"
     train = {e.corpus: e for e in config.train_corpora()}
     assert set(train) == {"bc5cdr:train", "ncbi_disease:train", "gnormplus:train",
                           "nlmgene:train"}
