@@ -21,8 +21,13 @@ that mention model organisms in passing (eval/results/species_rule, ``python -m
 eval.species_rule``).
 
 Technique phrases that name an organism without being about its genes ("yeast two-hybrid",
-"mouse monoclonal antibody", fission yeast) are not counted. Sentence- or mention-level rules
-(the species nearest to the mention) are out of scope here.
+"mouse monoclonal antibody", fission yeast) are not counted.
+
+A mention may say more than its document: a species named right before it ("the human UAP1
+cDNA", "mouse Nkx6-2": :func:`species_before`) or a mutant allele written after it ("Shh(-/-)
+mutants", "Mk2(+/+)": :func:`mutant_mark_after`, mice being where alleles are written so). The
+linker puts such a species first for that mention only
+(``SpanLinker.mention_species``; eval/results/gene_forms).
 
 Yeast: the gene_info file files S. cerevisiae genes under strain S288C (559292) and a few
 mitochondrial ones under the species (4932), so a yeast document yields both, 559292 first.
@@ -92,3 +97,29 @@ def preferred_taxa(text: str) -> list[str]:
              for taxa, starts in _matches(text) if starts]
     ordered = [taxon for *_, taxa in sorted(found) for taxon in taxa]
     return ordered if DEFAULT_TAXON in ordered else [*ordered, DEFAULT_TAXON]
+
+
+# at most one word between a species word and the mention it names ("human UAP1", "mouse
+# Nkx6-2", "the human BCM1 locus" is not one: two words)
+_UP_TO_ONE_WORD = re.compile(r"\W*(?:[\w-]+\W+)?")
+#: a mutant allele written right after a gene: "(-/-)", "+/-", "(fl/fl)", "-deficient", "KO"
+_MUTANT_MARK = re.compile(
+    r"\s*(?:\(?[-+]/[-+]\)?|\(?(?:fl|flox)/(?:fl|flox|\+)\)?|-?(?:null|deficient|knockout|c?KO)\b)",
+    re.IGNORECASE)
+
+
+def species_before(text: str, start: int) -> tuple[str, ...]:
+    """The taxa of a species named at most one word before offset ``start`` of ``text``
+    (the nearest one; technique phrases such as "mouse anti-" do not count), else ``()``."""
+    window = _NOT_ABOUT_THE_SPECIES.sub(" ", text[max(0, start - 60):start])
+    nearest: tuple[int, tuple[str, ...]] = (-1, ())
+    for taxa, pattern in _PATTERNS:
+        for m in pattern.finditer(window):
+            if m.start() > nearest[0] and _UP_TO_ONE_WORD.fullmatch(window, m.end()):
+                nearest = (m.start(), taxa)
+    return nearest[1]
+
+
+def mutant_mark_after(text: str, end: int) -> bool:
+    """Whether a mutant allele mark follows offset ``end`` of ``text`` ("Shh(-/-)")."""
+    return _MUTANT_MARK.match(text, end) is not None

@@ -18,11 +18,18 @@ import numpy as np
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
 from data_tools.kb_loaders import CORPUS_SOURCE
-from data_tools.species import preferred_taxa
+from data_tools.species import (
+    DEFAULT_TAXON,
+    MOUSE,
+    mutant_mark_after,
+    preferred_taxa,
+    species_before,
+)
 from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
+from e2e_linker.lexical.gene_forms import coordinated_genes, written_variants
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept, normalize_name
 from e2e_linker.lexical.text_forms import split_composite
@@ -90,6 +97,8 @@ class SpanLinker:
             if self.sieves is not None and self.sieves.match(
                     text, type_, expand_mention(text, found) if found else None) is not None:
                 return True
+            if type_ in self.lexical_types and self.name_form_ranking(text, type_):
+                return True
             return self.composite_ids(text, type_) is not None
 
         ends: dict[int, dict[int, list[int]]] = {}  # doc → span end → span starts
@@ -132,23 +141,30 @@ class SpanLinker:
         texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
         # a name-only span is ranked by its names; only the others are searched
         dense_rows = [k for k, s in enumerate(spans) if s.type not in self.lexical_types]
-        ranked = [self.name_ranking(text, span.type) if span.type in self.lexical_types
-                  else [] for span, text in zip(spans, texts, strict=True)]
+        ranked = [(self.name_ranking(text, span.type) or self.name_form_ranking(text, span.type))
+                  if span.type in self.lexical_types else []
+                  for span, text in zip(spans, texts, strict=True)]
         if dense_rows:
             queries = np.stack([spans[k].vector for k in dense_rows]).astype(np.float32)
             found = self.index.link(queries, [spans[k].type for k in dense_rows])
             for k, dense in zip(dense_rows, found, strict=True):
                 ranked[k] = dense
+        span_taxa: list[list[str] | None] = [None] * len(spans)
         if self.taxa:
+            doc_texts: dict[int, str] = {}
             preferred: dict[int, list[str]] = {}
             for k, span in enumerate(spans):
                 if span.doc_index not in preferred:
-                    preferred[span.doc_index] = preferred_taxa(docs[span.doc_index].text)
-                ranked[k] = self.species_first(ranked[k], preferred[span.doc_index])
+                    doc_texts[span.doc_index] = docs[span.doc_index].text
+                    preferred[span.doc_index] = preferred_taxa(doc_texts[span.doc_index])
+                span_taxa[k] = self.mention_species(
+                    ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
+                    preferred[span.doc_index])
+                ranked[k] = self.species_first(ranked[k], span_taxa[k])
         expansions = self.span_expansions(spans, texts, abbreviations) \
             if self.sieves is not None else {}
         out: list[Annotation | None] = []
-        for span, dense, text in zip(spans, ranked, texts, strict=True):
+        for span, dense, text, taxa in zip(spans, ranked, texts, span_taxa, strict=True):
             cid, score, method = choose_concept(text, span.type, dense, self.names)
             if self.sieves is not None and method != "exact":
                 found = expansions.get(span.doc_index)
@@ -160,8 +176,11 @@ class SpanLinker:
             if span.type in self.lexical_types:
                 score = None  # the name ranking's 0.0 is no similarity
             ids = [cid] if cid else []
-            if method in ("dense", "none") and (parts := self.composite_ids(text, span.type)):
+            if method in ("dense", "none") and (
+                    parts := self.composite_ids(text, span.type, taxa)):
                 ids, method, score = parts, "composite", None
+            elif method == "dense" and span.type in self.lexical_types:
+                method = "name_form"  # no dense search: :meth:`name_form_ranking` decided
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
                 concept_ids=ids,
@@ -189,7 +208,11 @@ class SpanLinker:
         SQSTM1 and of GTF2H1); the gene whose official symbol the text is, and then the
         better-described gene, was the gold one more often than the KB's order on every gene
         corpus's training split and on BioRED dev (eval/results/gene_names)."""
-        found = self.names.lookup(text, type_) if self.names is not None else []
+        return self.name_ranking_of(
+            text, self.names.lookup(text, type_) if self.names is not None else [])
+
+    def name_ranking_of(self, text: str, found: list[str]) -> list[tuple[str, float]]:
+        """The concepts ``found`` for ``text`` in :meth:`name_ranking`'s order."""
         if len(found) > 1 and self.concepts is not None:
             key = normalize_name(text)
 
@@ -203,7 +226,30 @@ class SpanLinker:
             found = sorted(found, key=order)
         return [(cid, 0.0) for cid in found]
 
-    def composite_ids(self, text: str, type_: str) -> list[str] | None:
+    def name_form_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
+        """For a span of a name-only type whose text is no exact name: the concepts of the
+        KB names with its letters and digits (any case, spacing or punctuation: "SIRT-1",
+        "Twist 1"), else of the first of its written variants
+        (:func:`~e2e_linker.lexical.gene_forms.written_variants`: "TGF-b1", "Nas1p") that an
+        exact name or those letters name; ordered as :meth:`name_ranking` orders the variant's
+        own concepts, and empty when none is found.
+
+        Why: a name-only span that no name links is dropped, and one gene in ten is written
+        in a form no KB name spells (eval/results/gene_forms). Unlike the sieve stack's
+        compact key, several concepts may share the letters: the species rule then chooses,
+        as it does among an exact name's concepts."""
+        keys = self.sieves.ontology_keys if self.sieves is not None else None
+        if keys is not None and (found := keys.matches(text, type_)):
+            return self.name_ranking_of(text, found)
+        for form in written_variants(text):
+            if ranked := self.name_ranking(form, type_):
+                return ranked
+            if keys is not None and (found := keys.matches(form, type_)):
+                return self.name_ranking_of(form, found)
+        return []
+
+    def composite_ids(self, text: str, type_: str, taxa: Sequence[str] | None = None
+                      ) -> list[str] | None:
         """The concepts of a composite mention's parts, in the order written, when
         :func:`~e2e_linker.lexical.text_forms.split_composite` splits ``text``, some part
         shares words the text writes once (an elliptical coordination) and every part is an
@@ -216,16 +262,28 @@ class SpanLinker:
         parts are ordinary names. :meth:`link` asks only when no exact name or sieve linked
         the whole span: a whole name ("Duchenne and Becker muscular dystrophy") wins, as in
         the normalizer's composite policy "auto" (eval/results/composite_links).
+
+        A span of a name-only type may also be numbered genes written together ("JNK1/2":
+        :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
+        as a whole span of that type is (:meth:`name_ranking`, :meth:`name_form_ranking`,
+        the species order ``taxa`` of the span).
         """
         if not self.composites:
             return None
-        parts = split_composite(text)
+        lexical = type_ in self.lexical_types
+        parts = (coordinated_genes(text) if lexical else None) or split_composite(text)
         if len(parts) < 2 or all(part in text for part in parts) or (
                 self.names is None and self.sieves is None):
             return None
         ids: list[str] = []
         for part in parts:
-            found = self.names.lookup(part, type_) if self.names is not None else []
+            if lexical:
+                ranked = self.name_ranking(part, type_) or self.name_form_ranking(part, type_)
+                if self.taxa:
+                    ranked = self.species_first(ranked, taxa or ())
+                found = [cid for cid, _ in ranked]
+            else:
+                found = self.names.lookup(part, type_) if self.names is not None else []
             cid = found[0] if found else None
             if cid is None and self.sieves is not None:
                 hit = self.sieves.match(part, type_)
@@ -235,6 +293,34 @@ class SpanLinker:
             if cid not in ids:
                 ids.append(cid)
         return ids
+
+    def mention_species(self, ranked: list[tuple[str, float]], text: str, doc_text: str,
+                        start: int, end: int, preferred: Sequence[str]) -> list[str]:
+        """The species order for one span's concepts: its document's ``preferred`` taxa, with
+        one of its candidates' species moved first when the mention itself says so — a
+        species named right before it (:func:`~data_tools.species.species_before`: "mouse
+        Nkx6-2"), else a species the document names whose official symbol the text is as
+        written when the human one is not ("Shh", "Sox7": mouse; "SHH" is no cue, proteins
+        of every species are written in capitals), else mouse for a mutant allele written
+        after it (:func:`~data_tools.species.mutant_mark_after`: "Shh(-/-)").
+
+        Why: the document's species is the gold gene's for most gene mentions, not for all:
+        abstracts about mouse models name human genes and the reverse. Each cue moved more
+        gold genes first than it moved away on the gene corpora's training splits and
+        BioRED dev (eval/results/gene_forms)."""
+        named = {self.taxa[cid] for cid, _ in ranked if cid in self.taxa}
+        if len(named) < 2:
+            return list(preferred)
+        first = [t for t in species_before(doc_text, start) if t in named]
+        if not first and self.concepts is not None:
+            written = [self.taxa[cid] for cid, _ in ranked
+                       if cid in self.taxa and self.concepts[cid].name == text]
+            if written and DEFAULT_TAXON not in written and written[0] in preferred:
+                first = [written[0]]
+        if not first and MOUSE in named and MOUSE in preferred \
+                and mutant_mark_after(doc_text, end):
+            first = [MOUSE]
+        return [*first, *(t for t in preferred if t not in first)]
 
     def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
                       ) -> list[tuple[str, float]]:

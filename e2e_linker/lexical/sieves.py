@@ -161,11 +161,16 @@ class CompactKeyIndex(KeyedLabels):
     def __contains__(self, text: str) -> bool:
         return compact_key(text) in self.keys
 
+    def matches(self, text: str, type_: str | None = None) -> list[str]:
+        """The labels whose texts share ``text``'s key (among labels of ``type_``, or
+        untyped ones, when a type is given), in index order."""
+        return [self.labels[r] for r in self.keys.get(compact_key(text))
+                if self._allowed(r, type_)]
+
     def unique(self, text: str, type_: str | None = None) -> str | None:
-        """The one label whose texts share ``text``'s key (among labels of ``type_``, or
-        untyped ones, when a type is given); None when there are none or several."""
-        rows = [r for r in self.keys.get(compact_key(text)) if self._allowed(r, type_)]
-        return self.labels[rows[0]] if len(rows) == 1 else None
+        """The one label of :meth:`matches`; None when there are none or several."""
+        found = self.matches(text, type_)
+        return found[0] if len(found) == 1 else None
 
     def _allowed(self, row: int, type_: str | None) -> bool:
         """:func:`type_allowed` for the label of ``row``."""

@@ -8,7 +8,9 @@ import pytest
 from data_tools.species import (
     DEFAULT_TAXON,
     document_species,
+    mutant_mark_after,
     preferred_taxa,
+    species_before,
     species_mentions,
 )
 
@@ -59,3 +61,30 @@ def test_preferred_taxa_follow_how_often_each_species_is_named():
     tie = "Mice and humans."  # human first on a tie
     assert preferred_taxa(tie) == ["9606", "10090"]
     assert preferred_taxa("Drosophila and mice, mice, mice; flies.") == ["10090", "7227", "9606"]
+
+
+@pytest.mark.parametrize("text, mention, taxa", [
+    ("The human UAP1 cDNA was cloned.", "UAP1", ("9606",)),
+    ("97% identity to mouse Nkx6-2.", "Nkx6-2", ("10090",)),
+    ("the murine IL-10 gene", "IL-10", ("10090",)),
+    ("the yeast protein Sir2", "Sir2", ("559292", "4932")),
+    ("human and mouse TP53", "TP53", ("10090",)),  # the nearest species word
+    ("the human BCM1 gene locus", "locus", ()),  # two words between
+    ("a mouse anti-TNF antibody", "TNF", ()),  # a technique, not the gene's species
+    ("TNF in patients", "TNF", ()),  # named after the mention
+])
+def test_species_named_right_before_a_mention(text, mention, taxa):
+    assert species_before(text, text.index(mention)) == taxa
+
+
+@pytest.mark.parametrize("text, mention, marked", [
+    ("defects in Shh(-/-) mutants", "Shh", True),
+    ("Mk2 (+/+) and Mk2", "Mk2", True),
+    ("Sirt1-deficient mice", "Sirt1", True),
+    ("Pten(fl/fl) mice", "Pten", True),
+    ("Ptgs2 knockout mice", "Ptgs2", True),
+    ("BRCA1 mutations", "BRCA1", False),
+    ("IL-6 (+ 12%)", "IL-6", False),
+])
+def test_mutant_mark_after_a_mention(text, mention, marked):
+    assert mutant_mark_after(text, text.index(mention) + len(mention)) is marked

@@ -143,3 +143,74 @@ def test_link_prefers_a_whole_name_and_gates_a_composite_in():
     off = SpanLinker(FixedIndex(), DISEASES, composites=False)
     assert off.lexically_linked(spans, texts, abbreviations) == [True, False]
     assert off.link(spans, docs, abbreviations)[1].infons["link_method"] == "dense"
+
+
+def _gene_linker():
+    """A name-only Gene linker over a hand-made gene KB with its compact keys (the sieve
+    stack's other steps off)."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
+
+    kb = KB([Concept("23411", "SIRT1", ["sirtuin 1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("93759", "Sirt1", ["Sir2a"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("3439", "IFNA1", ["IFN-alpha"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("6469", "SHH", ["HHG1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("20423", "Shh", ["Hx"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("5599", "MAPK8", ["JNK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", ["JNK1"], "Gene", "NCBI Gene", taxon="10090")])
+    names = NameDictionary.from_kb(kb)
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True))
+    return SpanLinker(FixedIndex(), names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
+                      concepts=kb.concepts)
+
+
+def test_a_gene_written_in_a_form_no_name_spells_is_linked_and_kept():
+    """"SIRT-1" shares its letters with SIRT1 and Sirt1 (two species: the compact-key sieve,
+    which wants one concept, gives up; the species rule chooses); "IFN-a" is "IFN-alpha"
+    with its Greek letter written in Latin; "JNK1/2" is two genes; "SIRT-9" none of these."""
+    linker = _gene_linker()
+    text = "SIRT-1 and IFN-a in patients; JNK1/2 and SIRT-9 too."
+    docs = [Document("d", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, text.index(word), text.index(word) + len(word), 0.9, "Gene",
+                            np.zeros(2, np.float32))
+             for word in ("SIRT-1", "IFN-a", "JNK1/2", "SIRT-9")]
+    abbreviations = scan_documents(docs)
+    out = linker.link(spans, docs, abbreviations)
+    assert [a.concept_ids for a in out] == [["23411"], ["3439"], ["5599", "5601"], []]
+    assert [a.infons["link_method"] for a in out] == [
+        "name_form", "name_form", "composite", "none"]
+    assert linker.name_form_ranking("SIRT-1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
+    texts = [a.text for a in out]
+    assert linker.lexically_linked(spans, texts, abbreviations) == [True, True, True, False]
+
+
+def test_a_mention_names_its_own_species():
+    """In a document about patients, "mouse" right before a gene, a gene written as only the
+    mouse symbol is written ("Shh"; "SHH" is no cue), or a mutant allele after it puts mouse
+    first for that mention only; a document that does not name mice gets no mouse from the
+    symbol alone."""
+    linker = _gene_linker()
+    shh = linker.name_ranking("Shh", "Gene")
+    doc = ("Patients and patients with SHH variants; Shh and SHH in mice; mouse Sirt1; "
+           "Mapk8(-/-) and JNK1.")
+
+    def first(mention: str, preferred: list[str], nth: int = 0) -> list[str]:
+        start = -1
+        for _ in range(nth + 1):
+            start = doc.index(mention, start + 1)
+        ranked = linker.name_ranking(mention, "Gene")
+        return linker.mention_species(ranked, mention, doc, start, start + len(mention),
+                                      preferred)
+
+    human_first = ["9606", "10090"]
+    assert first("SHH", human_first) == human_first
+    assert first("Sirt1", human_first) == ["10090", "9606"]  # "mouse Sirt1"
+    assert first("Shh", human_first) == ["10090", "9606"]  # the mouse symbol as written
+    assert first("Shh", ["9606"]) == ["9606"]  # ... in a document that names no mice
+    assert first("JNK1", human_first) == human_first
+    ranked = linker.name_ranking("JNK1", "Gene")
+    start = doc.index("Mapk8")
+    assert linker.mention_species(ranked, "JNK1", doc, start - 0, start + 5, human_first) \
+        == ["10090", "9606"]  # an allele mark after the span
+    assert linker.species_first(shh, ["10090", "9606"])[0][0] == "20423"

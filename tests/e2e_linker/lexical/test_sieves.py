@@ -28,7 +28,7 @@ def test_compact_key_folds_british_spellings():
     assert compact_key("haemoglobin") == compact_key("hemoglobin")
 
 
-def test_unique_label_by_type():
+def test_unique_label_and_every_label_by_type():
     pool = LabeledTexts.from_pairs([("sr 48968", "C1", "Chemical"), ("bay k 8644", "C2", "Chemical"),
                                     ("bayk 8644", "D9", "Disease"), ("cold", "C3", "Chemical"),
                                     ("cold", "D4", "Disease")])
@@ -38,6 +38,9 @@ def test_unique_label_by_type():
     assert index.unique("BAY k-8644", "Chemical") == "C2"
     assert index.unique("cold", "Disease") == "D4"
     assert index.unique("nothing") is None
+    assert index.matches("BAY k-8644") == ["C2", "D9"]  # every label of the key
+    assert index.matches("BAY k-8644", "Chemical") == ["C2"]
+    assert index.matches("nothing") == []
     assert "s.r. 48968" in index and "sr 4896" not in index
 
 

@@ -1,0 +1,42 @@
+"""gene_forms: the written forms of a gene name looked up when its text is no KB name."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_linker.lexical.gene_forms import coordinated_genes, written_variants
+
+
+@pytest.mark.parametrize("text, forms", [
+    ("TGF-b1", ["TGF-beta1"]),
+    ("IFN-a", ["IFN-alpha"]),
+    ("PGC-1a", ["PGC-1alpha"]),
+    ("NF-kB", ["NF-kappaB"]),
+    ("integrin b2", ["integrin beta2"]),
+    ("b-actin", ["beta-actin"]),
+    ("Thyroid hormone receptor a", ["Thyroid hormone receptor alpha"]),
+    ("IFNg", ["IFNgamma"]),
+    ("Nas1p", ["Nas1"]),  # a yeast protein: its gene and "p"
+    ("MAPKs", ["MAPK"]),
+    # letters that are part of a name stay
+    ("Thra", []), ("IL-1B", []), ("HLA-G", []), ("type-B", []), ("p53", []), ("Brca1", []),
+])
+def test_written_variants(text, forms):
+    assert written_variants(text) == forms
+
+
+@pytest.mark.parametrize("text, genes", [
+    ("JNK1/2", ["JNK1", "JNK2"]),
+    ("ALK1/2/3/6", ["ALK1", "ALK2", "ALK3", "ALK6"]),
+    ("MMP-2/-9", ["MMP-2", "MMP-9"]),
+    ("caspase-3/7", ["caspase-3", "caspase-7"]),
+    ("TIM-1 and 3", ["TIM-1", "TIM-3"]),
+    ("hMAD-3 and -4", ["hMAD-3", "hMAD-4"]),
+    ("IL-17A/F", ["IL-17A", "IL-17F"]),
+    ("VEGF A and C", ["VEGF A", "VEGF C"]),
+    # one gene, or genes written in full: no coordination of numbers
+    ("IL-6", None), ("PD-1", None), ("Rap1/Rac1", None), ("CD4/CD8", None), ("p38/ERK", None),
+    ("IL-17A/2", None),  # a letter and a number do not coordinate
+])
+def test_coordinated_genes(text, genes):
+    assert coordinated_genes(text) == genes

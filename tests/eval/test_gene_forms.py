@@ -1,0 +1,34 @@
+"""eval.gene_forms: each step adds one of the linker's ways to link a gold gene span."""
+
+from __future__ import annotations
+
+from data_tools.kb import KB, Concept
+from e2e_linker.collective.span_linking import SpanLinker
+from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
+from e2e_linker.lexical.sieves import NameDictionary
+from eval.gene_forms import STEPS, linked_ids
+
+
+def _linker() -> SpanLinker:
+    kb = KB([Concept("23411", "SIRT1", [], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("93759", "Sirt1", [], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("5599", "MAPK8", ["JNK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606")])
+    names = NameDictionary.from_kb(kb)
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True))
+    return SpanLinker(None, names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
+                      concepts=kb.concepts)
+
+
+def test_each_step_links_what_the_one_before_could_not():
+    linker = _linker()
+    doc = "Patients with cancer, SIRT-1 and JNK1/2; mouse Sirt1."
+
+    def ids(mention: str) -> list[list[str]]:
+        start = doc.index(mention)
+        return [linked_ids(linker, step, mention, doc, start, start + len(mention), ["9606"])
+                for step in range(len(STEPS))]
+
+    assert ids("Sirt1") == [["23411"], ["93759"], ["93759"], ["93759"]]  # "mouse Sirt1"
+    assert ids("SIRT-1") == [[], [], ["23411"], ["23411"]]
+    assert ids("JNK1/2") == [[], [], [], ["5599", "5601"]]
