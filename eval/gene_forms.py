@@ -4,11 +4,12 @@
 
 Why: a gene span is linked by its names only (``lexical_types``): its text's exact KB names,
 the document's species first (``SpanLinker.species_first``, eval/results/species_rule), then
-the official symbol (eval/results/gene_names). Two kinds of gold gene mention fail there:
+the official symbol (eval/results/gene_names). Three kinds of gold gene mention fail there:
 those whose text is no KB name as written ("SIRT-1", "TGF-b1", "Nas1p", "JNK1/2": dropped by
-the lexical gate in ``linker annotate``), and those of a species other than the document's
-("the human UAP1 cDNA" in a yeast paper, "Shh(-/-)" in a paper that names patients more often
-than mice). Each row adds one step of :class:`~e2e_linker.collective.span_linking.SpanLinker`
+the lexical gate in ``linker annotate``), those of a species other than the document's ("the
+human UAP1 cDNA" in a yeast paper, "Shh(-/-)" in a paper that names patients more often than
+mice), and those whose text is an alias recorded for another species' gene only ("VEGF-A" in
+a mouse paper names human VEGFA alone). Each row adds one step of :class:`~e2e_linker.collective.span_linking.SpanLinker`
 to the one before, and is scored on every gold gene mention with an NCBI Gene ID by how often
 the IDs it links are the gold ones (all of them, in order, as strict scoring compares them),
 beside how many it links at all (what the lexical gate would keep). Lexical only: no model;
@@ -22,7 +23,9 @@ not read.
 * ``+ species the mention names`` — :meth:`SpanLinker.mention_species` in place of the
   document's order;
 * ``+ written forms`` — :meth:`SpanLinker.name_form_ranking` when no exact name links;
-* ``+ coordinated genes`` — :meth:`SpanLinker.composite_ids` when neither does (the linker's).
+* ``+ coordinated genes`` — :meth:`SpanLinker.composite_ids` when neither does;
+* ``+ orthologs`` — a gene of another species than the mention's first is replaced by its
+  ortholog of that species (:meth:`SpanLinker.ortholog`; the linker's).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ RESULTS = Path(__file__).parent / "results" / "gene_forms"
 CORPORA = ("gnormplus:train", "nlmgene:train", "biored:dev")
 KB_SPEC = "bc5cdr_genes"
 STEPS = ("names, document species", "+ species the mention names", "+ written forms",
-         "+ coordinated genes")
+         "+ coordinated genes", "+ orthologs")
 
 
 def linked_ids(linker: SpanLinker, step: int, text: str, doc_text: str, start: int, end: int,
@@ -51,7 +54,10 @@ def linked_ids(linker: SpanLinker, step: int, text: str, doc_text: str, start: i
     taxa = linker.mention_species(ranked, text, doc_text, start, end, preferred) \
         if step >= 1 else preferred
     if ranked:
-        return [linker.species_first(ranked, taxa)[0][0]]
+        first = linker.species_first(ranked, taxa)[0][0]
+        if step >= 4 and (other := linker.ortholog(first, taxa[0])) is not None:
+            return [other]
+        return [first]
     if step >= 3:
         return linker.composite_ids(text, "Gene", taxa) or []
     return []

@@ -181,6 +181,9 @@ class SpanLinker:
                 ids, method, score = parts, "composite", None
             elif method == "dense" and span.type in self.lexical_types:
                 method = "name_form"  # no dense search: :meth:`name_form_ranking` decided
+            if len(ids) == 1 and taxa and span.type in self.lexical_types \
+                    and (other := self.ortholog(ids[0], taxa[0])) is not None:
+                ids, method = [other], "ortholog"
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
                 concept_ids=ids,
@@ -321,6 +324,28 @@ class SpanLinker:
                 and mutant_mark_after(doc_text, end):
             first = [MOUSE]
         return [*first, *(t for t in preferred if t not in first)]
+
+    def ortholog(self, cid: str, taxon: str) -> str | None:
+        """The gene of ``taxon`` whose official symbol is gene ``cid``'s, case aside
+        ("VEGFA" for mouse is Vegfa), when ``cid`` is a gene of another species; else None.
+
+        Why: an alias is often recorded for one species' gene only ("VEGF-A" for human
+        VEGFA, "alpha1A" for mouse Cacna1a), so the species a mention prefers may have no
+        gene its text names while its ortholog does; orthologs mostly share their symbol.
+        Linking the preferred species' gene of that symbol was right more often than the
+        other species' gene on the gene corpora's training splits and BioRED dev
+        (eval/results/gene_forms)."""
+        if self.taxa is None or self.concepts is None or self.names is None:
+            return None
+        own = self.taxa.get(cid)
+        if own is None or own == taxon:
+            return None
+        symbol = self.concepts[cid].name
+        key = normalize_name(symbol)
+        for other in self.names.lookup(symbol, None):
+            if self.taxa.get(other) == taxon and normalize_name(self.concepts[other].name) == key:
+                return other
+        return None
 
     def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
                       ) -> list[tuple[str, float]]:

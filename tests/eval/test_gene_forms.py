@@ -29,6 +29,18 @@ def test_each_step_links_what_the_one_before_could_not():
         return [linked_ids(linker, step, mention, doc, start, start + len(mention), ["9606"])
                 for step in range(len(STEPS))]
 
-    assert ids("Sirt1") == [["23411"], ["93759"], ["93759"], ["93759"]]  # "mouse Sirt1"
-    assert ids("SIRT-1") == [[], [], ["23411"], ["23411"]]
-    assert ids("JNK1/2") == [[], [], [], ["5599", "5601"]]
+    assert ids("Sirt1") == [["23411"]] + [["93759"]] * 4  # "mouse Sirt1"
+    assert ids("SIRT-1") == [[], []] + [["23411"]] * 3
+    assert ids("JNK1/2") == [[], [], [], ["5599", "5601"], ["5599", "5601"]]
+
+
+def test_the_last_step_links_the_mentions_species_ortholog():
+    kb = KB([Concept("5599", "MAPK8", ["SAPK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", [], "Gene", "NCBI Gene", taxon="10090")])
+    names = NameDictionary.from_kb(kb)
+    linker = SpanLinker(None, names, None, taxa=kb.taxa(), lexical_types=("Gene",),
+                        concepts=kb.concepts)
+    doc = "In mice, SAPK1."
+    start = doc.index("SAPK1")
+    assert [linked_ids(linker, step, "SAPK1", doc, start, start + 5, ["10090", "9606"])
+            for step in range(len(STEPS))] == [["5599"]] * 4 + [["26419"]]

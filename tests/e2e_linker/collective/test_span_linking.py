@@ -214,3 +214,27 @@ def test_a_mention_names_its_own_species():
     assert linker.mention_species(ranked, "JNK1", doc, start - 0, start + 5, human_first) \
         == ["10090", "9606"]  # an allele mark after the span
     assert linker.species_first(shh, ["10090", "9606"])[0][0] == "20423"
+
+
+def test_an_alias_of_another_species_gene_links_the_preferred_species_ortholog():
+    """"JNK1" names human MAPK8 and mouse Mapk8 here; "SAPK1" only human MAPK8: in a mouse
+    paper it links mouse Mapk8, the gene of the mention's species with MAPK8's symbol; a
+    gene with no such ortholog keeps its link."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("5599", "MAPK8", ["JNK1", "SAPK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", ["JNK1"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606")])
+    linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    assert linker.ortholog("5599", "10090") == "26419"
+    assert linker.ortholog("26419", "9606") == "5599"
+    assert linker.ortholog("5599", "9606") is None  # already that species
+    assert linker.ortholog("5601", "10090") is None  # no mouse gene of that symbol
+    text = "In knockout mice, SAPK1 and JNK2 and mouse JNK1."
+    docs = [Document("m", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, text.index(w), text.index(w) + len(w), 0.9, "Gene",
+                            np.zeros(2, np.float32)) for w in ("SAPK1", "JNK2", "JNK1")]
+    out = linker.link(spans, docs, scan_documents(docs))
+    assert [a.concept_ids for a in out] == [["26419"], ["5601"], ["26419"]]
+    assert [a.infons["link_method"] for a in out] == ["ortholog", "exact", "exact"]
