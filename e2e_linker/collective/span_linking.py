@@ -312,16 +312,17 @@ class SpanLinker:
         gold genes first than it moved away on the gene corpora's training splits and
         BioRED dev (eval/results/gene_forms)."""
         named = {self.taxa[cid] for cid, _ in ranked if cid in self.taxa}
-        if len(named) < 2:
+        if not named:  # no gene candidate: nothing to order
             return list(preferred)
-        first = [t for t in species_before(doc_text, start) if t in named]
-        if not first and self.concepts is not None:
+        # the species said beside the mention counts even when no candidate is of it: the
+        # ortholog step (:meth:`ortholog`) can then find that species' gene
+        first = list(species_before(doc_text, start))
+        if not first and self.concepts is not None and len(named) > 1:
             written = [self.taxa[cid] for cid, _ in ranked
                        if cid in self.taxa and self.concepts[cid].name == text]
             if written and DEFAULT_TAXON not in written and written[0] in preferred:
                 first = [written[0]]
-        if not first and MOUSE in named and MOUSE in preferred \
-                and mutant_mark_after(doc_text, end):
+        if not first and MOUSE in preferred and mutant_mark_after(doc_text, end):
             first = [MOUSE]
         return [*first, *(t for t in preferred if t not in first)]
 

@@ -238,3 +238,20 @@ def test_an_alias_of_another_species_gene_links_the_preferred_species_ortholog()
     out = linker.link(spans, docs, scan_documents(docs))
     assert [a.concept_ids for a in out] == [["26419"], ["5601"], ["26419"]]
     assert [a.infons["link_method"] for a in out] == ["ortholog", "exact", "exact"]
+
+
+def test_a_species_named_beside_a_mention_reaches_a_gene_only_its_ortholog_names():
+    """"SAPK1" names human MAPK8 alone: in a paper about patients it links it, and "the mouse
+    SAPK1" links mouse Mapk8, though no mouse gene is a candidate of the text."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("5599", "MAPK8", ["SAPK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", [], "Gene", "NCBI Gene", taxon="10090")])
+    linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    text = "In patients, SAPK1 is high; the mouse SAPK1 is not."
+    docs = [Document("h", [Passage(0, text, {})])]
+    starts = [text.index("SAPK1"), text.rindex("SAPK1")]
+    spans = [SpanPrediction(0, s, s + 5, 0.9, "Gene", np.zeros(2, np.float32)) for s in starts]
+    out = linker.link(spans, docs, scan_documents(docs))
+    assert [a.concept_ids for a in out] == [["5599"], ["26419"]]
