@@ -90,10 +90,12 @@ from e2e_linker.kb_search.packed_index import (
     PackedInfo,
     built_for,
     coverage,
+    load_coverage,
     names_digest,
     read_info,
     read_name_hashes,
     read_packed,
+    save_coverage,
 )
 from e2e_linker.kb_search.partial_matrix import (
     PartialKBMatrix,
@@ -449,7 +451,7 @@ class VectorStore:
             if not required and self._full_list_at_hand(texts, path):
                 return None  # before hashing every text: full mode wins anyway
             covered = self._grown_coverage(packed, info, texts, max_change, owner, items,
-                                           pack_command)
+                                           pack_command, path)
             if covered is None:
                 if required:
                     raise UserError(f"{packed} was built for another encoder or KB "
@@ -480,12 +482,18 @@ class VectorStore:
 
     def _grown_coverage(self, packed: str | os.PathLike, info: PackedInfo,
                         texts: Sequence[str], max_change: float, owner: str, items: str,
-                        pack_command: str) -> PackedCoverage | None:
+                        pack_command: str, path: Path) -> PackedCoverage | None:
         """What a packed index built for another list of this encoder holds of ``texts``, when
         it may serve them (at most ``max_change`` added and dropped); None otherwise, saying
-        why on stderr when the index could have served a smaller change."""
+        why on stderr when the index could have served a smaller change. The answer is kept
+        beside the list's matrix ``path`` (:func:`~e2e_linker.kb_search.packed_index.
+        save_coverage`), keyed by the index's list, and read back by later loads."""
         if not max_change or info.fingerprint != self.fingerprint:
             return None
+        kept = path.with_name(f"{path.stem}.covered-by-{info.names_digest}.safetensors")
+        covered = load_coverage(kept, info.names, len(texts)) if info.hashed else None
+        if covered is not None:
+            return covered if covered.within(max_change) else None
         hashes = read_name_hashes(packed) if info.hashed else None
         if hashes is None:
             if self.progress:
@@ -495,6 +503,9 @@ class VectorStore:
                       file=sys.stderr)
             return None
         covered = coverage(hashes, texts)
+        with contextlib.suppress(OSError):  # a read-only cache: computed again next time
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_coverage(kept, covered)
         if covered.within(max_change):
             return covered
         if self.progress:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from itertools import compress
 from pathlib import Path
 
 import numpy as np
@@ -77,10 +78,13 @@ def without_types(columns: tuple[list[str], list[str], list[str]], exclude_types
         return columns
     excluded = set(exclude_types)
     names, cids, types = columns
-    keep = [r for r, t in enumerate(types) if not (t and set(t.split("|")) <= excluded)]
-    if len(keep) == len(names):
+    # decided once per distinct type string, not per name (1.6M names with genes)
+    dropped = {t: bool(t) and set(t.split("|")) <= excluded for t in set(types)}
+    keep = [not dropped[t] for t in types]
+    if all(keep):
         return columns
-    return [names[r] for r in keep], [cids[r] for r in keep], [types[r] for r in keep]
+    return (list(compress(names, keep)), list(compress(cids, keep)),
+            list(compress(types, keep)))
 
 
 def capped_rows(concept_ids: Sequence[str], max_names_per_concept: int) -> list[int]:

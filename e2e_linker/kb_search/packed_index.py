@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from e2e_linker.kb_search.integrity import atomic_write
+
 PACKED_FORMAT = "e2e_linker.ivfpq.v1"
 
 #: The most a KB may differ from a packed index's names and still be served by it: names added
@@ -111,6 +113,48 @@ def coverage(packed_hashes: np.ndarray, names: Sequence[str]) -> PackedCoverage:
     kb_rows = np.full(len(packed_hashes), -1, dtype=np.int64)
     kb_rows[p_order[first[held] + k_occurrence[held]]] = k_order[held]
     return PackedCoverage(kb_rows=kb_rows, added=np.sort(k_order[~held]).astype(np.int64))
+
+
+def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
+    """Write ``covered`` to ``path`` (safetensors, atomically), so that a later load of the same
+    packed index with the same name list reads it instead of hashing every name again.
+
+    Why: the default model's KB is its packed index's list plus the names it mined, so every
+    load asked which names the index holds, hashing 745k names (about a second of each start,
+    eval/results/gene_default_model/startup)."""
+    from safetensors.numpy import save
+
+    data = save({"kb_rows": np.ascontiguousarray(covered.kb_rows, dtype=np.int64),
+                 "added": np.ascontiguousarray(covered.added, dtype=np.int64)})
+    atomic_write(path, lambda handle: handle.write(data))
+
+
+def load_coverage(path: str | os.PathLike, packed_names: int, kb_names: int
+                  ) -> PackedCoverage | None:
+    """The coverage :func:`save_coverage` wrote to ``path`` for an index of ``packed_names``
+    rows and a list of ``kb_names`` names; None when there is none or it is not one (a file
+    cut short, or whose rows do not pair each name once: computed again, never used)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            kb_rows, added = handle.get_tensor("kb_rows"), handle.get_tensor("added")
+    except Exception:  # noqa: BLE001 - absent, cut short or not safetensors: recompute
+        return None
+    if kb_rows.dtype != np.int64 or added.dtype != np.int64 or kb_rows.shape != (packed_names,) \
+            or added.ndim != 1:
+        return None
+    held = kb_rows[kb_rows >= 0]
+    if len(held) + len(added) != kb_names or (kb_rows < -1).any() \
+            or (len(held) and held.max() >= kb_names) \
+            or (len(added) and (added.min() < 0 or added.max() >= kb_names)):
+        return None
+    seen = np.zeros(kb_names, dtype=bool)
+    seen[held] = True
+    seen[added] = True
+    if not seen.all():  # some name paired twice, so another never
+        return None
+    return PackedCoverage(kb_rows=kb_rows, added=added)
 
 
 @dataclass(frozen=True)

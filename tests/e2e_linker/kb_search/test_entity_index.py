@@ -287,6 +287,28 @@ def test_with_a_whole_shortlist_the_grown_search_is_the_exact_search(tiny_encode
     assert order.index(len(index) - 1) + 1 == order.index(1)  # the higher row first
 
 
+def test_a_later_build_reads_the_coverage_the_first_kept(tiny_encoder, tmp_path, monkeypatch):
+    """Which names the packed index holds is worked out once per KB name list and kept in the
+    cache: a second build with the same list hashes no name and serves the same rows."""
+    from e2e_linker.kb_search import cache
+
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    grown = KB([Concept("NEW", "fubaco triyl", [], "Disease", "user"), *kb])
+    first = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", progress=False,
+                              packed=packed)
+    assert list((tmp_path / "fresh").rglob("*.covered-by-*.safetensors"))
+
+    def no_hashing(*args, **kwargs):
+        raise AssertionError("the kept coverage was not read")
+
+    monkeypatch.setattr(cache, "coverage", no_hashing)
+    again = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh",
+                              progress=False, packed=packed)
+    assert again.searcher.added_rows.tolist() == first.searcher.added_rows.tolist() == [0]
+    assert again.searcher.kb_rows.tolist() == first.searcher.kb_rows.tolist()
+
+
 def test_names_the_kb_dropped_are_never_returned(tiny_encoder, tmp_path):
     from e2e_linker.kb_search.backends import SearchParams
 

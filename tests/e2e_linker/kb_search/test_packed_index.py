@@ -10,11 +10,13 @@ from e2e_linker.kb_search.packed_index import (
     PackedInfo,
     add_name_hashes,
     coverage,
+    load_coverage,
     name_hashes,
     names_digest,
     read_info,
     read_name_hashes,
     read_packed,
+    save_coverage,
     write_packed,
 )
 
@@ -94,6 +96,26 @@ def test_coverage_pairs_each_occurrence_of_a_name_in_order():
     assert held.added.tolist() == [0, 5] and held.removed == 1
     same = coverage(name_hashes(packed), packed)
     assert same.kb_rows.tolist() == [0, 1, 2, 3, 4] and not len(same.added)
+
+
+def test_a_kept_coverage_is_read_back_and_a_damaged_one_refused(tmp_path):
+    from safetensors.numpy import save_file
+
+    held = coverage(name_hashes(["a", "b", "c", "b", "d"]), ["x", "a", "b", "b", "d", "b"])
+    path = tmp_path / "kb.covered-by-d.safetensors"
+    save_coverage(path, held)
+    back = load_coverage(path, 5, 6)
+    assert back.kb_rows.tolist() == held.kb_rows.tolist()
+    assert back.added.tolist() == held.added.tolist()
+    assert load_coverage(path, 5, 7) is None and load_coverage(path, 4, 6) is None  # other sizes
+    assert load_coverage(tmp_path / "absent.safetensors", 5, 6) is None
+    path.write_bytes(path.read_bytes()[:40])  # cut short
+    assert load_coverage(path, 5, 6) is None
+    twice = {"kb_rows": np.array([1, 1, -1, 3, 4]), "added": np.array([0, 5])}  # row 2 never
+    save_file(twice, str(path))
+    assert load_coverage(path, 5, 6) is None
+    save_file({"kb_rows": held.kb_rows.astype(np.int32), "added": held.added}, str(path))
+    assert load_coverage(path, 5, 6) is None  # not the dtype written
 
 
 def test_how_much_change_a_packed_index_may_serve():
