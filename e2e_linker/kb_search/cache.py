@@ -71,6 +71,7 @@ from e2e_linker.kb_search.cache_folder import (
 )
 from e2e_linker.kb_search.integrity import (
     DAMAGED,
+    OK,
     UNVERIFIED,
     DamagedFile,
     Verdict,
@@ -837,6 +838,12 @@ def verify_cache(root: Path) -> list[dict]:
                     out.append(Verdict(derived, UNVERIFIED, "no checksum record (built from "
                                                             "the matrix; delete it to have it "
                                                             "built again)"))
+                rows = _describe_list(matrix)["rows"]
+                for kept in sorted(matrix.parent.glob(f"{matrix.stem}.covered-by-*.safetensors")):
+                    fits = rows is not None and load_coverage(kept, None, rows) is not None
+                    out.append(Verdict(kept, OK, "") if fits else Verdict(
+                        kept, DAMAGED, "not what the packed index holds of this list "
+                                       "(worked out again at the next load)"))
             for part in sorted(folder.glob("*.parts/*.npy")):
                 if ".tmp" not in part.name:
                     out.append(check_file(part, full=True, dtype=np.float16))

@@ -129,11 +129,12 @@ def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
     atomic_write(path, lambda handle: handle.write(data))
 
 
-def load_coverage(path: str | os.PathLike, packed_names: int, kb_names: int
+def load_coverage(path: str | os.PathLike, packed_names: int | None, kb_names: int
                   ) -> PackedCoverage | None:
     """The coverage :func:`save_coverage` wrote to ``path`` for an index of ``packed_names``
-    rows and a list of ``kb_names`` names; None when there is none or it is not one (a file
-    cut short, or whose rows do not pair each name once: computed again, never used)."""
+    rows (None: any) and a list of ``kb_names`` names; None when there is none or it is not
+    one (a file cut short, or whose rows do not pair each name once: computed again, never
+    used)."""
     from safetensors import safe_open
 
     try:
@@ -141,8 +142,8 @@ def load_coverage(path: str | os.PathLike, packed_names: int, kb_names: int
             kb_rows, added = handle.get_tensor("kb_rows"), handle.get_tensor("added")
     except Exception:  # noqa: BLE001 - absent, cut short or not safetensors: recompute
         return None
-    if kb_rows.dtype != np.int64 or added.dtype != np.int64 or kb_rows.shape != (packed_names,) \
-            or added.ndim != 1:
+    if kb_rows.dtype != np.int64 or added.dtype != np.int64 or kb_rows.ndim != 1 \
+            or added.ndim != 1 or packed_names not in (None, len(kb_rows)):
         return None
     held = kb_rows[kb_rows >= 0]
     if len(held) + len(added) != kb_names or (kb_rows < -1).any() \

@@ -3,6 +3,8 @@ the two type policies, concept scores and per-concept name caps."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -307,6 +309,19 @@ def test_a_later_build_reads_the_coverage_the_first_kept(tiny_encoder, tmp_path,
                               progress=False, packed=packed)
     assert again.searcher.added_rows.tolist() == first.searcher.added_rows.tolist() == [0]
     assert again.searcher.kb_rows.tolist() == first.searcher.kb_rows.tolist()
+    monkeypatch.undo()
+    # `linker kb info --verify` checks it; a damaged one is worked out again, never used
+    kept = next((tmp_path / "fresh").rglob("*.covered-by-*.safetensors"))
+    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    assert states[kept.name] == "ok"
+    kept.write_bytes(kept.read_bytes()[:-8])
+    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    assert states[kept.name] == "damaged"
+    third = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh",
+                              progress=False, packed=packed)
+    assert third.searcher.kb_rows.tolist() == first.searcher.kb_rows.tolist()
+    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    assert states[kept.name] == "ok"  # written again
 
 
 def test_names_the_kb_dropped_are_never_returned(tiny_encoder, tmp_path):
