@@ -10,6 +10,9 @@ names no gene; the forms below are the ones that recur (eval/results/gene_forms)
   "IFN-a", "PGC-1a", "NF-kB", "integrin b2", "b-actin" → "TGF-beta1", "IFN-alpha", ...;
 * a yeast protein named by its gene and "p" ("Nas1p" → "Nas1");
 * an acronym in the plural ("MAPKs" → "MAPK");
+* a name with its short form written inside it ("interleukin (IL)-6" → "interleukin -6",
+  "IL-6");
+* a species letter before a symbol ("hDaxx", "mRPTP mu", "rhBMP-2");
 * numbered genes written together ("JNK1/2", "MMP-2/-9", "TIM-1 and 3", "IL-17A/F"): each
   gene on its own (:func:`coordinated_genes`), linked as a composite.
 
@@ -30,6 +33,12 @@ _GREEK = re.compile(
     r"(?:(?<=^)|(?<=[\s\-\d]))([abgdk])(?=$|[\s\-/\d]|(?<=k)B)"
     r"|(?<=[A-Z]{2})([abgdk])(?=\d|$)")
 _YEAST_PROTEIN = re.compile(r"([A-Z][a-z]{2}\d+)p")
+# a name with its short form in brackets inside it: "interleukin (IL)-6", "cyclin-dependent
+# kinase (CDK) 4", "neurokinin-3 (NK-3) receptor"
+_INNER_SHORT_FORM = re.compile(r"(?P<long>.*\w)\s*\((?P<short>[^()\s][^()]*)\)\s*(?P<tail>.*)")
+# a species letter before a symbol: "hDaxx", "hFSH-R" (human), "mRPTP" (mouse), "rhBMP-2"
+# (recombinant human)
+_SPECIES_LETTER = re.compile(r"(?:rh|h|m)(?=[A-Z][A-Za-z]*\d|[A-Z]{2}|[A-Z][a-z]{2,}$)(?P<rest>.+)")
 _PLURAL_ACRONYM = re.compile(r"([A-Z][A-Za-z0-9-]*[A-Z0-9])s")
 # a stem ending in a number or a letter after a hyphen ("JNK1", "MMP-2", "IL-17A"), then
 # further numbers or letters joined by "/", "and" or "or" ("/2", "/-9", " and -4", "/F")
@@ -40,11 +49,23 @@ _COORDINATED_PART = re.compile(r"-?(\d+[A-Za-z]?|[A-Z])$")
 
 
 def written_variants(text: str) -> list[str]:
-    """The other forms ``text`` may be a gene name in, most specific first (none: ``[]``)."""
-    forms = []
-    greek = _GREEK.sub(lambda m: GREEK_STAND_INS[m.group(1) or m.group(2)], text)
-    if greek != text:
-        forms.append(greek)
+    """The other forms ``text`` may be a gene name in, most specific first (none: ``[]``):
+    Greek letters spelled out, then the name without a short form written inside it, then
+    that short form with the rest ("IL-6"), then the symbol without a species letter, each
+    also with its Greek letters spelled out; a yeast protein's gene; an acronym's singular."""
+    bases = []
+    if m := _INNER_SHORT_FORM.fullmatch(text):
+        tail = m.group("tail")
+        bases += [f"{m.group('long')} {tail}".strip(),
+                  f"{m.group('short')}{' ' if tail[:1].isalpha() else ''}{tail}".strip()]
+    if m := _SPECIES_LETTER.fullmatch(text):
+        bases.append(m.group("rest"))
+    forms: list[str] = []
+    for base in (text, *bases):
+        for form in (base, _GREEK.sub(lambda g: GREEK_STAND_INS[g.group(1) or g.group(2)],
+                                      base)):
+            if form != text and form not in forms:
+                forms.append(form)
     if m := _YEAST_PROTEIN.fullmatch(text):
         forms.append(m.group(1))
     if m := _PLURAL_ACRONYM.fullmatch(text):

@@ -18,6 +18,16 @@ from e2e_linker.lexical.gene_forms import coordinated_genes, written_variants
     ("IFNg", ["IFNgamma"]),
     ("Nas1p", ["Nas1"]),  # a yeast protein: its gene and "p"
     ("MAPKs", ["MAPK"]),
+    # a short form inside the name: the name without it, then the short form with the rest
+    ("interleukin (IL)-6", ["interleukin -6", "IL-6"]),
+    ("cyclin-dependent kinase (CDK) 4", ["cyclin-dependent kinase 4", "CDK4"]),
+    ("neurokinin-3 (NK-3) receptor", ["neurokinin-3 receptor", "NK-3 receptor"]),
+    ("tumor necrosis factor (TNF)-a", ["tumor necrosis factor (TNF)-alpha",
+                                       "tumor necrosis factor -a", "tumor necrosis factor -alpha",
+                                       "TNF-a", "TNF-alpha"]),
+    # a species letter before a symbol
+    ("hDaxx", ["Daxx"]), ("hFSH-R", ["FSH-R"]), ("mRPTP mu", ["RPTP mu"]),
+    ("rhBMP-2", ["BMP-2"]), ("htau", []), ("hnRNP", []), ("mAb", []),
     # letters that are part of a name stay
     ("Thra", []), ("IL-1B", []), ("HLA-G", []), ("type-B", []), ("p53", []), ("Brca1", []),
 ])
