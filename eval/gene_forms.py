@@ -25,7 +25,10 @@ not read.
 * ``+ written forms`` — :meth:`SpanLinker.name_form_ranking` when no exact name links;
 * ``+ coordinated genes`` — :meth:`SpanLinker.composite_ids` when neither does;
 * ``+ orthologs`` — a gene of another species than the mention's first is replaced by its
-  ortholog of that species (:meth:`SpanLinker.ortholog`; the linker's).
+  ortholog of that species (:meth:`SpanLinker.ortholog`);
+* ``+ other names in the document`` — among the first species' genes, the one with more of its
+  other names written in the document first (:meth:`SpanLinker.named_in_document_first`; the
+  linker's).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import argparse
 from pathlib import Path
 
 from data_tools.species import preferred_taxa
-from e2e_linker.collective.span_linking import SpanLinker
+from e2e_linker.collective.span_linking import SpanLinker, document_words
 from eval.ood_dev import gold_of
 from eval.reporting import command_line, machine, write_results
 
@@ -42,7 +45,7 @@ RESULTS = Path(__file__).parent / "results" / "gene_forms"
 CORPORA = ("gnormplus:train", "nlmgene:train", "biored:dev")
 KB_SPEC = "bc5cdr_genes"
 STEPS = ("names, document species", "+ species the mention names", "+ written forms",
-         "+ coordinated genes", "+ orthologs")
+         "+ coordinated genes", "+ orthologs", "+ other names in the document")
 
 
 def linked_ids(linker: SpanLinker, step: int, text: str, doc_text: str, start: int, end: int,
@@ -54,7 +57,10 @@ def linked_ids(linker: SpanLinker, step: int, text: str, doc_text: str, start: i
     taxa = linker.mention_species(ranked, text, doc_text, start, end, preferred) \
         if step >= 1 else preferred
     if ranked:
-        first = linker.species_first(ranked, taxa)[0][0]
+        ranked = linker.species_first(ranked, taxa)
+        if step >= 5:
+            ranked = linker.named_in_document_first(ranked, text, document_words(doc_text))
+        first = ranked[0][0]
         if step >= 4 and (other := linker.ortholog(first, taxa[0])) is not None:
             return [other]
         return [first]

@@ -29,9 +29,9 @@ def test_each_step_links_what_the_one_before_could_not():
         return [linked_ids(linker, step, mention, doc, start, start + len(mention), ["9606"])
                 for step in range(len(STEPS))]
 
-    assert ids("Sirt1") == [["23411"]] + [["93759"]] * 4  # "mouse Sirt1"
-    assert ids("SIRT-1") == [[], []] + [["23411"]] * 3
-    assert ids("JNK1/2") == [[], [], [], ["5599", "5601"], ["5599", "5601"]]
+    assert ids("Sirt1") == [["23411"]] + [["93759"]] * 5  # "mouse Sirt1"
+    assert ids("SIRT-1") == [[], []] + [["23411"]] * 4
+    assert ids("JNK1/2") == [[], [], []] + [["5599", "5601"]] * 3
 
 
 def test_the_last_step_links_the_mentions_species_ortholog():
@@ -43,4 +43,17 @@ def test_the_last_step_links_the_mentions_species_ortholog():
     doc = "In mice, SAPK1."
     start = doc.index("SAPK1")
     assert [linked_ids(linker, step, "SAPK1", doc, start, start + 5, ["10090", "9606"])
-            for step in range(len(STEPS))] == [["5599"]] * 4 + [["26419"]]
+            for step in range(len(STEPS))] == [["5599"]] * 4 + [["26419"]] * 2
+
+
+def test_the_last_step_prefers_the_gene_the_document_names_otherwise():
+    kb = KB([Concept("5055", "SERPINE2", ["PAI-1", "glia-derived nexin", "PN1"], "Gene",
+                     "NCBI Gene", taxon="9606"),
+             Concept("5054", "SERPINE1", ["PAI-1", "plasminogen activator inhibitor 1"],
+                     "Gene", "NCBI Gene", taxon="9606")])
+    linker = SpanLinker(None, NameDictionary.from_kb(kb), None, taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    doc = "Plasminogen activator inhibitor 1 and PAI-1."
+    start = doc.index("PAI-1")
+    assert [linked_ids(linker, step, "PAI-1", doc, start, start + 5, ["9606"])
+            for step in range(len(STEPS))] == [["5055"]] * 5 + [["5054"]]

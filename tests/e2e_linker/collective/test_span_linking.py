@@ -255,3 +255,39 @@ def test_a_species_named_beside_a_mention_reaches_a_gene_only_its_ortholog_names
     spans = [SpanPrediction(0, s, s + 5, 0.9, "Gene", np.zeros(2, np.float32)) for s in starts]
     out = linker.link(spans, docs, scan_documents(docs))
     assert [a.concept_ids for a in out] == [["5599"], ["26419"]]
+
+
+def test_a_shared_alias_takes_the_gene_the_document_also_names_otherwise():
+    """"PAI-1" names human SERPINE1 and SERPINE2 here: a document that also writes
+    "plasminogen activator inhibitor 1" links SERPINE1, one that writes "glia-derived nexin"
+    SERPINE2; a document naming neither keeps the names order, and a gene of another species
+    is never moved before the first one's."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.span_linking import document_words
+
+    kb = KB([Concept("5055", "SERPINE2", ["PAI-1", "glia-derived nexin", "PN1", "GDN"], "Gene",
+                     "NCBI Gene", taxon="9606"),
+             Concept("5054", "SERPINE1", ["PAI-1", "plasminogen activator inhibitor 1"],
+                     "Gene", "NCBI Gene", taxon="9606"),
+             Concept("18787", "Serpine1", ["PAI-1", "plasminogen activator inhibitor 1"],
+                     "Gene", "NCBI Gene", taxon="10090")])
+    linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    ranked = linker.species_first(linker.name_ranking("PAI-1", "Gene"), ["9606"])
+    assert [cid for cid, _ in ranked] == ["5055", "5054", "18787"]  # more names first
+
+    def first(doc: str) -> str:
+        return linker.named_in_document_first(ranked, "PAI-1", document_words(doc))[0][0]
+
+    assert first("Plasminogen activator inhibitor 1 (PAI-1) in patients.") == "5054"
+    assert first("PAI-1, the glia-derived nexin, in patients.") == "5055"
+    assert first("PAI-1 in patients.") == "5055"
+    mouse_first = linker.species_first(ranked, ["10090", "9606"])
+    assert linker.named_in_document_first(mouse_first, "PAI-1", document_words(
+        "Glia-derived nexin and PAI-1 in mice."))[0][0] == "18787"
+    text = "Plasminogen activator inhibitor 1 (PAI-1) in patients; PAI-1 again."
+    docs = [Document("h", [Passage(0, text, {})])]
+    start = text.rindex("PAI-1")
+    out = linker.link([SpanPrediction(0, start, start + 5, 0.9, "Gene", np.zeros(2, np.float32))],
+                      docs, scan_documents(docs))
+    assert out[0].concept_ids == ["5054"]
