@@ -249,8 +249,8 @@ class SpanLinker:
         exact name or those letters name; ordered as :meth:`name_ranking` orders the variant's
         own concepts, and empty when none is found.
 
-        Why: a name-only span that no name links is dropped, and one gene in ten is written
-        in a form no KB name spells (eval/results/gene_forms). Unlike the sieve stack's
+        Why: a name-only span that no name links is dropped, and many genes are written in a
+        form no KB name spells (eval/results/gene_forms). Unlike the sieve stack's
         compact key, several concepts may share the letters: the species rule then chooses,
         as it does among an exact name's concepts."""
         keys = self.sieves.ontology_keys if self.sieves is not None else None

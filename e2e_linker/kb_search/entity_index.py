@@ -78,7 +78,7 @@ def without_types(columns: tuple[list[str], list[str], list[str]], exclude_types
         return columns
     excluded = set(exclude_types)
     names, cids, types = columns
-    # decided once per distinct type string, not per name (1.6M names with genes)
+    # decided once per distinct type string, not per name (a gene KB has millions of names)
     dropped = {t: bool(t) and set(t.split("|")) <= excluded for t in set(types)}
     keep = [not dropped[t] for t in types]
     if all(keep):

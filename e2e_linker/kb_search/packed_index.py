@@ -120,8 +120,9 @@ def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
     packed index with the same name list reads it instead of hashing every name again.
 
     Why: the default model's KB is its packed index's list plus the names it mined, so every
-    load asked which names the index holds, hashing 745k names (about a second of each start,
-    eval/results/gene_default_model/startup)."""
+    load asked which names the index holds and hashed every name to answer: most of what the
+    gene model's start-up cost over the Chemical/Disease model's
+    (eval/results/gene_default_model/NOTES.md)."""
     from safetensors.numpy import save
 
     data = save({"kb_rows": np.ascontiguousarray(covered.kb_rows, dtype=np.int64),

@@ -2,9 +2,9 @@
 is also looked up under.
 
 Why: a gene span is linked by its names only (``lexical_types``), so a span whose text is no
-gene name is dropped by the lexical gate even when it is one written differently. On the gold
-gene mentions of the gene corpora's training splits and BioRED dev, the text of one in ten
-names no gene; the forms below are the ones that recur (eval/results/gene_forms):
+gene name is dropped by the lexical gate even when it is one written differently. The forms
+below are the ones that recur among the gold gene mentions of the gene corpora's training
+splits and BioRED dev whose text names no gene (how many: eval/results/gene_forms):
 
 * Greek letters written as Latin ones (a text converted to ASCII loses them): "TGF-b1",
   "IFN-a", "PGC-1a", "NF-kB", "integrin b2", "b-actin" → "TGF-beta1", "IFN-alpha", ...;
