@@ -110,13 +110,14 @@ def estimate_seconds(stderr: str) -> float | None:
 def encoded_name_columns(knowledge, directory: Path) -> tuple[list[str], list[str], list[str]]:
     """The name columns (name, concept ID, type) of ``knowledge``, a model directory's KB,
     that its entity index encodes: every name but those of the model's ``lexical_types`` (a
-    gene model's genes), as :func:`e2e_linker.collective.loading.pack_linker_index` selects
-    them."""
+    gene model's genes), selected as the index and ``linker kb pack`` select them
+    (:func:`~e2e_linker.kb_search.entity_index.index_name_columns`)."""
+    from e2e_linker.collective.model import LinkerConfig
     from e2e_linker.collective.model_dir import CONFIG_FILE
-    from e2e_linker.kb_search.entity_index import kb_name_columns, without_types
+    from e2e_linker.kb_search.entity_index import index_name_columns
 
-    config = json.loads((Path(directory) / CONFIG_FILE).read_text())
-    return without_types(kb_name_columns(knowledge), config.get("lexical_types") or [])
+    config = LinkerConfig.from_dict(json.loads((Path(directory) / CONFIG_FILE).read_text()))
+    return index_name_columns(knowledge, config.lexical_types)
 
 
 def model_kb_names() -> tuple[list[str], str]:

@@ -119,11 +119,11 @@ def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_b
     from e2e_linker.collective.model_dir import packed_index_file, read_manifest
     from e2e_linker.collective.model_kb import load_model_kb
     from e2e_linker.kb_search.cache import VectorStore
-    from e2e_linker.kb_search.entity_index import kb_name_columns, without_types
+    from e2e_linker.kb_search.entity_index import index_name_columns
     from e2e_linker.kb_search.packed_index import pack_vectors
 
     knowledge = load_model_kb(directory, None, cache_dir)
-    names, _, _ = without_types(kb_name_columns(knowledge), model.config.lexical_types)
+    names, _, _ = index_name_columns(knowledge, model.config.lexical_types)
     cache = VectorStore(cache_dir, model.entity_encoder)
     vectors = cache.matrix(names, progress=progress,
                            describe={"kb": read_manifest(directory).get("kb"),

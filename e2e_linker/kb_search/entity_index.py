@@ -87,6 +87,15 @@ def without_types(columns: tuple[list[str], list[str], list[str]], exclude_types
             list(compress(types, keep)))
 
 
+def index_name_columns(kb, exclude_types: Sequence[str] = (),
+                       max_names_per_concept: int | None = None
+                       ) -> tuple[list[str], list[str], list[str]]:
+    """The name columns an entity index over ``kb`` holds: :func:`kb_name_columns` less the
+    names of ``exclude_types`` (:func:`without_types`), in one place for the index, ``linker kb
+    pack`` and the evaluations that count what they encode."""
+    return without_types(kb_name_columns(kb, max_names_per_concept), exclude_types)
+
+
 def capped_rows(concept_ids: Sequence[str], max_names_per_concept: int) -> list[int]:
     """Rows of ``concept_ids`` (one per name, in KB order) that keep each concept's first
     ``max_names_per_concept`` names: the cap of :func:`kb_names`, in one place for the pairs
@@ -202,10 +211,9 @@ class EntityIndex:
         backend (:func:`e2e_linker.kb_search.backends.choose_kind`); an approximate index is built
         once and cached beside the vectors. ``describe`` (the KB spec, the model) is recorded
         beside the cached matrix for ``linker kb info``. ``exclude_types``: concepts of these
-        types are left out of the index (:func:`without_types`; linked by name only).
+        types are left out of the index (:func:`index_name_columns`; linked by name only).
         """
-        names, cids, types = without_types(kb_name_columns(kb, max_names_per_concept),
-                                           exclude_types)
+        names, cids, types = index_name_columns(kb, exclude_types, max_names_per_concept)
         if cache_dir is False:
             vectors = encoder.encode(names, batch_size=batch_size, dtype=np.float16,
                                      progress="encoding KB names" if progress else False)
