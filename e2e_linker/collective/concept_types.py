@@ -61,13 +61,14 @@ class ConceptTypeRules:
                 # keeps its type (MeSH types these concepts Chemical only)
                 types = concept.type.split("|") + (["Gene"] if concept.gene_product else [])
                 kinds = [t for t in types if t in model_types]
-                if ann.type not in kinds and len(kinds) == 1:
-                    ann.type = kinds[0]
-                elif ann.type not in kinds and "Gene" in kinds and concept.gene_product:
-                    # "Wiskott-Aldrich syndrome protein" typed Disease by the type head and
-                    # linked to the protein: both Chemical and Gene are the concept's, and
-                    # the guidelines that annotate genes call a gene product a gene
-                    ann.type = "Gene"
+                if ann.type not in kinds:
+                    if len(kinds) == 1:
+                        ann.type = kinds[0]
+                    elif "Gene" in kinds and concept.gene_product:
+                        # "Wiskott-Aldrich syndrome protein" typed Disease by the type head
+                        # and linked to the protein: both Chemical and Gene are the concept's,
+                        # and the guidelines that annotate genes call a gene product a gene
+                        ann.type = "Gene"
             if self.gene_products == "drop" and ann.type == "Chemical" \
                     and concept.gene_product:
                 out[k] = None

@@ -147,8 +147,8 @@ class SpanLinker:
         texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
         # a name-only span is ranked by its names; only the others are searched
         dense_rows = [k for k, s in enumerate(spans) if s.type not in self.lexical_types]
-        ranked = [(self.name_ranking(text, span.type) or self.name_form_ranking(text, span.type))
-                  if span.type in self.lexical_types else []
+        ranked = [self.name_only_ranking(text, span.type) if span.type in self.lexical_types
+                  else []
                   for span, text in zip(spans, texts, strict=True)]
         if dense_rows:
             queries = np.stack([spans[k].vector for k in dense_rows]).astype(np.float32)
@@ -212,9 +212,13 @@ class SpanLinker:
             self.link_short_forms(spans, out, abbreviations)
         return out
 
+    def name_only_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
+        """The ranking a span of a name-only type gets in place of the dense one:
+        :meth:`name_ranking`, else :meth:`name_form_ranking` when no exact name links it."""
+        return self.name_ranking(text, type_) or self.name_form_ranking(text, type_)
+
     def name_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
-        """The ranking a span of a name-only type gets in place of the dense one: the
-        concepts ``text`` names exactly, those whose primary name it is first (not a name
+        """The concepts ``text`` names exactly, those whose primary name it is first (not a name
         mined from a corpus), then those with more names (each scored 0.0 and written
         without a link score; the species rule then reorders the species), else none — the
         sieve stack and short forms still apply.
@@ -280,8 +284,8 @@ class SpanLinker:
 
         A span of a name-only type may also be numbered genes written together ("JNK1/2":
         :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
-        as a whole span of that type is (:meth:`name_ranking`, :meth:`name_form_ranking`,
-        the species order ``taxa`` of the span).
+        as a whole span of that type is (:meth:`name_only_ranking`, the species order ``taxa``
+        of the span).
         """
         if not self.composites:
             return None
@@ -293,7 +297,7 @@ class SpanLinker:
         ids: list[str] = []
         for part in parts:
             if lexical:
-                ranked = self.name_ranking(part, type_) or self.name_form_ranking(part, type_)
+                ranked = self.name_only_ranking(part, type_)
                 if self.taxa:
                     ranked = self.species_first(ranked, taxa or ())
                 found = [cid for cid, _ in ranked]
