@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     kb = open_kb(KB_SPEC)
     names = kb.name_dictionary()
     # only the compact keys the written forms are looked up in: no other sieve step runs
-    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True),
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True, False),
                         ontology_keys=kb.ontology_keys())
     linker = SpanLinker(None, names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
                         concepts=kb.concepts)

@@ -13,6 +13,9 @@ tuned on (eval/results/concept_type_rules):
   Chemical — while BioRED, BC5CDR and the gene corpora annotate them as genes or not at all.
   A Chemical linked to a gene product is dropped (``gene_products="drop"``) or kept as before
   (``"keep"``).
+
+A span that ends up Gene with fewer than two letters and digits is dropped
+(:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation
+from e2e_linker.lexical.gene_forms import too_short_for_a_gene
 
 #: what happens to a Chemical span linked to a gene product
 GENE_PRODUCT_CHOICES = ("drop", "keep")
@@ -71,5 +75,10 @@ class ConceptTypeRules:
                         ann.type = "Gene"
             if self.gene_products == "drop" and ann.type == "Chemical" \
                     and concept.gene_product:
+                out[k] = None
+            elif ann.type == "Gene" and too_short_for_a_gene(ann.text):
+                # a base of a variant ("c.686C>G") kept as a chemical's name and linked to a
+                # gene's one-letter alias: the gate keeps no such Gene span
+                # (SpanLinker.lexically_linked), nor does this rule
                 out[k] = None
         return out

@@ -29,7 +29,11 @@ from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
-from e2e_linker.lexical.gene_forms import coordinated_genes, written_variants
+from e2e_linker.lexical.gene_forms import (
+    coordinated_genes,
+    too_short_for_a_gene,
+    written_variants,
+)
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept, normalize_name
 from e2e_linker.lexical.text_forms import split_composite
@@ -112,6 +116,9 @@ class SpanLinker:
             ends.setdefault(span.doc_index, {}).setdefault(span.end, []).append(span.start)
         out = []
         for span, text in zip(spans, texts, strict=True):
+            if span.type in self.lexical_types and too_short_for_a_gene(text):
+                out.append(False)
+                continue
             found = expansions.get(span.doc_index)
             ok = named(text, span.type, found)
             if not ok and self.resolve_abbreviations:

@@ -14,7 +14,11 @@ detected span, after annotate's own exact-name sieve found nothing, the same cha
 3. ``compact_key`` — a unique letters-and-digits match to one KB concept of the span's type
    (:class:`~e2e_linker.lexical.sieves.CompactKeyIndex`), with ``salt_free`` forms
    ("tiapride" for "Tiapride Hydrochloride") when switched on — unless training mentions hold
-   that key (then their usage, or dense search, decides).
+   that key (then their usage, or dense search, decides);
+4. ``written_forms`` — for a Disease span, its text in the singular, with another neoplasm
+   head noun or without a neutral leading word
+   (:func:`~e2e_linker.lexical.disease_forms.disease_forms`) when exactly one concept of the
+   span's type bears that form as a KB name or as its compact key.
 
 Each step is a switch of :class:`SieveSwitches`, so ``eval.linking_ablation`` can measure each.
 """
@@ -25,6 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from e2e_linker.kb_search.label_index import LabeledTexts, type_allowed
+from e2e_linker.lexical.disease_forms import DISEASE_TYPE, disease_forms
 from e2e_linker.lexical.salt_forms import salt_free_synonyms
 from e2e_linker.lexical.sieves import CompactKeyIndex, NameDictionary
 from e2e_linker.lexical.text_forms import TextNormalizer
@@ -38,11 +43,12 @@ class SieveSwitches:
     training: bool = True
     compact_key: bool = True
     salt_free: bool = True
+    written_forms: bool = True
 
     @classmethod
     def none(cls) -> SieveSwitches:
         """Every step off: annotate's exact-name sieve and dense search alone."""
-        return cls(False, False, False, False)
+        return cls(False, False, False, False, False)
 
 
 class SieveStack:
@@ -100,6 +106,15 @@ class SieveStack:
                 label = self.ontology_keys.unique(candidate, type_)
                 if label is not None:
                     return label, "compact_key"
+        if self.switches.written_forms and type_ == DISEASE_TYPE:
+            for candidate in candidates:
+                for form in disease_forms(candidate):
+                    found = self.names.lookup(form, type_, only_type=True)
+                    if len(found) == 1:
+                        return found[0], "written_form"
+                    if self.ontology_keys is not None and (
+                            label := self.ontology_keys.unique(form, type_)) is not None:
+                        return label, "written_form"
         return None
 
 

@@ -86,13 +86,14 @@ class NameDictionary(KeyedLabels):
     def from_kb(cls, kb) -> NameDictionary:
         return cls(kb.names(), {cid: c.type for cid, c in kb.concepts.items()})
 
-    def lookup(self, text: str, type_: str | None = None) -> list[str]:
-        """Concepts named exactly ``text``; restricted to ``type_`` when any of them has it."""
+    def lookup(self, text: str, type_: str | None = None, only_type: bool = False) -> list[str]:
+        """Concepts named exactly ``text``; restricted to ``type_`` when any of them has it
+        (with ``only_type``, also when none has it: then nothing is found)."""
         rows = self.keys.get(normalize_name(text))
         found = [self.labels[r] for r in rows]
         if type_ and found:
             typed = [self.labels[r] for r in rows if type_ in self.label_types[r].split("|")]
-            if typed:
+            if typed or only_type:
                 return typed
         return found
 

@@ -15,7 +15,7 @@ def _linker() -> SpanLinker:
              Concept("5599", "MAPK8", ["JNK1"], "Gene", "NCBI Gene", taxon="9606"),
              Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606")])
     names = NameDictionary.from_kb(kb)
-    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True))
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True, False))
     return SpanLinker(None, names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
                       concepts=kb.concepts)
 

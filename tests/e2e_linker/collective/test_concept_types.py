@@ -78,3 +78,13 @@ def test_a_disease_span_linked_to_a_gene_product_becomes_a_gene_in_a_gene_model(
     assert gene_model[0] is not None and gene_model[0].type == "Gene"
     assert ConceptTypeRules().apply([linked("transgelin", "Disease", "C051615")], kb,
                                     TYPES) == [None]
+
+
+def test_a_span_of_one_letter_that_becomes_a_gene_is_dropped(kb):
+    """"G" of "c.686C>G" kept as a chemical's name and linked to a gene whose alias it is."""
+    anns = [linked("G", "Chemical", "1234"), linked("p53", "Chemical", "1234"),
+            linked("G", "Chemical", "D015738")]
+    out = ConceptTypeRules().apply(anns, kb, ("Chemical", "Disease", "Gene"))
+    assert out[0] is None
+    assert out[1].type == "Gene"
+    assert out[2].type == "Chemical"  # a chemical of one letter is not the gene rule's

@@ -160,7 +160,7 @@ def _gene_linker():
              Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606"),
              Concept("26419", "Mapk8", ["JNK1"], "Gene", "NCBI Gene", taxon="10090")])
     names = NameDictionary.from_kb(kb)
-    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True))
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True, False))
     return SpanLinker(FixedIndex(), names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
                       concepts=kb.concepts)
 
@@ -183,6 +183,26 @@ def test_a_gene_written_in_a_form_no_name_spells_is_linked_and_kept():
     assert linker.name_form_ranking("SIRT-1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
     texts = [a.text for a in out]
     assert linker.lexically_linked(spans, texts, abbreviations) == [True, True, True, False]
+
+
+def test_a_one_character_gene_span_is_never_named():
+    """A gene alias of one letter ("A" is one of a human gene's in the vocabularies) does not
+    keep a one-character Gene span through the lexical gate; a one-character span of another
+    type is not the gene rule's."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("23411", "SIRT1", ["A"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("D000001", "Adenine", ["A"], "Chemical")])
+    names = NameDictionary.from_kb(kb)
+    linker = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",),
+                        concepts=kb.concepts)
+    text = "A and SIRT1 with A."
+    docs = [Document("d", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, start, end, 0.9, type_, np.zeros(2, np.float32))
+             for start, end, type_ in ((0, 1, "Gene"), (6, 11, "Gene"), (17, 18, "Chemical"))]
+    assert linker.is_name("A", "Gene")
+    assert linker.lexically_linked(spans, ["A", "SIRT1", "A"], scan_documents(docs)) == [
+        False, True, True]
 
 
 def test_a_mention_names_its_own_species():

@@ -63,3 +63,19 @@ def test_all_off_matches_nothing():
     stack = _stack(SieveSwitches.none(), [("cocaine", "D003042", "Chemical")])
     assert stack.match("SR 48968", "Chemical", "x") is None
     assert stack.match("cocaine", "Chemical") is None
+
+
+def test_written_forms_need_one_concept_of_the_type():
+    kb = _kb()
+    kb.add(Concept("D010673", "Pheochromocytoma", [], "Disease"))
+    kb.add(Concept("D011471", "Prostatic Neoplasms", ["prostate cancer"], "Disease"))
+    kb.add(Concept("D999998", "Wilms Tumor", [], "Disease"))
+    kb.add(Concept("D999999", "Wilms Tumor", [], "Disease"))
+    stack = SieveStack(kb, NameDictionary.from_kb(kb))
+    # the compact key folds British spellings; a form is looked up by it too
+    assert stack.match("phaeochromocytomas", "Disease") == ("D010673", "written_form")
+    assert stack.match("prostate carcinomas", "Disease") == ("D011471", "written_form")
+    assert stack.match("prostate carcinomas", "Chemical") is None
+    assert stack.match("Wilms tumours", "Disease") is None  # two concepts bear the form
+    off = SieveStack(kb, NameDictionary.from_kb(kb), (), SieveSwitches(written_forms=False))
+    assert off.match("phaeochromocytomas", "Disease") is None

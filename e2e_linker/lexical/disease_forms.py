@@ -1,0 +1,62 @@
+"""How disease names are written in text that no KB name spells: the forms a Disease span
+the exact-name sieve misses is also looked up under (the sieve stack's ``written_forms`` step).
+
+Why: the lexical gate keeps only spans a name links, so a correct disease span written in a
+form no KB name spells is dropped. Among the gold Disease mentions of NCBI disease dev and
+BioRED dev whose text is no KB name, these forms recur, after the sieves of D'Souza & Ng (2015)
+(eval/results/written_forms); British spellings ("phaeochromocytoma") are the compact key's
+(:func:`~e2e_linker.lexical.sieves.compact_key`), which each form is also looked up by:
+
+* the head noun of a neoplasm in another of its usual words ("prostate carcinoma" → "prostate
+  cancer", "pancreatic tumors" → "pancreatic cancer");
+* the last word in the singular ("renal oncocytomas", "fatty livers");
+* a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies").
+  Not "primary", "idiopathic" or "progressive": BC5CDR and NCBI disease leave those words out
+  of the mention ("idiopathic [dystonia]"), so the longer span lost the right shorter one; not
+  "hereditary", "inherited" or "familial": they name other concepts (hereditary breast and
+  ovarian cancer).
+
+Each form is a guess: the step takes a form only when exactly one concept of the span's type
+bears it (as the abbreviation and compact-key steps do).
+"""
+
+from __future__ import annotations
+
+#: the words a neoplasm's name ends with, interchangeably in text and in MeSH/MEDIC names
+NEOPLASM_HEADS = ("cancer", "carcinoma", "tumor", "neoplasms", "neoplasm")
+_NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy"}
+
+#: leading words that leave the disease the same and that the corpora keep in the mention
+NEUTRAL_MODIFIERS = frozenset({"sporadic"})
+
+#: the type whose spans get these forms
+DISEASE_TYPE = "Disease"
+
+
+def singular(word: str) -> str:
+    """An English plural's singular ("epilepsies" → "epilepsy", "tumors" → "tumor"); the word
+    itself when it does not look plural ("virus", "sclerosis", "illness")."""
+    low = word.lower()
+    if len(low) > 4 and low.endswith("ies"):
+        return word[:-3] + "y"
+    if low.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "is", "us")):
+        return word[:-1]
+    return word
+
+
+def disease_forms(text: str) -> list[str]:
+    """The last word in the singular, then the neoplasm head swapped, then each of those
+    without a neutral leading word; in that order (repeats possible)."""
+    words = text.split()
+    if not words:
+        return []
+    last = singular(words[-1])
+    forms = [" ".join([*words[:-1], last])]
+    if last.lower() in _NEOPLASM_WORDS:
+        forms += [" ".join([*words[:-1], head]) for head in NEOPLASM_HEADS]
+    if len(words) > 1 and words[0].lower() in NEUTRAL_MODIFIERS:
+        rest = " ".join(words[1:])
+        forms += [rest, *disease_forms(rest)]
+    return forms
