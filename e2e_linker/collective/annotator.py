@@ -115,10 +115,15 @@ class Annotator:
                keep: float | None = None,
                abbreviations: Sequence[DocumentAbbreviations] | None = None
                ) -> list[SpanPrediction]:
-        """The spans :meth:`detect` returns, from every candidate it scored
-        (:meth:`SelectionRules.select` with these settings and the linker's KB lookups).
+        """The spans :meth:`detect` returns, from every candidate it scored: Chemical spans
+        a gene name links retyped Gene first (:meth:`SpanLinker.gene_named_chemicals`, with
+        ``gene_named_chemicals``), then :meth:`SelectionRules.select` with these settings and
+        the linker's KB lookups.
         Public so that evaluations can score once and select under several settings."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
+        if self.settings.gene_named_chemicals:
+            spans = self.linker.gene_named_chemicals(
+                spans, [docs[s.doc_index].text_at(s.start, s.end) for s in spans])
         return self.settings.selection_rules(keep).select(
             spans, docs,
             lambda found: self.linker.lexically_linked(

@@ -97,6 +97,10 @@ class AnnotateSettings:
     #: :mod:`e2e_linker.collective.concept_types`
     type_from_concept: bool = True
     gene_products: str = "drop"
+    #: with a model that finds genes, a Chemical span whose text names a gene and no chemical
+    #: but gene products becomes a Gene span before the lexical gate —
+    #: :meth:`e2e_linker.collective.span_linking.SpanLinker.gene_named_chemicals`
+    gene_named_chemicals: bool = True
     #: a short form the document defines, linked by its letters to a concept none of whose
     #: names shares a word with the long form, is dropped ("keep": kept); an all-capital span
     #: of at most ``undefined_short_max`` characters (0: off) that the document does not

@@ -123,6 +123,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               show_default=True,
               help="A Chemical linked to a protein or enzyme that MeSH files as a chemical: "
                    "drop it (other groups annotate these as genes) or keep it.")
+@click.option("--gene-named-chemicals/--no-gene-named-chemicals", default=True,
+              show_default=True,
+              help="With a model that finds genes: a span typed Chemical whose text names a "
+                   "gene of some species and, as a chemical, only proteins or enzymes is a "
+                   "Gene span.")
 @click.option("--redefined-short-forms", type=click.Choice(REDEFINED_CHOICES), default="drop",
               show_default=True,
               help="A short form the document defines, linked by its letters (not through its "

@@ -205,6 +205,36 @@ def test_a_one_character_gene_span_is_never_named():
         False, True, True]
 
 
+def test_a_chemical_span_a_gene_names_becomes_a_gene():
+    """"ectodysplasin" (typed Chemical by the head) names a gene and, as a chemical, only a
+    gene product: a Gene span; "cocaine" names a chemical; "SIRT-1" is a gene written in
+    another form; "cytokine" names only a class of gene products (no species' gene); a
+    Disease span is not this rule's; no name-only Gene type, no change."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
+
+    kb = KB([Concept("1896", "EDA", ["ectodysplasin"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("C000001", "ectodysplasins", ["ectodysplasin"], "Chemical",
+                     gene_product=True),
+             Concept("D003042", "Cocaine", ["cocaine"], "Chemical"),
+             Concept("23411", "SIRT1", [], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("99999", "COC", ["cocaine"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("D016207", "Cytokines", ["cytokine"], "Gene")])
+    names = NameDictionary.from_kb(kb)
+    sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True, False))
+    linker = SpanLinker(FixedIndex(), names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
+                        concepts=kb.concepts)
+    texts = ["ectodysplasin", "cocaine", "SIRT-1", "ectodysplasin", "unknown", "cytokine"]
+    spans = [SpanPrediction(0, 0, len(t), 0.9, type_, np.zeros(2, np.float32))
+             for t, type_ in zip(texts, ("Chemical", "Chemical", "Chemical", "Disease",
+                                         "Chemical", "Chemical"), strict=True)]
+    assert [s.type for s in linker.gene_named_chemicals(spans, texts)] == [
+        "Gene", "Chemical", "Gene", "Disease", "Chemical", "Chemical"]
+    assert [s.type for s in spans][0] == "Chemical"  # the input is not changed
+    plain = SpanLinker(FixedIndex(), names, concepts=kb.concepts)
+    assert [s.type for s in plain.gene_named_chemicals(spans, texts)][0] == "Chemical"
+
+
 def test_a_mention_names_its_own_species():
     """In a document about patients, "mouse" right before a gene, a gene written as only the
     mouse symbol is written ("Shh"; "SHH" is no cue), or a mutant allele after it puts mouse
