@@ -15,7 +15,9 @@ the dev corpora (eval/results/post_link_rules):
   gene (VHL)", "alkaptonuria gene (AKU)", "glucose-6-phosphate dehydrogenase (G6PD)": the long
   form ends in gene, protein, locus, receptor, enzyme, or an enzyme's -ase other than
   disease, release, increase, phase) names that gene wherever it occurs, not the disease or chemical
-  it shares letters with: such a span is dropped whatever linked it (``genes="drop"``);
+  it shares letters with: such a span is dropped whatever linked it (``genes="drop"``),
+  unless it is a Gene span (a model that finds genes: "insulin receptor related receptor
+  (IRR)" is the gene it names; eval/results/gene_short_forms);
 * a short all-capital span the document does not define ("DM", "TD"), linked by the
   exact-name sieve: two letters name many things. ``undefined_max`` (0: off) drops those of at
   most that many characters; it lost on BC5CDR dev ("NO", "EE", "K" are chemicals there) and is
@@ -39,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation
+from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
@@ -109,7 +112,7 @@ class ShortFormRules:
             if ann is None:
                 continue
             abbr = abbreviations[span.doc_index].definitions.get(ann.text)
-            if self.genes == "drop" and abbr is not None \
+            if self.genes == "drop" and abbr is not None and ann.type != GENE_TYPE \
                     and GENE_LONG_FORM.search(abbr.long.strip()):
                 out[k] = None
                 continue

@@ -82,6 +82,13 @@ def test_a_short_form_the_document_defines_as_a_gene_is_dropped_however_linked(k
     assert all(a is not None for a in run(ShortFormRules(genes="keep"), pairs, kb))
 
 
+def test_a_gene_span_the_document_defines_as_a_gene_is_kept(kb):
+    """A model that finds genes: "VHL" typed Gene is the gene its long form names."""
+    ann, span = linked("VHL", "7428", nth=1)
+    ann.type = span.type = "Gene"
+    assert run(ShortFormRules(), [(ann, span)], kb) == [ann]
+
+
 def test_bad_settings_fail():
     with pytest.raises(ValueError, match="redefined_short_forms"):
         ShortFormRules(redefined="retype")
