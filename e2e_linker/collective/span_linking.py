@@ -501,13 +501,32 @@ class SpanLinker:
             by_doc.setdefault(span.doc_index, []).append((span.type, text))
         return {d: abbreviations[d].expansions(mentions) for d, mentions in by_doc.items()}
 
+    def gene_product_named_as_gene(self, long_form: Annotation, short_form: Annotation
+                                   ) -> bool:
+        """Whether ``long_form`` is linked to a gene product (a protein MeSH files as a
+        chemical) while its ``short_form`` is a span of a name-only type linked by its own
+        names to a gene of some species ("mammalian target of rapamycin (mTOR)": the MeSH
+        kinase class, and the MTOR gene).
+
+        Why: a short form took its long form's concept and type, so such a short form became
+        a Chemical linked to a gene product, and the rule after linking dropped both
+        (eval/results/gene_short_forms)."""
+        if short_form.type not in self.lexical_types or not short_form.concept_ids \
+                or self.concepts is None or self.taxa is None \
+                or short_form.concept_ids[0] not in self.taxa:
+            return False
+        concept = self.concepts.get(long_form.concept_ids[0])
+        return concept is not None and concept.gene_product and long_form.type != short_form.type
+
     def link_short_forms(self, spans: Sequence[SpanPrediction],
                          annotations: list[Annotation | None],
                          abbreviations: Sequence[DocumentAbbreviations]) -> None:
         """Give each short form the concept of its long form, defined in the same document.
 
         The long form's own prediction is used when one covers it; otherwise the name sieve
-        looks the long form up. Without either, the short form keeps its own link.
+        looks the long form up. Without either, the short form keeps its own link. A long
+        form linked to a gene product whose short form a gene name links takes the short
+        form's gene instead (:meth:`gene_product_named_as_gene`).
         """
         by_doc: dict[int, list[int]] = {}
         for k, span in enumerate(spans):
@@ -525,6 +544,10 @@ class SpanLinker:
                                and annotations[m].end == abbr.long_end
                                and annotations[m].start >= abbr.long_start), None)
                 if source is not None and source.concept_ids:
+                    if self.gene_product_named_as_gene(source, ann):
+                        # the long form names the gene its short form links by gene names
+                        source.concept_ids, source.type = list(ann.concept_ids), ann.type
+                        continue
                     ann.concept_ids = list(source.concept_ids)
                     ann.type = source.type
                 elif self.names is not None:

@@ -235,6 +235,34 @@ def test_a_chemical_span_a_gene_names_becomes_a_gene():
     assert [s.type for s in plain.gene_named_chemicals(spans, texts)][0] == "Chemical"
 
 
+def test_a_long_form_linked_to_a_gene_product_takes_its_short_forms_gene():
+    """"mammalian target of rapamycin (mTOR)": the long form (typed Chemical) names the MeSH
+    kinase class, a gene product; the short form, a Gene span, names the MTOR gene. Both end
+    up the gene, where the short form used to take the long form's class (and both were then
+    dropped as a chemical gene product)."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("D058570", "TOR Serine-Threonine Kinases",
+                     ["mammalian target of rapamycin"], "Chemical", gene_product=True),
+             Concept("2475", "MTOR", ["mTOR", "FRAP1"], "Gene", "NCBI Gene", taxon="9606")])
+    names = NameDictionary.from_kb(kb)
+    linker = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",),
+                        concepts=kb.concepts)
+    text = "Signalling through mammalian target of rapamycin (mTOR) fell; mTOR was low."
+    docs = [Document("d", [Passage(0, text, {})])]
+    long_start = text.index("mammalian")
+    spans = [SpanPrediction(0, long_start, long_start + 29, 0.9, "Chemical",
+                            np.zeros(2, np.float32)),
+             SpanPrediction(0, text.index("mTOR"), text.index("mTOR") + 4, 0.9, "Gene",
+                            np.zeros(2, np.float32)),
+             SpanPrediction(0, text.rindex("mTOR"), text.rindex("mTOR") + 4, 0.9, "Gene",
+                            np.zeros(2, np.float32))]
+    out = linker.link(spans, docs, scan_documents(docs))
+    assert [(a.text, a.type, a.concept_ids) for a in out] == [
+        ("mammalian target of rapamycin", "Gene", ["2475"]),
+        ("mTOR", "Gene", ["2475"]), ("mTOR", "Gene", ["2475"])]
+
+
 def test_a_mention_names_its_own_species():
     """In a document about patients, "mouse" right before a gene, a gene written as only the
     mouse symbol is written ("Shh"; "SHH" is no cue), or a mutant allele after it puts mouse
