@@ -3,7 +3,7 @@
     python -m eval.gene_forms [--out eval/results/gene_forms]
 
 Why: a gene span is linked by its names only (``lexical_types``): its text's exact KB names,
-the document's species first (``SpanLinker.species_first``, eval/results/species_rule), then
+the document's species first (``GeneRanking.species_first``, eval/results/species_rule), then
 the official symbol (eval/results/gene_names). Three kinds of gold gene mention fail there:
 those whose text is no KB name as written ("SIRT-1", "TGF-b1", "Nas1p", "JNK1/2": dropped by
 the lexical gate in ``linker annotate``), those of a species other than the document's ("the
@@ -19,15 +19,15 @@ corpora); the sieve stack's other steps (in-document abbreviations, training men
 not run. Decided on the gene corpora's training splits and BioRED dev; their test splits are
 not read.
 
-* ``names, document species`` — :meth:`SpanLinker.name_ranking`, then the document's species;
-* ``+ species the mention names`` — :meth:`SpanLinker.mention_species` in place of the
+* ``names, document species`` — :meth:`GeneRanking.name_ranking`, then the document's species;
+* ``+ species the mention names`` — :meth:`GeneRanking.mention_species` in place of the
   document's order;
-* ``+ written forms`` — :meth:`SpanLinker.name_form_ranking` when no exact name links;
+* ``+ written forms`` — :meth:`GeneRanking.name_form_ranking` when no exact name links;
 * ``+ coordinated genes`` — :meth:`SpanLinker.composite_ids` when neither does;
 * ``+ orthologs`` — a gene of another species than the mention's first is replaced by its
-  ortholog of that species (:meth:`SpanLinker.ortholog`);
+  ortholog of that species (:meth:`GeneRanking.ortholog`);
 * ``+ other names in the document`` — among the first species' genes, the one with more of its
-  other names written in the document first (:meth:`SpanLinker.named_in_document_first`; the
+  other names written in the document first (:meth:`GeneRanking.named_in_document_first`; the
   linker's).
 """
 
@@ -37,7 +37,8 @@ import argparse
 from pathlib import Path
 
 from data_tools.species import preferred_taxa
-from e2e_linker.collective.span_linking import SpanLinker, document_words
+from e2e_linker.collective.gene_ranking import document_words
+from e2e_linker.collective.span_linking import SpanLinker
 from eval.ood_dev import gold_of
 from eval.reporting import command_line, machine, write_results
 
@@ -51,17 +52,17 @@ STEPS = ("names, document species", "+ species the mention names", "+ written fo
 def linked_ids(linker: SpanLinker, step: int, text: str, doc_text: str, start: int, end: int,
                preferred: list[str]) -> list[str]:
     """The IDs the first ``step + 1`` steps link a gold gene span to (``[]``: none)."""
-    ranked = linker.name_ranking(text, "Gene")
+    ranked = linker.genes.name_ranking(text, "Gene")
     if not ranked and step >= 2:
-        ranked = linker.name_form_ranking(text, "Gene")
-    taxa = linker.mention_species(ranked, text, doc_text, start, end, preferred) \
+        ranked = linker.genes.name_form_ranking(text, "Gene")
+    taxa = linker.genes.mention_species(ranked, text, doc_text, start, end, preferred) \
         if step >= 1 else preferred
     if ranked:
-        ranked = linker.species_first(ranked, taxa)
+        ranked = linker.genes.species_first(ranked, taxa)
         if step >= 5:
-            ranked = linker.named_in_document_first(ranked, text, document_words(doc_text))
+            ranked = linker.genes.named_in_document_first(ranked, text, document_words(doc_text))
         first = ranked[0][0]
-        if step >= 4 and (other := linker.ortholog(first, taxa[0])) is not None:
+        if step >= 4 and (other := linker.genes.ortholog(first, taxa[0])) is not None:
             return [other]
         return [first]
     if step >= 3:

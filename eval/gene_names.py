@@ -4,7 +4,7 @@
 
 Why: with genes linked by name only (``lexical_types``, as the gene model links them), a gene
 span takes the first of the genes its text names exactly, after the species rule
-(:meth:`e2e_linker.collective.span_linking.SpanLinker.species_first`). Within a species an
+(:meth:`e2e_linker.collective.gene_ranking.GeneRanking.species_first`). Within a species an
 alias is still shared ("p62": SQSTM1 and GTF2H1), and the KB's order is no reason. Each order
 is scored on the gold gene mentions whose text names the gold gene exactly, by how often
 its first gene is a gold one (lexical only: no model; the training splits of the gene corpora and BioRED dev — decided
@@ -14,11 +14,11 @@ the vocabularies lack (rat) is a concept too, named by its training mentions —
 training splits every gold mention names its gold gene, so their rows are optimistic (BioRED
 dev, never mined, is not):
 
-* ``KB order`` — :meth:`SpanLinker.name_ranking` without the KB's concepts;
+* ``KB order`` — :meth:`GeneRanking.name_ranking` without the KB's concepts;
 * ``primary name first`` — the genes whose primary name (official symbol) the text is first,
   a mined concept's name (a training mention) not counted;
 * ``most names first`` — the genes with more names first;
-* ``primary name, then most names`` (the linker's) — :meth:`SpanLinker.name_ranking` with
+* ``primary name, then most names`` (the linker's) — :meth:`GeneRanking.name_ranking` with
   the KB's concepts.
 
 The columns also say how many gold mentions no gene name matches (``no name``) or whose gold
@@ -48,7 +48,7 @@ MINED_FROM = ("gnormplus:train", "nlmgene:train")
 def orders(kb, names) -> dict[str, Callable[[str, list[str]], list[str]]]:
     """Each order of a name's genes, as ``(text, genes in KB order) → genes``, before the
     species rule (which keeps each species' genes in the order given); the last is the
-    linker's own, :meth:`SpanLinker.name_ranking` over the KB's concepts."""
+    linker's own, :meth:`GeneRanking.name_ranking` over the KB's concepts."""
     own = SpanLinker(None, names, concepts=kb.concepts)
 
     def n_names(cid: str) -> int:
@@ -65,7 +65,7 @@ def orders(kb, names) -> dict[str, Callable[[str, list[str]], list[str]]]:
             found, key=lambda cid: primary(text, cid)),
         "most names first": lambda text, found: sorted(found, key=n_names),
         "primary name, then most names": lambda text, found: [
-            cid for cid, _ in own.name_ranking(text, "Gene")],
+            cid for cid, _ in own.genes.name_ranking(text, "Gene")],
     }
 
 
@@ -83,7 +83,7 @@ def agreement(spec: str, kb, names) -> dict:
             if ann.type != "Gene" or not ann.concept_ids:
                 continue
             counts["gold_gene_mentions"] += 1
-            found = [cid for cid, _ in plain.name_ranking(ann.text, "Gene")]
+            found = [cid for cid, _ in plain.genes.name_ranking(ann.text, "Gene")]
             if not found:
                 counts["no_name"] += 1
                 continue
@@ -96,7 +96,7 @@ def agreement(spec: str, kb, names) -> dict:
             preferred = preferred or preferred_taxa(doc.text)
             for name, order in rules.items():
                 ranked = [(cid, 0.0) for cid in order(ann.text, found)]
-                first = plain.species_first(ranked, preferred)[0][0]
+                first = plain.genes.species_first(ranked, preferred)[0][0]
                 hits[name] += first in gold
     named = counts["named"]
     return {**counts, **{name: round(hits[name] / named, 4) if named else 0.0

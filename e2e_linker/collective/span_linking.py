@@ -18,14 +18,11 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
-from data_tools.kb_loaders import CORPUS_SOURCE, GENE_TYPE
+from data_tools.kb_loaders import GENE_TYPE
 from data_tools.species import (
-    DEFAULT_TAXON,
-    MOUSE,
-    mutant_mark_after,
     preferred_taxa,
-    species_before,
 )
+from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
@@ -33,10 +30,9 @@ from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_menti
 from e2e_linker.lexical.gene_forms import (
     coordinated_genes,
     too_short_for_a_gene,
-    written_variants,
 )
 from e2e_linker.lexical.sieve_stack import SieveStack
-from e2e_linker.lexical.sieves import NameDictionary, choose_concept, normalize_name
+from e2e_linker.lexical.sieves import NameDictionary, choose_concept
 from e2e_linker.lexical.text_forms import split_composite
 
 #: candidates an explained annotation lists ("why this concept": the dense ranking's top)
@@ -45,12 +41,6 @@ EXPLAIN_TOP = 5
 
 #: the type whose spans a gene name may retype (:meth:`SpanLinker.gene_named_chemicals`)
 CHEMICAL_TYPE = "Chemical"
-
-
-def document_words(text: str) -> str:
-    """A document's text folded as KB names are (:func:`normalize_name`), between spaces, so
-    that ``f" {name} " in words`` says whether it writes a name as whole words."""
-    return f" {normalize_name(text)} "
 
 
 class TextLinker(Protocol):
@@ -74,7 +64,7 @@ class SpanLinker:
     parts' concepts (:meth:`composite_ids`). A span of one of ``lexical_types`` is linked by
     its names only: ``index`` holds no names of those types, and another type's concept
     found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
-    a name's concepts: :meth:`name_ranking`)."""
+    a name's concepts: :meth:`GeneRanking.name_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_ranking>`)."""
 
     def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
@@ -86,14 +76,20 @@ class SpanLinker:
         self.sieves = sieves
         self.text_linker = text_linker
         self.resolve_abbreviations = resolve_abbreviations
-        #: concept ID → NCBI taxon, for the KB's concepts that have one (genes); None or
-        #: empty: no species preference (:meth:`species_first`)
-        self.taxa = taxa or None
         self.composites = composites
         self.lexical_types = frozenset(lexical_types)
-        #: the KB's concepts by ID (``kb.concepts``): their primary names (a gene's official
-        #: symbol) order :meth:`name_ranking`
+        #: the KB's concepts by ID (``kb.concepts``): gene products, and the gene ranking's
+        #: primary names
         self.concepts = concepts
+        #: names and species for the name-only types and the species order of every ranking
+        #: (concept ID → NCBI taxon in ``taxa``; none: no species preference)
+        self.genes = GeneRanking(names, sieves.ontology_keys if sieves is not None else None,
+                                 taxa, concepts)
+
+    @property
+    def taxa(self) -> dict[str, str] | None:
+        """Concept ID → NCBI taxon for the KB's concepts that have one (None: none)."""
+        return self.genes.taxa
 
     def is_name(self, text: str, type_: str) -> bool:
         """Whether ``text`` is an exact KB name of a concept of ``type_``."""
@@ -102,7 +98,7 @@ class SpanLinker:
     def gene_named_chemicals(self, spans: Sequence[SpanPrediction], texts: Sequence[str]
                              ) -> list[SpanPrediction]:
         """``spans`` with each Chemical span whose text names a gene of some species
-        (:meth:`names_a_gene`) and no chemical but gene products retyped Gene, when genes are
+        (:meth:`GeneRanking.names_a_gene <e2e_linker.collective.gene_ranking.GeneRanking.names_a_gene>`) and no chemical but gene products retyped Gene, when genes are
         a name-only type here.
 
         Why: the type head calls many protein names chemicals ("ectodysplasin", "follicle
@@ -117,16 +113,10 @@ class SpanLinker:
             if span.type == CHEMICAL_TYPE and all(
                     self.concepts[cid].gene_product
                     for cid in self.names.lookup(text, CHEMICAL_TYPE, only_type=True)) \
-                    and self.names_a_gene(text):
+                    and self.genes.names_a_gene(text):
                 span = dataclasses.replace(span, type=GENE_TYPE)
             out.append(span)
         return out
-
-    def names_a_gene(self, text: str) -> bool:
-        """Whether ``text`` names a gene of some species (a concept with a taxon), not only
-        a class of gene products ("cytokine", "chromatin": MeSH concepts typed Gene)."""
-        return self.taxa is not None and any(
-            cid in self.taxa for cid, _ in self.name_only_ranking(text, GENE_TYPE))
 
     def lexically_linked(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
                          abbreviations: Sequence[DocumentAbbreviations]) -> list[bool]:
@@ -141,7 +131,7 @@ class SpanLinker:
             if self.sieves is not None and self.sieves.match(
                     text, type_, expand_mention(text, found) if found else None) is not None:
                 return True
-            if type_ in self.lexical_types and self.name_form_ranking(text, type_):
+            if type_ in self.lexical_types and self.genes.name_form_ranking(text, type_):
                 return True
             return self.composite_ids(text, type_) is not None
 
@@ -188,7 +178,7 @@ class SpanLinker:
         texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
         # a name-only span is ranked by its names; only the others are searched
         dense_rows = [k for k, s in enumerate(spans) if s.type not in self.lexical_types]
-        ranked = [self.name_only_ranking(text, span.type) if span.type in self.lexical_types
+        ranked = [self.genes.name_only_ranking(text, span.type) if span.type in self.lexical_types
                   else []
                   for span, text in zip(spans, texts, strict=True)]
         if dense_rows:
@@ -205,14 +195,14 @@ class SpanLinker:
                 if span.doc_index not in preferred:
                     doc_texts[span.doc_index] = docs[span.doc_index].text
                     preferred[span.doc_index] = preferred_taxa(doc_texts[span.doc_index])
-                span_taxa[k] = self.mention_species(
+                span_taxa[k] = self.genes.mention_species(
                     ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
                     preferred[span.doc_index])
-                ranked[k] = self.species_first(ranked[k], span_taxa[k])
+                ranked[k] = self.genes.species_first(ranked[k], span_taxa[k])
                 if span.type in self.lexical_types and len(ranked[k]) > 1:
                     if span.doc_index not in doc_words:
                         doc_words[span.doc_index] = document_words(doc_texts[span.doc_index])
-                    ranked[k] = self.named_in_document_first(ranked[k], texts[k],
+                    ranked[k] = self.genes.named_in_document_first(ranked[k], texts[k],
                                                              doc_words[span.doc_index])
         expansions = self.span_expansions(spans, texts, abbreviations) \
             if self.sieves is not None else {}
@@ -233,9 +223,9 @@ class SpanLinker:
                     parts := self.composite_ids(text, span.type, taxa)):
                 ids, method, score = parts, "composite", None
             elif method == "dense" and span.type in self.lexical_types:
-                method = "name_form"  # no dense search: :meth:`name_form_ranking` decided
+                method = "name_form"  # no dense search: :meth:`GeneRanking.name_form_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_form_ranking>` decided
             if len(ids) == 1 and taxa and span.type in self.lexical_types \
-                    and (other := self.ortholog(ids[0], taxa[0])) is not None:
+                    and (other := self.genes.ortholog(ids[0], taxa[0])) is not None:
                 ids, method = [other], "ortholog"
             out.append(Annotation(
                 start=span.start, end=span.end, text=text, type=span.type,
@@ -252,61 +242,6 @@ class SpanLinker:
         elif self.resolve_abbreviations:
             self.link_short_forms(spans, out, abbreviations)
         return out
-
-    def name_only_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
-        """The ranking a span of a name-only type gets in place of the dense one:
-        :meth:`name_ranking`, else :meth:`name_form_ranking` when no exact name links it."""
-        return self.name_ranking(text, type_) or self.name_form_ranking(text, type_)
-
-    def name_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
-        """The concepts ``text`` names exactly, those whose primary name it is first (not a name
-        mined from a corpus), then those with more names (each scored 0.0 and written
-        without a link score; the species rule then reorders the species), else none — the
-        sieve stack and short forms still apply.
-
-        Why: an alias is shared by several genes of one species ("p62" is an alias of
-        SQSTM1 and of GTF2H1); the gene whose official symbol the text is, and then the
-        better-described gene, was the gold one more often than the KB's order on every gene
-        corpus's training split and on BioRED dev (eval/results/gene_names)."""
-        return self.name_ranking_of(
-            text, self.names.lookup(text, type_) if self.names is not None else [])
-
-    def name_ranking_of(self, text: str, found: list[str]) -> list[tuple[str, float]]:
-        """The concepts ``found`` for ``text`` in :meth:`name_ranking`'s order."""
-        if len(found) > 1 and self.concepts is not None:
-            key = normalize_name(text)
-
-            def order(cid: str) -> tuple[bool, int]:
-                # a concept mined from a corpus alone has no name of its own: its "primary
-                # name" is a training mention's text (an IL-10 of a species the KB lacks)
-                concept = self.concepts[cid]
-                return (concept.source == CORPUS_SOURCE or normalize_name(concept.name) != key,
-                        -len(concept.all_names()))
-
-            found = sorted(found, key=order)
-        return [(cid, 0.0) for cid in found]
-
-    def name_form_ranking(self, text: str, type_: str) -> list[tuple[str, float]]:
-        """For a span of a name-only type whose text is no exact name: the concepts of the
-        KB names with its letters and digits (any case, spacing or punctuation: "SIRT-1",
-        "Twist 1"), else of the first of its written variants
-        (:func:`~e2e_linker.lexical.gene_forms.written_variants`: "TGF-b1", "Nas1p") that an
-        exact name or those letters name; ordered as :meth:`name_ranking` orders the variant's
-        own concepts, and empty when none is found.
-
-        Why: a name-only span that no name links is dropped, and many genes are written in a
-        form no KB name spells (eval/results/gene_forms). Unlike the sieve stack's
-        compact key, several concepts may share the letters: the species rule then chooses,
-        as it does among an exact name's concepts."""
-        keys = self.sieves.ontology_keys if self.sieves is not None else None
-        if keys is not None and (found := keys.matches(text, type_)):
-            return self.name_ranking_of(text, found)
-        for form in written_variants(text):
-            if ranked := self.name_ranking(form, type_):
-                return ranked
-            if keys is not None and (found := keys.matches(form, type_)):
-                return self.name_ranking_of(form, found)
-        return []
 
     def composite_ids(self, text: str, type_: str, taxa: Sequence[str] | None = None
                       ) -> list[str] | None:
@@ -325,7 +260,7 @@ class SpanLinker:
 
         A span of a name-only type may also be numbered genes written together ("JNK1/2":
         :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
-        as a whole span of that type is (:meth:`name_only_ranking`, the species order ``taxa``
+        as a whole span of that type is (:meth:`GeneRanking.name_only_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_only_ranking>`, the species order ``taxa``
         of the span).
         """
         if not self.composites:
@@ -338,9 +273,9 @@ class SpanLinker:
         ids: list[str] = []
         for part in parts:
             if lexical:
-                ranked = self.name_only_ranking(part, type_)
+                ranked = self.genes.name_only_ranking(part, type_)
                 if self.taxa:
-                    ranked = self.species_first(ranked, taxa or ())
+                    ranked = self.genes.species_first(ranked, taxa or ())
                 found = [cid for cid, _ in ranked]
             else:
                 found = self.names.lookup(part, type_) if self.names is not None else []
@@ -353,109 +288,6 @@ class SpanLinker:
             if cid not in ids:
                 ids.append(cid)
         return ids
-
-    def mention_species(self, ranked: list[tuple[str, float]], text: str, doc_text: str,
-                        start: int, end: int, preferred: Sequence[str]) -> list[str]:
-        """The species order for one span's concepts: its document's ``preferred`` taxa, with
-        one of its candidates' species moved first when the mention itself says so — a
-        species named right before it (:func:`~data_tools.species.species_before`: "mouse
-        Nkx6-2"), else a species the document names whose official symbol the text is as
-        written when the human one is not ("Shh", "Sox7": mouse; "SHH" is no cue, proteins
-        of every species are written in capitals), else mouse for a mutant allele written
-        after it (:func:`~data_tools.species.mutant_mark_after`: "Shh(-/-)").
-
-        Why: the document's species is the gold gene's for most gene mentions, not for all:
-        abstracts about mouse models name human genes and the reverse. Each cue moved more
-        gold genes first than it moved away on the gene corpora's training splits and
-        BioRED dev (eval/results/gene_forms)."""
-        named = {self.taxa[cid] for cid, _ in ranked if cid in self.taxa}
-        if not named:  # no gene candidate: nothing to order
-            return list(preferred)
-        # the species said beside the mention counts even when no candidate is of it: the
-        # ortholog step (:meth:`ortholog`) can then find that species' gene
-        first = list(species_before(doc_text, start))
-        if not first and self.concepts is not None and len(named) > 1:
-            written = [self.taxa[cid] for cid, _ in ranked
-                       if cid in self.taxa and self.concepts[cid].name == text]
-            if written and DEFAULT_TAXON not in written and written[0] in preferred:
-                first = [written[0]]
-        if not first and MOUSE in preferred and mutant_mark_after(doc_text, end):
-            first = [MOUSE]
-        return [*first, *(t for t in preferred if t not in first)]
-
-    def named_in_document_first(self, ranked: list[tuple[str, float]], text: str,
-                                words: str) -> list[tuple[str, float]]:
-        """``ranked`` with, among the genes of its first gene's species, the one that has the
-        most of its other names written in the document moved first, when it has more than
-        the first one; ``words`` is :func:`document_words` of the document.
-
-        Why: an alias is shared by genes of one species ("PAI-1": Serpine1 and Serpine2), and
-        a document that names a gene by an alias usually names it otherwise too ("plasminogen
-        activator inhibitor-1", "Serpine1"); this chose the gold gene more often than the
-        symbol-and-names order alone on every gene dev set (eval/results/gene_forms)."""
-        if self.taxa is None or self.concepts is None or len(ranked) < 2:
-            return ranked
-        taxon = self.taxa.get(ranked[0][0])
-        same = [item for item in ranked if self.taxa.get(item[0]) == taxon]
-        if taxon is None or len(same) < 2:
-            return ranked
-        own = normalize_name(text)
-
-        def named(cid: str) -> int:
-            keys = {normalize_name(name) for name in self.concepts[cid].all_names()}
-            return sum(f" {key} " in words for key in keys if len(key) > 2 and key != own)
-
-        counts = [named(cid) for cid, _ in same]
-        best = max(range(len(same)), key=lambda n: (counts[n], -n))
-        if counts[best] <= counts[0]:
-            return ranked
-        return [same[best], *(item for item in ranked if item is not same[best])]
-
-    def ortholog(self, cid: str, taxon: str) -> str | None:
-        """The gene of ``taxon`` whose official symbol is gene ``cid``'s, case aside
-        ("VEGFA" for mouse is Vegfa), when ``cid`` is a gene of another species; else None.
-
-        Why: an alias is often recorded for one species' gene only ("VEGF-A" for human
-        VEGFA, "alpha1A" for mouse Cacna1a), so the species a mention prefers may have no
-        gene its text names while its ortholog does; orthologs mostly share their symbol.
-        Linking the preferred species' gene of that symbol was right more often than the
-        other species' gene on the gene corpora's training splits and BioRED dev
-        (eval/results/gene_forms)."""
-        if self.taxa is None or self.concepts is None or self.names is None:
-            return None
-        own = self.taxa.get(cid)
-        if own is None or own == taxon:
-            return None
-        symbol = self.concepts[cid].name
-        key = normalize_name(symbol)
-        for other in self.names.lookup(symbol, None):
-            if self.taxa.get(other) == taxon and normalize_name(self.concepts[other].name) == key:
-                return other
-        return None
-
-    def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
-                      ) -> list[tuple[str, float]]:
-        """``ranked`` with its species-specific concepts reordered in the places they hold:
-        those of the ``preferred`` taxa first, in that order, then the other taxa's, each
-        group in its dense order; concepts without a taxon (chemicals, diseases) keep their
-        places.
-
-        Why: a gene symbol ("p53", "IL6") names a gene in every species, with vectors that
-        tie or nearly tie; the document says which species it is about
-        (:func:`data_tools.species.preferred_taxa`: the species it names most, human by
-        default), and that decides both the dense choice and which of an exact name's
-        concepts wins.
-        """
-        slots = [n for n, (cid, _) in enumerate(ranked) if cid in self.taxa]
-        if len(slots) < 2:
-            return ranked
-        order = {taxon: n for n, taxon in enumerate(preferred)}
-        moved = sorted((ranked[n] for n in slots),
-                       key=lambda item: order.get(self.taxa[item[0]], len(order)))
-        out = list(ranked)
-        for n, item in zip(slots, moved, strict=True):
-            out[n] = item
-        return out
 
     def link_by_text(self, spans: Sequence[SpanPrediction],
                      annotations: list[Annotation | None], docs: Sequence[Document],

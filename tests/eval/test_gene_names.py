@@ -28,9 +28,9 @@ def test_each_order_ranks_a_names_genes_and_the_linkers_is_span_linkings_own():
     assert rules["primary name first"]("NBS1", nbs1) == ["4683", "4361", "99"]
     linker = SpanLinker(None, NameDictionary.from_kb(kb), concepts=kb.concepts)
     for text, found in (("p62", p62), ("NBS1", nbs1)):
-        mine = [cid for cid, _ in linker.name_ranking(text, "Gene")]
+        mine = [cid for cid, _ in linker.genes.name_ranking(text, "Gene")]
         assert rules["primary name, then most names"](text, found) == mine
         assert mine == sorted(found, key=lambda cid: (
             kb.concepts[cid].source == CORPUS_SOURCE or kb.concepts[cid].name != text,
             -len(kb.concepts[cid].all_names())))
-    assert [cid for cid, _ in linker.name_ranking("NBS1", "Gene")] == ["4683", "4361", "99"]
+    assert [cid for cid, _ in linker.genes.name_ranking("NBS1", "Gene")] == ["4683", "4361", "99"]

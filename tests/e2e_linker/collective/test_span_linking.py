@@ -21,15 +21,6 @@ class FixedIndex:
                 for _ in queries]
 
 
-def test_species_first_reorders_gene_concepts_in_their_places():
-    linker = SpanLinker(FixedIndex(), taxa=TAXA)
-    ranked = [("22059", 0.9), ("D000001", 0.85), ("7157", 0.9), ("2768677", 0.5)]
-    assert linker.species_first(ranked, ["9606"]) == [
-        ("7157", 0.9), ("D000001", 0.85), ("22059", 0.9), ("2768677", 0.5)]
-    assert linker.species_first(ranked, ["10090", "9606"]) == ranked
-    assert SpanLinker(FixedIndex()).taxa is None  # no taxa: no preference
-
-
 def test_an_exact_gene_name_takes_the_documents_species():
     names = NameDictionary([("p53", "7157"), ("p53", "22059")], {"7157": "Gene",
                                                                  "22059": "Gene"})
@@ -61,30 +52,6 @@ def test_a_name_only_type_is_linked_by_its_names_never_by_dense_search():
     dense = SpanLinker(FixedIndex(), names, taxa=TAXA).link(spans[1:2], docs,
                                                             scan_documents(docs))
     assert dense[0].concept_ids == ["22059"]  # without it: the dense ranking's first
-
-
-def test_a_name_only_type_prefers_the_concept_whose_primary_name_the_text_is():
-    """"NBN" is NBN's own symbol and an alias of another human gene: the gene whose primary
-    name the text is comes first; "p62" is the symbol of none of its genes: the one with more
-    names comes first."""
-    from types import SimpleNamespace
-
-    names = NameDictionary([("p62", "2965"), ("p62", "8878"), ("NBN", "4361"),
-                            ("NBN", "4683"), ("NBN", "99")],
-                           dict.fromkeys(("2965", "8878", "4361", "4683", "99"), "Gene"))
-
-    def gene(name: str, n_names: int, source: str = "NCBI Gene") -> SimpleNamespace:
-        return SimpleNamespace(name=name, source=source,
-                               all_names=lambda: [name] + ["alias"] * (n_names - 1))
-
-    concepts = {"2965": gene("GTF2H1", 3), "8878": gene("SQSTM1", 5), "4361": gene("MRE11", 9),
-                "4683": gene("NBN", 2),
-                "99": gene("NBN", 1, "corpus")}  # mined: its name is a mention's text
-    linker = SpanLinker(FixedIndex(), names, lexical_types=("Gene",), concepts=concepts)
-    assert linker.name_ranking("p62", "Gene") == [("8878", 0.0), ("2965", 0.0)]  # more names
-    assert linker.name_ranking("nbn", "Gene") == [("4683", 0.0), ("4361", 0.0), ("99", 0.0)]
-    assert SpanLinker(FixedIndex(), names).name_ranking("NBN", "Gene") == [
-        ("4361", 0.0), ("4683", 0.0), ("99", 0.0)]  # without the concepts: the KB's order
 
 
 def test_types_restrict_what_annotate_writes(tmp_path):
@@ -180,7 +147,7 @@ def test_a_gene_written_in_a_form_no_name_spells_is_linked_and_kept():
     assert [a.concept_ids for a in out] == [["23411"], ["3439"], ["5599", "5601"], []]
     assert [a.infons["link_method"] for a in out] == [
         "name_form", "name_form", "composite", "none"]
-    assert linker.name_form_ranking("SIRT-1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
+    assert linker.genes.name_form_ranking("SIRT-1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
     texts = [a.text for a in out]
     assert linker.lexically_linked(spans, texts, abbreviations) == [True, True, True, False]
 
@@ -263,37 +230,6 @@ def test_a_long_form_linked_to_a_gene_product_takes_its_short_forms_gene():
         ("mTOR", "Gene", ["2475"]), ("mTOR", "Gene", ["2475"])]
 
 
-def test_a_mention_names_its_own_species():
-    """In a document about patients, "mouse" right before a gene, a gene written as only the
-    mouse symbol is written ("Shh"; "SHH" is no cue), or a mutant allele after it puts mouse
-    first for that mention only; a document that does not name mice gets no mouse from the
-    symbol alone."""
-    linker = _gene_linker()
-    shh = linker.name_ranking("Shh", "Gene")
-    doc = ("Patients and patients with SHH variants; Shh and SHH in mice; mouse Sirt1; "
-           "Mapk8(-/-) and JNK1.")
-
-    def first(mention: str, preferred: list[str], nth: int = 0) -> list[str]:
-        start = -1
-        for _ in range(nth + 1):
-            start = doc.index(mention, start + 1)
-        ranked = linker.name_ranking(mention, "Gene")
-        return linker.mention_species(ranked, mention, doc, start, start + len(mention),
-                                      preferred)
-
-    human_first = ["9606", "10090"]
-    assert first("SHH", human_first) == human_first
-    assert first("Sirt1", human_first) == ["10090", "9606"]  # "mouse Sirt1"
-    assert first("Shh", human_first) == ["10090", "9606"]  # the mouse symbol as written
-    assert first("Shh", ["9606"]) == ["9606"]  # ... in a document that names no mice
-    assert first("JNK1", human_first) == human_first
-    ranked = linker.name_ranking("JNK1", "Gene")
-    start = doc.index("Mapk8")
-    assert linker.mention_species(ranked, "JNK1", doc, start - 0, start + 5, human_first) \
-        == ["10090", "9606"]  # an allele mark after the span
-    assert linker.species_first(shh, ["10090", "9606"])[0][0] == "20423"
-
-
 def test_an_alias_of_another_species_gene_links_the_preferred_species_ortholog():
     """"JNK1" names human MAPK8 and mouse Mapk8 here; "SAPK1" only human MAPK8: in a mouse
     paper it links mouse Mapk8, the gene of the mention's species with MAPK8's symbol; a
@@ -305,10 +241,10 @@ def test_an_alias_of_another_species_gene_links_the_preferred_species_ortholog()
              Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606")])
     linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
                         lexical_types=("Gene",), concepts=kb.concepts)
-    assert linker.ortholog("5599", "10090") == "26419"
-    assert linker.ortholog("26419", "9606") == "5599"
-    assert linker.ortholog("5599", "9606") is None  # already that species
-    assert linker.ortholog("5601", "10090") is None  # no mouse gene of that symbol
+    assert linker.genes.ortholog("5599", "10090") == "26419"
+    assert linker.genes.ortholog("26419", "9606") == "5599"
+    assert linker.genes.ortholog("5599", "9606") is None  # already that species
+    assert linker.genes.ortholog("5601", "10090") is None  # no mouse gene of that symbol
     text = "In knockout mice, SAPK1 and JNK2 and mouse JNK1."
     docs = [Document("m", [Passage(0, text, {})])]
     spans = [SpanPrediction(0, text.index(w), text.index(w) + len(w), 0.9, "Gene",
@@ -341,7 +277,7 @@ def test_a_shared_alias_takes_the_gene_the_document_also_names_otherwise():
     SERPINE2; a document naming neither keeps the names order, and a gene of another species
     is never moved before the first one's."""
     from data_tools.kb import KB, Concept
-    from e2e_linker.collective.span_linking import document_words
+    from e2e_linker.collective.gene_ranking import document_words
 
     kb = KB([Concept("5055", "SERPINE2", ["PAI-1", "glia-derived nexin", "PN1", "GDN"], "Gene",
                      "NCBI Gene", taxon="9606"),
@@ -351,17 +287,17 @@ def test_a_shared_alias_takes_the_gene_the_document_also_names_otherwise():
                      "Gene", "NCBI Gene", taxon="10090")])
     linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
                         lexical_types=("Gene",), concepts=kb.concepts)
-    ranked = linker.species_first(linker.name_ranking("PAI-1", "Gene"), ["9606"])
+    ranked = linker.genes.species_first(linker.genes.name_ranking("PAI-1", "Gene"), ["9606"])
     assert [cid for cid, _ in ranked] == ["5055", "5054", "18787"]  # more names first
 
     def first(doc: str) -> str:
-        return linker.named_in_document_first(ranked, "PAI-1", document_words(doc))[0][0]
+        return linker.genes.named_in_document_first(ranked, "PAI-1", document_words(doc))[0][0]
 
     assert first("Plasminogen activator inhibitor 1 (PAI-1) in patients.") == "5054"
     assert first("PAI-1, the glia-derived nexin, in patients.") == "5055"
     assert first("PAI-1 in patients.") == "5055"
-    mouse_first = linker.species_first(ranked, ["10090", "9606"])
-    assert linker.named_in_document_first(mouse_first, "PAI-1", document_words(
+    mouse_first = linker.genes.species_first(ranked, ["10090", "9606"])
+    assert linker.genes.named_in_document_first(mouse_first, "PAI-1", document_words(
         "Glia-derived nexin and PAI-1 in mice."))[0][0] == "18787"
     text = "Plasminogen activator inhibitor 1 (PAI-1) in patients; PAI-1 again."
     docs = [Document("h", [Passage(0, text, {})])]

@@ -1,0 +1,87 @@
+"""GeneRanking: a name-only span's concepts by names and species."""
+
+from __future__ import annotations
+
+from e2e_linker.collective.gene_ranking import GeneRanking
+from e2e_linker.lexical.sieves import NameDictionary
+
+TAXA = {"7157": "9606", "22059": "10090", "2768677": "7227"}
+
+
+def _genes() -> GeneRanking:
+    """Over a hand-made gene KB with its compact keys."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.lexical.sieve_stack import ontology_key_index
+
+    kb = KB([Concept("23411", "SIRT1", ["sirtuin 1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("93759", "Sirt1", ["Sir2a"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("6469", "SHH", ["HHG1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("20423", "Shh", ["Hx"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("5599", "MAPK8", ["JNK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", ["JNK1"], "Gene", "NCBI Gene", taxon="10090")])
+    return GeneRanking(NameDictionary.from_kb(kb), ontology_key_index(kb), kb.taxa(),
+                       kb.concepts)
+
+
+def test_species_first_reorders_gene_concepts_in_their_places():
+    genes = GeneRanking(taxa=TAXA)
+    ranked = [("22059", 0.9), ("D000001", 0.85), ("7157", 0.9), ("2768677", 0.5)]
+    assert genes.species_first(ranked, ["9606"]) == [
+        ("7157", 0.9), ("D000001", 0.85), ("22059", 0.9), ("2768677", 0.5)]
+    assert genes.species_first(ranked, ["10090", "9606"]) == ranked
+    assert GeneRanking().taxa is None  # no taxa: no preference
+
+
+def test_a_name_only_type_prefers_the_concept_whose_primary_name_the_text_is():
+    """"NBN" is NBN's own symbol and an alias of another human gene: the gene whose primary
+    name the text is comes first; "p62" is the symbol of none of its genes: the one with more
+    names comes first."""
+    from types import SimpleNamespace
+
+    names = NameDictionary([("p62", "2965"), ("p62", "8878"), ("NBN", "4361"),
+                            ("NBN", "4683"), ("NBN", "99")],
+                           dict.fromkeys(("2965", "8878", "4361", "4683", "99"), "Gene"))
+
+    def gene(name: str, n_names: int, source: str = "NCBI Gene") -> SimpleNamespace:
+        return SimpleNamespace(name=name, source=source,
+                               all_names=lambda: [name] + ["alias"] * (n_names - 1))
+
+    concepts = {"2965": gene("GTF2H1", 3), "8878": gene("SQSTM1", 5), "4361": gene("MRE11", 9),
+                "4683": gene("NBN", 2),
+                "99": gene("NBN", 1, "corpus")}  # mined: its name is a mention's text
+    genes = GeneRanking(names, concepts=concepts)
+    assert genes.name_ranking("p62", "Gene") == [("8878", 0.0), ("2965", 0.0)]  # more names
+    assert genes.name_ranking("nbn", "Gene") == [("4683", 0.0), ("4361", 0.0), ("99", 0.0)]
+    assert GeneRanking(names).name_ranking("NBN", "Gene") == [
+        ("4361", 0.0), ("4683", 0.0), ("99", 0.0)]  # without the concepts: the KB's order
+
+
+def test_a_mention_names_its_own_species():
+    """In a document about patients, "mouse" right before a gene, a gene written as only the
+    mouse symbol is written ("Shh"; "SHH" is no cue), or a mutant allele after it puts mouse
+    first for that mention only; a document that does not name mice gets no mouse from the
+    symbol alone."""
+    genes = _genes()
+    shh = genes.name_ranking("Shh", "Gene")
+    doc = ("Patients and patients with SHH variants; Shh and SHH in mice; mouse Sirt1; "
+           "Mapk8(-/-) and JNK1.")
+
+    def first(mention: str, preferred: list[str], nth: int = 0) -> list[str]:
+        start = -1
+        for _ in range(nth + 1):
+            start = doc.index(mention, start + 1)
+        ranked = genes.name_ranking(mention, "Gene")
+        return genes.mention_species(ranked, mention, doc, start, start + len(mention),
+                                      preferred)
+
+    human_first = ["9606", "10090"]
+    assert first("SHH", human_first) == human_first
+    assert first("Sirt1", human_first) == ["10090", "9606"]  # "mouse Sirt1"
+    assert first("Shh", human_first) == ["10090", "9606"]  # the mouse symbol as written
+    assert first("Shh", ["9606"]) == ["9606"]  # ... in a document that names no mice
+    assert first("JNK1", human_first) == human_first
+    ranked = genes.name_ranking("JNK1", "Gene")
+    start = doc.index("Mapk8")
+    assert genes.mention_species(ranked, "JNK1", doc, start - 0, start + 5, human_first) \
+        == ["10090", "9606"]  # an allele mark after the span
+    assert genes.species_first(shh, ["10090", "9606"])[0][0] == "20423"
