@@ -9,8 +9,9 @@ those whose text is no KB name as written ("SIRT-1", "TGF-b1", "Nas1p", "JNK1/2"
 the lexical gate in ``linker annotate``), those of a species other than the document's ("the
 human UAP1 cDNA" in a yeast paper, "Shh(-/-)" in a paper that names patients more often than
 mice), and those whose text is an alias recorded for another species' gene only ("VEGF-A" in
-a mouse paper names human VEGFA alone). Each row adds one step of :class:`~e2e_linker.collective.span_linking.SpanLinker`
-to the one before, and is scored on every gold gene mention with an NCBI Gene ID by how often
+a mouse paper names human VEGFA alone). Each row adds one step of the linker's gene ranking
+(:class:`~e2e_linker.collective.gene_ranking.GeneRanking`, ``SpanLinker.genes``) to the one
+before, and is scored on every gold gene mention with an NCBI Gene ID by how often
 the IDs it links are the gold ones (all of them, in order, as strict scoring compares them),
 beside how many it links at all (what the lexical gate would keep). Lexical only: no model;
 the exact-name sieve of the ``bc5cdr_genes`` KB without names mined from any corpus, so the

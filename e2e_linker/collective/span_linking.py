@@ -19,18 +19,13 @@ import numpy as np
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
 from data_tools.kb_loaders import GENE_TYPE
-from data_tools.species import (
-    preferred_taxa,
-)
+from data_tools.species import preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
-from e2e_linker.lexical.gene_forms import (
-    coordinated_genes,
-    too_short_for_a_gene,
-)
+from e2e_linker.lexical.gene_forms import coordinated_genes, too_short_for_a_gene
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
 from e2e_linker.lexical.text_forms import split_composite
@@ -64,7 +59,7 @@ class SpanLinker:
     parts' concepts (:meth:`composite_ids`). A span of one of ``lexical_types`` is linked by
     its names only: ``index`` holds no names of those types, and another type's concept
     found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
-    a name's concepts: :meth:`GeneRanking.name_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_ranking>`)."""
+    a name's concepts: :meth:`GeneRanking.name_ranking`)."""
 
     def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
@@ -98,8 +93,8 @@ class SpanLinker:
     def gene_named_chemicals(self, spans: Sequence[SpanPrediction], texts: Sequence[str]
                              ) -> list[SpanPrediction]:
         """``spans`` with each Chemical span whose text names a gene of some species
-        (:meth:`GeneRanking.names_a_gene <e2e_linker.collective.gene_ranking.GeneRanking.names_a_gene>`) and no chemical but gene products retyped Gene, when genes are
-        a name-only type here.
+        (:meth:`GeneRanking.names_a_gene`) and no chemical but gene products retyped Gene,
+        when genes are a name-only type here.
 
         Why: the type head calls many protein names chemicals ("ectodysplasin", "follicle
         stimulating hormone receptor"); such a span was dropped, as a Chemical linked to a
@@ -178,8 +173,8 @@ class SpanLinker:
         texts = [docs[s.doc_index].text_at(s.start, s.end) for s in spans]
         # a name-only span is ranked by its names; only the others are searched
         dense_rows = [k for k, s in enumerate(spans) if s.type not in self.lexical_types]
-        ranked = [self.genes.name_only_ranking(text, span.type) if span.type in self.lexical_types
-                  else []
+        ranked = [self.genes.name_only_ranking(text, span.type)
+                  if span.type in self.lexical_types else []
                   for span, text in zip(spans, texts, strict=True)]
         if dense_rows:
             queries = np.stack([spans[k].vector for k in dense_rows]).astype(np.float32)
@@ -202,8 +197,8 @@ class SpanLinker:
                 if span.type in self.lexical_types and len(ranked[k]) > 1:
                     if span.doc_index not in doc_words:
                         doc_words[span.doc_index] = document_words(doc_texts[span.doc_index])
-                    ranked[k] = self.genes.named_in_document_first(ranked[k], texts[k],
-                                                             doc_words[span.doc_index])
+                    ranked[k] = self.genes.named_in_document_first(
+                        ranked[k], texts[k], doc_words[span.doc_index])
         expansions = self.span_expansions(spans, texts, abbreviations) \
             if self.sieves is not None else {}
         out: list[Annotation | None] = []
@@ -223,7 +218,8 @@ class SpanLinker:
                     parts := self.composite_ids(text, span.type, taxa)):
                 ids, method, score = parts, "composite", None
             elif method == "dense" and span.type in self.lexical_types:
-                method = "name_form"  # no dense search: :meth:`GeneRanking.name_form_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_form_ranking>` decided
+                # no dense search: GeneRanking.name_form_ranking decided
+                method = "name_form"
             if len(ids) == 1 and taxa and span.type in self.lexical_types \
                     and (other := self.genes.ortholog(ids[0], taxa[0])) is not None:
                 ids, method = [other], "ortholog"
@@ -260,8 +256,8 @@ class SpanLinker:
 
         A span of a name-only type may also be numbered genes written together ("JNK1/2":
         :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
-        as a whole span of that type is (:meth:`GeneRanking.name_only_ranking <e2e_linker.collective.gene_ranking.GeneRanking.name_only_ranking>`, the species order ``taxa``
-        of the span).
+        as a whole span of that type is (:meth:`GeneRanking.name_only_ranking`, the species
+        order ``taxa`` of the span).
         """
         if not self.composites:
             return None
