@@ -33,6 +33,8 @@ _log = logging.getLogger(__name__)
 
 #: the concept type every gene loader gives (the model's gene type)
 GENE_TYPE = "Gene"
+#: the concept types of the chemical and disease vocabularies (MeSH, MEDIC), as the models use
+CHEMICAL_TYPE, DISEASE_TYPE = "Chemical", "Disease"
 #: HGNC is human only
 HUMAN_TAXON = "9606"
 

@@ -27,7 +27,7 @@ A mention may say more than its document: a species named right before it ("the 
 cDNA", "mouse Nkx6-2": :func:`species_before`) or a mutant allele written after it ("Shh(-/-)
 mutants", "Mk2(+/+)": :func:`mutant_mark_after`, mice being where alleles are written so). The
 linker puts such a species first for that mention only
-(``SpanLinker.mention_species``; eval/results/gene_forms).
+(``GeneRanking.mention_species``; eval/results/gene_forms).
 
 Yeast: the gene_info file files S. cerevisiae genes under strain S288C (559292) and a few
 mitochondrial ones under the species (4932), so a yeast document yields both, 559292 first.

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from data_tools.kb_loaders import CORPUS_SOURCE
 from data_tools.species import preferred_taxa
-from e2e_linker.collective.span_linking import SpanLinker
+from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.lexical.sieves import normalize_name
 from eval.ood_dev import gold_of
 from eval.reporting import command_line, machine, write_results
@@ -49,7 +49,7 @@ def orders(kb, names) -> dict[str, Callable[[str, list[str]], list[str]]]:
     """Each order of a name's genes, as ``(text, genes in KB order) → genes``, before the
     species rule (which keeps each species' genes in the order given); the last is the
     linker's own, :meth:`GeneRanking.name_ranking` over the KB's concepts."""
-    own = SpanLinker(None, names, concepts=kb.concepts)
+    own = GeneRanking(names, concepts=kb.concepts)
 
     def n_names(cid: str) -> int:
         return -len(kb.concepts[cid].all_names())
@@ -65,14 +65,14 @@ def orders(kb, names) -> dict[str, Callable[[str, list[str]], list[str]]]:
             found, key=lambda cid: primary(text, cid)),
         "most names first": lambda text, found: sorted(found, key=n_names),
         "primary name, then most names": lambda text, found: [
-            cid for cid, _ in own.genes.name_ranking(text, "Gene")],
+            cid for cid, _ in own.name_ranking(text, "Gene")],
     }
 
 
 def agreement(spec: str, kb, names) -> dict:
     """Per order, the share of named gold gene mentions whose first gene is a gold one."""
     taxa = kb.taxa()
-    plain = SpanLinker(None, names, taxa=taxa)
+    plain = GeneRanking(names, taxa=taxa)
     rules = orders(kb, names)
     hits = dict.fromkeys(rules, 0)
     counts = {"gold_gene_mentions": 0, "no_name": 0, "other_genes_named": 0, "named": 0,
@@ -83,7 +83,7 @@ def agreement(spec: str, kb, names) -> dict:
             if ann.type != "Gene" or not ann.concept_ids:
                 continue
             counts["gold_gene_mentions"] += 1
-            found = [cid for cid, _ in plain.genes.name_ranking(ann.text, "Gene")]
+            found = [cid for cid, _ in plain.name_ranking(ann.text, "Gene")]
             if not found:
                 counts["no_name"] += 1
                 continue
@@ -96,7 +96,7 @@ def agreement(spec: str, kb, names) -> dict:
             preferred = preferred or preferred_taxa(doc.text)
             for name, order in rules.items():
                 ranked = [(cid, 0.0) for cid in order(ann.text, found)]
-                first = plain.genes.species_first(ranked, preferred)[0][0]
+                first = plain.species_first(ranked, preferred)[0][0]
                 hits[name] += first in gold
     named = counts["named"]
     return {**counts, **{name: round(hits[name] / named, 4) if named else 0.0

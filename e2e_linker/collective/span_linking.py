@@ -18,7 +18,7 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
-from data_tools.kb_loaders import GENE_TYPE
+from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE
 from data_tools.species import preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.settings import ANNOTATOR
@@ -32,10 +32,6 @@ from e2e_linker.lexical.text_forms import split_composite
 
 #: candidates an explained annotation lists ("why this concept": the dense ranking's top)
 EXPLAIN_TOP = 5
-
-
-#: the type whose spans a gene name may retype (:meth:`SpanLinker.gene_named_chemicals`)
-CHEMICAL_TYPE = "Chemical"
 
 
 class TextLinker(Protocol):

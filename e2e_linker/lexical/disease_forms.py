@@ -29,9 +29,6 @@ _NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy"}
 #: leading words that leave the disease the same and that the corpora keep in the mention
 NEUTRAL_MODIFIERS = frozenset({"sporadic"})
 
-#: the type whose spans get these forms
-DISEASE_TYPE = "Disease"
-
 
 def singular(word: str) -> str:
     """An English plural's singular ("epilepsies" → "epilepsy", "tumors" → "tumor"); the word

@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from data_tools.kb_loaders import DISEASE_TYPE
 from e2e_linker.kb_search.label_index import LabeledTexts, type_allowed
-from e2e_linker.lexical.disease_forms import DISEASE_TYPE, disease_forms
+from e2e_linker.lexical.disease_forms import disease_forms
 from e2e_linker.lexical.salt_forms import salt_free_synonyms
 from e2e_linker.lexical.sieves import CompactKeyIndex, NameDictionary
 from e2e_linker.lexical.text_forms import TextNormalizer
