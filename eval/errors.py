@@ -49,7 +49,9 @@ RESULTS = Path(__file__).parent / "results" / "errors_dev"
 #: an upper-case token of 2–6 characters ("PD", "NMS", "5-HT" is not one): a short form
 ACRONYM = re.compile(r"^(?=(?:.*[A-Z]){2})[A-Z0-9][A-Za-z0-9]{1,5}$")
 DETECTION_CAUSES = ("type", "composite", "boundary", "abbreviation", "missed / spurious")
-SIEVE_METHODS = ("exact", "abbreviation", "training", "compact_key", "text")
+#: link methods a lexical step decided (names, sieves, written forms, a gene's ortholog)
+SIEVE_METHODS = ("exact", "abbreviation", "training", "compact_key", "written_form", "name_form",
+                 "ortholog", "text")
 
 
 def short_forms(docs) -> dict[str, set[str]]:

@@ -45,6 +45,7 @@ STEPS = {"exact": "exact KB name", "dense": "dense: the closest name vector",
          "training": "sieve: a name mined from training mentions",
          "compact_key": "sieve: the same letters and digits as a KB name",
          "composite": "a coordination: each part an exact name or sieve match",
+         "written_form": "sieve: a disease name written another way (singular, tumour word)",
          "name_form": "a gene name written another way (letters and digits, Greek letters)",
          "ortholog": "the gene of the mention's species with the named gene's symbol",
          "text": "the text linker (normalizer)", "none": "no candidate"}

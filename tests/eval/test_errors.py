@@ -67,3 +67,14 @@ def test_a_gold_concept_outside_the_kb_is_not_blamed_on_the_linker():
     pred = _doc([_ann(*_span("cocaine"), "Chemical", ["D003042"], "exact")])
     assert classify([gold], [pred], KB())["linking"] == {
         ("concept outside the KB", "Chemical"): 1}
+
+
+def test_a_wrong_link_a_written_form_or_gene_name_step_decided_is_a_sieve_error():
+    """Link methods a lexical step decided count as sieve errors, not dense ones."""
+    gold = _doc([_ann(*_span("cocaine"), "Chemical", ["D003042"]),
+                 _ann(*_span("aspirin"), "Chemical", ["D001241"])])
+    pred = _doc([_ann(*_span("cocaine"), "Chemical", ["D001241"], "written_form"),
+                 _ann(*_span("aspirin"), "Chemical", ["D003042"], "name_form")])
+    out = classify([gold], [pred], _kb())
+    assert out["linking"] == {("sieve wrong (written_form)", "Chemical"): 1,
+                              ("sieve wrong (name_form)", "Chemical"): 1}
