@@ -142,14 +142,18 @@ class Annotator:
         as sequence residues
         (:class:`~e2e_linker.collective.sequence_context.SequenceContextRule`) and names used
         inside a gene's name (:class:`~e2e_linker.collective.gene_context.GeneContextRule`)
-        dropped."""
+        dropped, and genes of a species the document does not name
+        (:meth:`SpanLinker.drop_unnamed_species`, with ``unnamed_species="drop"``)."""
         abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
         linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
         linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
         linked = self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
         linked = self.settings.sequence_rule().apply(linked, spans, docs, abbreviations,
                                                      self.kb)
-        return self.settings.gene_rule().apply(linked, spans, docs)
+        linked = self.settings.gene_rule().apply(linked, spans, docs)
+        if self.settings.unnamed_species == "drop":
+            linked = self.linker.drop_unnamed_species(linked, spans, docs)
+        return linked
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""

@@ -25,6 +25,8 @@ MODES = ("collective", "per-mention")
 #: the normalizer's text encoder and sieves on each span's text (issue 17's dev comparison:
 #: eval/results/linking_ablation_fair)
 LINKINGS = ("collective", "text")
+#: what happens to a gene mention linked to genes of a species its document does not name
+UNNAMED_SPECIES_CHOICES = ("drop", "keep")
 #: the ``annotator`` infon that marks the annotations this linker predicted
 ANNOTATOR = "e2e_linker"
 #: the score a longer KB name around a kept span must pass to replace it (chosen on the dev
@@ -124,6 +126,10 @@ class AnnotateSettings:
     #: "chemicals" Chemical spans only, "keep" none (the default: BC5CDR's guideline annotates
     #: these chemicals) — :mod:`e2e_linker.collective.gene_context`
     gene_modifiers: str = "keep"
+    #: a span of a name-only type linked to fly or yeast genes only, in a document that
+    #: names neither species, is dropped ("keep": kept) —
+    #: :meth:`e2e_linker.collective.gene_ranking.GeneRanking.of_unnamed_species`
+    unnamed_species: str = "drop"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -137,6 +143,9 @@ class AnnotateSettings:
         self.short_form_rules()  # a bad redefined_short_forms fails here too
         self.sequence_rule()
         self.gene_rule()
+        if self.unnamed_species not in UNNAMED_SPECIES_CHOICES:
+            raise ValueError(f"unnamed_species must be one of {UNNAMED_SPECIES_CHOICES}, "
+                             f"not {self.unnamed_species!r}")
         if self.name_extension is not None and self.name_extension > 1:
             object.__setattr__(self, "name_extension", None)  # --name-extension 1.01: off
         if self.batch_size < 1:

@@ -325,6 +325,26 @@ class SpanLinker:
             by_doc.setdefault(span.doc_index, []).append((span.type, text))
         return {d: abbreviations[d].expansions(mentions) for d, mentions in by_doc.items()}
 
+    def drop_unnamed_species(self, annotations: Sequence[Annotation | None],
+                             spans: Sequence[SpanPrediction], docs: Sequence[Document]
+                             ) -> list[Annotation | None]:
+        """``annotations`` (one per span; None: dropped) without the spans of a name-only
+        type linked to genes of a species their document does not name
+        (:meth:`GeneRanking.of_unnamed_species`: a fly or yeast gene in an abstract that
+        names neither)."""
+        if not self.taxa:
+            return list(annotations)
+        named: dict[int, list[str]] = {}
+        out: list[Annotation | None] = []
+        for ann, span in zip(annotations, spans, strict=True):
+            if ann is not None and ann.type in self.lexical_types:
+                if span.doc_index not in named:
+                    named[span.doc_index] = preferred_taxa(docs[span.doc_index].text)
+                if self.genes.of_unnamed_species(ann.concept_ids, named[span.doc_index]):
+                    ann = None
+            out.append(ann)
+        return out
+
     def gene_product_named_as_gene(self, long_form: Annotation, short_form: Annotation
                                    ) -> bool:
         """Whether ``long_form`` is linked to a gene product (a protein MeSH files as a

@@ -34,7 +34,13 @@ import click
 from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
 from e2e_linker.collective.gene_context import MODIFIER_CHOICES
 from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
-from e2e_linker.collective.settings import LINKINGS, MODES, NAME_EXTENSION, AnnotateSettings
+from e2e_linker.collective.settings import (
+    LINKINGS,
+    MODES,
+    NAME_EXTENSION,
+    UNNAMED_SPECIES_CHOICES,
+    AnnotateSettings,
+)
 from e2e_linker.collective.short_form_rules import (
     GENE_CHOICES,
     REDEFINED_CHOICES,
@@ -158,6 +164,11 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
                    "\"thyrotropin receptor\", \"retinoblastoma (Rb) gene\"): drop it as a "
                    "Chemical or Disease (guidelines that annotate genes: BioRED, GNormPlus), "
                    "drop only Chemicals, or keep it (BC5CDR's guideline annotates the chemical).")
+@click.option("--unnamed-species", type=click.Choice(UNNAMED_SPECIES_CHOICES), default="drop",
+              show_default=True,
+              help="A gene mention linked only to fly or yeast genes in a document that names "
+                   "neither species (mostly a protein family or a word a fly gene is named "
+                   "by: \"filamin\", \"calmodulin\"): drop it or keep it.")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "

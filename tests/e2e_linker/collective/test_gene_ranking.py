@@ -85,3 +85,25 @@ def test_a_mention_names_its_own_species():
     assert genes.mention_species(ranked, "JNK1", doc, start - 0, start + 5, human_first) \
         == ["10090", "9606"]  # an allele mark after the span
     assert genes.species_first(shh, ["10090", "9606"])[0][0] == "20423"
+
+
+def test_a_fly_or_yeast_gene_needs_its_species_named():
+    """"filamin" names only a fly gene: in an abstract naming no species it is no gene
+    mention; in one that names flies it is. Mouse genes need no naming (their names are the
+    human ones written otherwise), and a mention with a gene of a named species stays."""
+    from data_tools.species import preferred_taxa
+
+    genes = GeneRanking(taxa={**TAXA, "851348": "559292"})
+    plain = preferred_taxa("Filamin binds Kv4.2 in patients.")
+    flies = preferred_taxa("Filamin binds Kv4.2 in Drosophila.")
+    yeast = preferred_taxa("COS7 in budding yeast.")
+    assert genes.of_unnamed_species(["2768677"], plain)
+    assert not genes.of_unnamed_species(["2768677"], flies)
+    assert genes.of_unnamed_species(["851348"], plain)
+    assert not genes.of_unnamed_species(["851348"], yeast)
+    assert not genes.of_unnamed_species(["22059"], plain)             # mouse
+    assert not genes.of_unnamed_species(["7157"], plain)              # human
+    assert not genes.of_unnamed_species(["2768677", "7157"], plain)   # one of them human
+    assert not genes.of_unnamed_species(["D000001"], plain)           # no taxon: no gene
+    assert not genes.of_unnamed_species([], plain)
+    assert not GeneRanking().of_unnamed_species(["2768677"], plain)   # no taxa known

@@ -43,6 +43,8 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(max_span_len=0)
     with pytest.raises(ValueError, match="sequence_residues"):
         AnnotateSettings(sequence_residues="retype")
+    with pytest.raises(ValueError, match="unnamed_species"):
+        AnnotateSettings(unnamed_species="human")
     with pytest.raises(UserError, match="max-span-len 478"):
         AnnotateSettings(max_span_len=478).for_model(LinkerConfig(max_length=512,
                                                                   chunk_overlap=32))

@@ -305,3 +305,26 @@ def test_a_shared_alias_takes_the_gene_the_document_also_names_otherwise():
     out = linker.link([SpanPrediction(0, start, start + 5, 0.9, "Gene", np.zeros(2, np.float32))],
                       docs, scan_documents(docs))
     assert out[0].concept_ids == ["5054"]
+
+
+def test_a_gene_of_a_species_the_document_does_not_name_is_dropped():
+    """"filamin" links only a fly gene: dropped from an abstract about patients, kept in one
+    about flies; a human gene and a Chemical span (not a name-only type) stay."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("42066", "cher", ["filamin"], "Gene", "NCBI Gene", taxon="7227"),
+             Concept("7157", "TP53", ["p53"], "Gene", "NCBI Gene", taxon="9606")])
+    linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    docs = [Document("h", [Passage(0, "filamin and p53 in patients.", {})]),
+            Document("f", [Passage(0, "filamin and p53 in Drosophila.", {})])]
+    vec = np.zeros(2, np.float32)
+    spans = [SpanPrediction(d, start, end, 0.9, type_, vec) for d in (0, 1)
+             for start, end, type_ in ((0, 7, "Gene"), (12, 15, "Gene"), (0, 7, "Chemical"))]
+    linked = linker.link(spans, docs, scan_documents(docs))
+    assert linked[0].concept_ids == ["42066"] and linked[2].concept_ids == ["42066"]
+    kept = linker.drop_unnamed_species(linked, spans, docs)
+    assert [a is not None for a in kept] == [False, True, True, True, True, True]
+    assert linked[0] is not None  # the input list is left as it was
+    no_taxa = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), lexical_types=("Gene",))
+    assert no_taxa.drop_unnamed_species(linked, spans, docs) == linked
