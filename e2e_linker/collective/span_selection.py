@@ -20,7 +20,7 @@ import numpy as np
 
 from data_tools.documents import Document
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
-from e2e_linker.lexical.text_forms import balanced_brackets
+from e2e_linker.lexical.text_forms import balanced_brackets, cuts_an_ion
 
 #: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
 LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]
@@ -69,7 +69,8 @@ class SelectionRules:
                lexically_linked: LexicalCheck, is_name: NameCheck | None,
                abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
         """The spans annotate keeps from every candidate scored: candidates with an unbalanced
-        bracket left out (never a mention, below), the lexical gate first (so an
+        bracket, or an ion cut before its charge (:func:`cuts_a_charge`), left out (never a
+        mention, below), the lexical gate first (so an
         overlapping span a lexical step links can win), then the weaker spans with support
         (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then kept spans
         grown to the KB names around them (:func:`extend_to_names`), then short forms (from
@@ -79,9 +80,11 @@ class SelectionRules:
         # "glucose-6-phosphate dehydrogenase (G6PD) deficiency") is never a mention (one of
         # 26,000 gold mentions of BC5CDR train/dev, NCBI disease train/dev and BioRED dev has
         # one), but the exact-name sieve can link it; without it the overlapping span with the
-        # whole name can win (eval/results/bracket_spans)
+        # whole name can win (eval/results/bracket_spans); the same for "Ca2" of "Ca2+", a gene
+        # alias (eval/results/ion_charges)
         candidates = spans = [s for s in spans
-                              if balanced_brackets(docs[s.doc_index].text_at(s.start, s.end))]
+                              if balanced_brackets(docs[s.doc_index].text_at(s.start, s.end))
+                              and not cuts_a_charge(s, docs[s.doc_index])]
         floor = min([self.keep, *self.weak_floors()])  # candidates may have been scored lower
         spans = [s for s in spans if s.mention_score > floor]
         if self.lexical_gate:
@@ -94,6 +97,16 @@ class SelectionRules:
         if self.name_extension is not None and is_name is not None:
             kept = extend_to_names(kept, candidates, docs, is_name, self.name_extension)
         return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
+
+
+def cuts_a_charge(span: SpanPrediction, doc: Document) -> bool:
+    """Whether ``span`` is an ion cut before its charge ("Ca2" of "Ca2+":
+    :func:`~e2e_linker.lexical.text_forms.cuts_an_ion`)."""
+    passage = doc.passage_at(span.start)
+    if passage is None or span.end > passage.end:
+        return False
+    start, end = span.start - passage.offset, span.end - passage.offset
+    return cuts_an_ion(passage.text[start:end], passage.text[end:end + 1])
 
 
 def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],

@@ -52,7 +52,8 @@ def written_variants(text: str) -> list[str]:
     """The other forms ``text`` may be a gene name in, most specific first (none: ``[]``):
     Greek letters spelled out, then the name without a short form written inside it, then
     that short form with the rest ("IL-6"), then the symbol without a species letter, each
-    also with its Greek letters spelled out; a yeast protein's gene; an acronym's singular."""
+    also with its Greek letters spelled out; a yeast protein's gene; an acronym's singular —
+    none of fewer than two letters and digits or without a letter."""
     bases = []
     if m := _INNER_SHORT_FORM.fullmatch(text):
         tail = m.group("tail")
@@ -70,7 +71,10 @@ def written_variants(text: str) -> list[str]:
         forms.append(m.group(1))
     if m := _PLURAL_ACRONYM.fullmatch(text):
         forms.append(m.group(1))
-    return forms
+    # no form of one letter or without letters: "t(4;11)", a chromosomal translocation, is
+    # no "t" (a gene's symbol) with the short form "4;11" (eval/results/ion_charges)
+    return [form for form in forms
+            if not too_short_for_a_gene(form) and any(ch.isalpha() for ch in form)]
 
 
 def coordinated_genes(text: str) -> list[str] | None:

@@ -109,3 +109,20 @@ def balanced_brackets(text: str, opening: str = "([{", closing: str = ")]}") -> 
             if depth < 0:
                 return False
     return depth == 0
+
+
+#: elements whose ions are written with their charge ("Ca2+", "Mg2+", "Fe3+")
+_ION_ELEMENTS = frozenset(
+    "Ag Al Au Ba Ca Cd Co Cr Cu Eu Fe Gd Hg La Li Mg Mn Na Ni Pb Pt Sn Sr Tb Tl Zn".split())
+_ION_WITHOUT_CHARGE = re.compile(r"(?P<element>[A-Z][a-z]?)\d")
+
+
+def cuts_an_ion(text: str, following: str) -> bool:
+    """Whether ``text`` followed by ``following`` is an ion cut before its charge: an
+    element's symbol with the charge's number, and the "+" after it ("Ca2" of "Ca2+").
+
+    Why: "Ca2" is also a gene's alias (carbonic anhydrase 2), and the gene model took the
+    calcium of "Ca2+/calmodulin" for it; such a span is no mention of any type
+    (eval/results/ion_charges)."""
+    m = _ION_WITHOUT_CHARGE.fullmatch(text)
+    return m is not None and m.group("element") in _ION_ELEMENTS and following.startswith("+")

@@ -210,3 +210,21 @@ def test_a_candidate_with_an_unbalanced_bracket_is_never_kept():
                                       scan_documents([doc]))
     assert [text[s.start:s.end] for s in kept] == [
         "glucose-6-phosphate dehydrogenase (G6PD) deficiency", "1,25-(OH)2D3"]
+
+
+def test_an_ion_cut_before_its_charge_is_never_kept():
+    from data_tools.documents import Document, Passage
+
+    text = "the Ca2+/calmodulin kinase and CA2 levels"
+    doc = Document(id="c", passages=[Passage(offset=4, text=text)])
+    vec = np.zeros(1, np.float32)
+
+    def at(phrase, p, type_="Gene"):
+        start = text.index(phrase) + 4
+        return SpanPrediction(0, start, start + len(phrase), p, type_, vec)
+
+    cut, ion, gene = at("Ca2", 0.9), at("Ca2+", 0.6, "Chemical"), at("CA2", 0.9)
+    every_one_linked = lambda found: [True] * len(found)  # noqa: E731
+    kept = SelectionRules(0.5).select([cut, ion, gene], [doc], every_one_linked, None,
+                                      scan_documents([doc]))
+    assert [doc.text_at(s.start, s.end) for s in kept] == ["Ca2+", "CA2"]

@@ -30,6 +30,8 @@ from e2e_linker.lexical.gene_forms import coordinated_genes, written_variants
     ("rhBMP-2", ["BMP-2"]), ("htau", []), ("hnRNP", []), ("mAb", []),
     # letters that are part of a name stay
     ("Thra", []), ("IL-1B", []), ("HLA-G", []), ("type-B", []), ("p53", []), ("Brca1", []),
+    # no form of one letter, none without letters: a translocation is no gene "t"
+    ("t(4;11)", []), ("IL (4)", ["IL"]),
 ])
 def test_written_variants(text, forms):
     assert written_variants(text) == forms

@@ -7,6 +7,7 @@ import pytest
 from e2e_linker.lexical.text_forms import (
     TextNormalizer,
     balanced_brackets,
+    cuts_an_ion,
     normalize_text,
     split_composite,
 )
@@ -50,3 +51,11 @@ def test_balanced_brackets():
     assert not balanced_brackets("G6PD) deficiency") and not balanced_brackets("(SNP, n")
     assert not balanced_brackets(")(")
     assert balanced_brackets("a {b", "([", ")]")  # only the brackets asked about count
+
+
+def test_an_ion_cut_before_its_charge():
+    assert cuts_an_ion("Ca2", "+") and cuts_an_ion("Mg2", "+/") and cuts_an_ion("Fe3", "+")
+    assert not cuts_an_ion("Ca2", " ")    # no charge after it: the gene alias stands
+    assert not cuts_an_ion("Na", "+")     # BC5CDR annotates "Na" of "Na+"
+    assert not cuts_an_ion("CD4", "+")    # a marker ("CD4+ T cells"), NLM-Gene's gene
+    assert not cuts_an_ion("Xy2", "+")    # no element
