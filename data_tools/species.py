@@ -12,7 +12,9 @@ tie, with human (:data:`DEFAULT_TAXON`) always present (last when the document d
 it): an abstract that names no species is almost always about human genes, and one that
 says "mice" once in passing while talking about patients is still about human genes. A
 document that names only a model organism gets that organism first, then human. A linker uses
-the order to break ties between candidates of different species; it is not a filter.
+the order to break ties between candidates of different species; it is not a filter, except
+that the linker takes no fly or yeast gene in a document that names neither
+(``GeneRanking.of_unnamed_species``: fly genes are named by words).
 
 Why counts, not "any named non-human species first" nor "always human": on the gold gene IDs
 of the gene corpora's training splits and BioRED dev, the taxon this rule ranks first is the

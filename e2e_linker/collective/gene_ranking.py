@@ -121,11 +121,11 @@ class GeneRanking:
         that ``named`` (the document's :func:`~data_tools.species.preferred_taxa`) lacks: such
         a mention is taken for no gene.
 
-        Why: fly genes are named by words ("filamin", "calmodulin", "dynein", "Comet") and
-        yeast genes by short capitals, so a span whose only gene is a fly or yeast one (the
-        ortholog step found no gene of the document's species with its symbol) in an
-        abstract that names neither species was mostly a protein family or class, a
-        technique or no gene at all. Dropping it gained Gene mention and strict F1 on the
+        Why: fly genes are named by words ("filamin", "calmodulin", "dynein"), so a span
+        whose only gene is a fly or yeast one (the ortholog step found no gene of the
+        document's species with its symbol) in an abstract that names neither species was
+        mostly a protein family or class ("PKC", "integrin", "tyrosine kinase") or no gene
+        at all ("Alu" repeats, "SNPs"). Dropping it gained Gene mention and strict F1 on the
         gene dev rows; mouse genes are kept, their names being the human ones written
         another way (the figures: eval/results/unnamed_species)."""
         return bool(ids) and self.taxa is not None and all(
