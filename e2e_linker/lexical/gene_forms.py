@@ -99,13 +99,19 @@ def coordinated_genes(text: str) -> list[str] | None:
     return parts if len(parts) > 1 else None
 
 
+#: two bases ("AA", "GC", "AT"): a genotype, a dinucleotide or a base pair
+_TWO_BASES = re.compile(r"[ACGTU]{2}")
+
+
 def too_short_for_a_gene(text: str) -> bool:
-    """Whether ``text`` has fewer than two letters and digits ("A", "G", "U", "5", "c-"): such
-    a span is no gene mention, even when a gene alias is that letter.
+    """Whether ``text`` has fewer than two letters and digits ("A", "G", "U", "5", "c-"), or is
+    two bases ("AA", "GC"): such a span is no gene mention, even when a gene alias is that
+    letter or a gene's symbol those two ("GC", vitamin D binding protein).
 
     Why: a gene symbol of one character is an alias of many genes in the vocabularies, and the
     spans of one character the model typed Gene were wrong on every gene dev corpus, while
     their gold gene mentions of one character are a handful in thousands
-    (eval/results/written_forms)."""
-    return sum(ch.isalnum() for ch in text) < 2
+    (eval/results/written_forms); two bases are a genotype ("AA"), a base pair or GC content,
+    and no gold gene of the gene dev corpora is one (eval/results/two_bases)."""
+    return sum(ch.isalnum() for ch in text) < 2 or _TWO_BASES.fullmatch(text) is not None
 

@@ -57,7 +57,7 @@ def test_coordinated_genes(text, genes):
 def test_a_text_of_one_letter_or_digit_is_too_short_for_a_gene():
     from e2e_linker.lexical.gene_forms import too_short_for_a_gene
 
-    for text in ("A", "g", "5", "c-", "(U)"):
+    for text in ("A", "g", "5", "c-", "(U)", "AA", "GC", "TT"):  # two bases: a genotype
         assert too_short_for_a_gene(text)
-    for text in ("Hx", "p53", "L1", "ob"):
+    for text in ("Hx", "p53", "L1", "ob", "CAT", "Ga", "AR", "GC1"):
         assert not too_short_for_a_gene(text)
