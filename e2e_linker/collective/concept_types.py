@@ -14,8 +14,8 @@ tuned on (eval/results/concept_type_rules):
   A Chemical linked to a gene product is dropped (``gene_products="drop"``) or kept as before
   (``"keep"``).
 
-A span that ends up Gene with fewer than two letters and digits is dropped
-(:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`).
+A span that ends up Gene with fewer than two letters and digits, or of two bases ("AA",
+"GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`).
 """
 
 from __future__ import annotations

@@ -68,9 +68,8 @@ class SelectionRules:
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                lexically_linked: LexicalCheck, is_name: NameCheck | None,
                abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
-        """The spans annotate keeps from every candidate scored: candidates with an unbalanced
-        bracket, or an ion cut before its charge (:func:`cuts_a_charge`), left out (never a
-        mention, below), the lexical gate first (so an
+        """The spans annotate keeps from every candidate scored: candidates that are never a
+        mention by their text left out (:func:`never_a_mention`), the lexical gate first (so an
         overlapping span a lexical step links can win), then the weaker spans with support
         (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then kept spans
         grown to the KB names around them (:func:`extend_to_names`), then short forms (from
@@ -82,9 +81,7 @@ class SelectionRules:
         # one), but the exact-name sieve can link it; without it the overlapping span with the
         # whole name can win (eval/results/bracket_spans); the same for "Ca2" of "Ca2+", a gene
         # alias (eval/results/ion_charges)
-        candidates = spans = [s for s in spans
-                              if balanced_brackets(docs[s.doc_index].text_at(s.start, s.end))
-                              and not cuts_a_charge(s, docs[s.doc_index])]
+        candidates = spans = [s for s in spans if not never_a_mention(s, docs[s.doc_index])]
         floor = min([self.keep, *self.weak_floors()])  # candidates may have been scored lower
         spans = [s for s in spans if s.mention_score > floor]
         if self.lexical_gate:
@@ -99,14 +96,17 @@ class SelectionRules:
         return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
 
 
-def cuts_a_charge(span: SpanPrediction, doc: Document) -> bool:
-    """Whether ``span`` is an ion cut before its charge ("Ca2" of "Ca2+":
-    :func:`~e2e_linker.lexical.text_forms.cuts_an_ion`)."""
+def never_a_mention(span: SpanPrediction, doc: Document) -> bool:
+    """Whether ``span``'s text rules it out as a mention of any type: a bracket it does not
+    open and close (:func:`~e2e_linker.lexical.text_forms.balanced_brackets`), or an ion cut
+    before its charge ("Ca2" of "Ca2+": :func:`~e2e_linker.lexical.text_forms.cuts_an_ion`);
+    one slice of the text serves both checks."""
+    text = doc.text_at(span.start, span.end)  # raises for a span outside every passage
+    if not balanced_brackets(text):
+        return True
     passage = doc.passage_at(span.start)
-    if passage is None or span.end > passage.end:
-        return False
-    start, end = span.start - passage.offset, span.end - passage.offset
-    return cuts_an_ion(passage.text[start:end], passage.text[end:end + 1])
+    end = span.end - passage.offset
+    return cuts_an_ion(text, passage.text[end:end + 1])
 
 
 def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],

@@ -114,4 +114,3 @@ def too_short_for_a_gene(text: str) -> bool:
     (eval/results/written_forms); two bases are a genotype ("AA"), a base pair or GC content,
     and no gold gene of the gene dev corpora is one (eval/results/two_bases)."""
     return sum(ch.isalnum() for ch in text) < 2 or _TWO_BASES.fullmatch(text) is not None
-
