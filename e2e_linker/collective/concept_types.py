@@ -15,7 +15,9 @@ tuned on (eval/results/concept_type_rules):
   (``"keep"``).
 
 A span that ends up Gene with fewer than two letters and digits, or of two bases ("AA",
-"GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`).
+"GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`), and so is one
+that names a class of proteins ("protein kinase", "GTPase":
+:func:`~e2e_linker.lexical.protein_classes.names_a_protein_class`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 
 from data_tools.documents import Annotation
 from e2e_linker.lexical.gene_forms import too_short_for_a_gene
+from e2e_linker.lexical.protein_classes import names_a_protein_class
 
 #: what happens to a Chemical span linked to a gene product
 GENE_PRODUCT_CHOICES = ("drop", "keep")
@@ -76,9 +79,11 @@ class ConceptTypeRules:
             if self.gene_products == "drop" and ann.type == "Chemical" \
                     and concept.gene_product:
                 out[k] = None
-            elif ann.type == "Gene" and too_short_for_a_gene(ann.text):
+            elif ann.type == "Gene" and (too_short_for_a_gene(ann.text)
+                                         or names_a_protein_class(ann.text)):
                 # a base of a variant ("c.686C>G") kept as a chemical's name and linked to a
                 # gene's one-letter alias: the gate keeps no such Gene span
-                # (SpanLinker.lexically_linked), nor does this rule
+                # (SpanLinker.lexically_linked), nor does this rule; a class name linked to
+                # the one gene whose other designations hold it
                 out[k] = None
         return out

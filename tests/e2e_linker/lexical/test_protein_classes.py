@@ -1,0 +1,23 @@
+"""names_a_protein_class: a name of a class of proteins, not of one gene."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e_linker.lexical.protein_classes import names_a_protein_class
+
+
+@pytest.mark.parametrize("text", [
+    "protein kinase", "Protein Tyrosine Phosphatase", "protein-tyrosine-phosphatase",
+    "serine/threonine protein kinase", "GTPase", "small GTP-binding protein", "cytokines",
+    "DNA-binding protein", "cell surface receptor", "ubiquitin ligase", "protease"])
+def test_class_names(text):
+    assert names_a_protein_class(text)
+
+
+@pytest.mark.parametrize("text", [
+    "protein kinase C", "DNA polymerase delta", "RNA polymerase II", "growth hormone receptor",
+    "actin", "ubiquitin", "calcium", "binding", "p53", "", "-", "insulin receptor",
+    "tyrosine hydroxylase"])
+def test_specific_names_and_words_without_a_head(text):
+    assert not names_a_protein_class(text)
