@@ -10,7 +10,11 @@ BioRED dev whose text is no KB name, these forms recur, after the sieves of D'So
 * the head noun of a neoplasm in another of its usual words ("prostate carcinoma" → "prostate
   cancer", "pancreatic tumors" → "pancreatic cancer");
 * the last word in the singular ("renal oncocytomas", "fatty livers");
-* a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies").
+* a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies");
+* a leading subtype or stage named by a level ("type IID von Willebrand disease", "stage II and
+  III colorectal carcinomas"): the corpora keep it in the mention, and the vocabularies have no
+  concept for most such subtypes, so the mention is linked to the level without its letter
+  ("type II von Willebrand disease", a concept of MEDIC's) or else to the disease itself.
   Not "primary", "idiopathic" or "progressive": BC5CDR and NCBI disease leave those words out
   of the mention ("idiopathic [dystonia]"), so the longer span lost the right shorter one; not
   "hereditary", "inherited" or "familial": they name other concepts (hereditary breast and
@@ -22,12 +26,24 @@ bears it (as the abbreviation and compact-key steps do).
 
 from __future__ import annotations
 
+import re
+
 #: the words a neoplasm's name ends with, interchangeably in text and in MeSH/MEDIC names
 NEOPLASM_HEADS = ("cancer", "carcinoma", "tumor", "neoplasms", "neoplasm")
 _NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy"}
 
 #: leading words that leave the disease the same and that the corpora keep in the mention
 NEUTRAL_MODIFIERS = frozenset({"sporadic"})
+
+#: a level: a Roman or Arabic number, maybe with a letter ("IID", "2A"), or a letter alone
+_LEVEL = r"(?:[IVX]+[A-Da-d]?|\d+[A-Da-d]?|[A-D])"
+#: a leading subtype or stage and its level, several levels joined ("stage II and III",
+#: "stage II or stage III", "type I/II")
+LEVEL_QUALIFIER = re.compile(
+    rf"(?:type|stage)\s+{_LEVEL}(?:\s*(?:,|/|and|or)\s*(?:(?:type|stage)\s+)?{_LEVEL})*\s+",
+    re.IGNORECASE)
+#: a single leading level with a letter after it ("type IID", "type 2A")
+_LETTERED_LEVEL = re.compile(r"((?:type|stage)\s+(?:[IVX]+|\d+))[A-Da-d]\s", re.IGNORECASE)
 
 
 def singular(word: str) -> str:
@@ -45,7 +61,8 @@ def singular(word: str) -> str:
 
 def disease_forms(text: str) -> list[str]:
     """The last word in the singular, then the neoplasm head swapped, then each of those
-    without a neutral leading word; in that order (repeats possible)."""
+    without a neutral leading word, then with a leading subtype's letter dropped ("type IID" →
+    "type II") and without the subtype or stage; in that order (repeats possible)."""
     words = text.split()
     if not words:
         return []
@@ -55,5 +72,9 @@ def disease_forms(text: str) -> list[str]:
         forms += [" ".join([*words[:-1], head]) for head in NEOPLASM_HEADS]
     if len(words) > 1 and words[0].lower() in NEUTRAL_MODIFIERS:
         rest = " ".join(words[1:])
+        forms += [rest, *disease_forms(rest)]
+    if (level := LEVEL_QUALIFIER.match(text)) and (rest := text[level.end():].strip()):
+        if lettered := _LETTERED_LEVEL.match(text):
+            forms.append(f"{lettered.group(1)} {rest}")
         forms += [rest, *disease_forms(rest)]
     return forms

@@ -30,3 +30,15 @@ def test_disease_forms_singular_then_neoplasm_heads_then_modifier_free():
 def test_a_neoplasm_in_british_spelling_gets_the_american_heads():
     forms = disease_forms("sporadic Wilms tumours")
     assert "Wilms tumor" in forms and "sporadic Wilms cancer" in forms
+
+
+def test_a_leading_subtype_or_stage_is_dropped_after_its_letter():
+    forms = disease_forms("type IID von Willebrand disease")
+    assert forms.index("type II von Willebrand disease") < forms.index("von Willebrand disease")
+    assert "colorectal carcinomas" in disease_forms("stage II and III colorectal carcinomas")
+    assert "colorectal cancer" in disease_forms("stage II or stage III colorectal cancer")
+    assert "diabetes" in disease_forms("type I/II diabetes")
+    # a qualifier with nothing after it, or a word that only starts like one, stays
+    assert disease_forms("stage IV") == ["stage IV"]
+    assert disease_forms("typed disease") == ["typed disease"]
+    assert disease_forms("type A botulism")[1] == "botulism"

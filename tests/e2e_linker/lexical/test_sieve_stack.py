@@ -79,3 +79,16 @@ def test_written_forms_need_one_concept_of_the_type():
     assert stack.match("Wilms tumours", "Disease") is None  # two concepts bear the form
     off = SieveStack(kb, NameDictionary.from_kb(kb), (), SieveSwitches(written_forms=False))
     assert off.match("phaeochromocytomas", "Disease") is None
+
+
+def test_a_lettered_subtype_links_to_its_level_then_to_the_disease():
+    kb = _kb()
+    kb.add(Concept("D014842", "von Willebrand Diseases", ["von Willebrand Disease"], "Disease"))
+    stack = SieveStack(kb, NameDictionary.from_kb(kb))
+    assert stack.match("type IID von Willebrand disease", "Disease") == (
+        "D014842", "written_form")
+    kb.add(Concept("D056728", "von Willebrand Disease, Type 2",
+                   ["Type II von Willebrand Disease"], "Disease"))
+    stack = SieveStack(kb, NameDictionary.from_kb(kb))
+    assert stack.match("type IID von Willebrand disease", "Disease") == (
+        "D056728", "written_form")
