@@ -1,5 +1,6 @@
 """Names of a class of proteins ("protein kinase", "tyrosine phosphatase", "GTPase",
-"DNA-binding protein", "cytokines"): such a name is no mention of one gene.
+"DNA-binding protein", "cytokines"), and a subunit named by its Greek letter alone ("zeta",
+"beta subunit"): such a name is no mention of one gene.
 
 Why: NCBI gene_info lists a gene's other designations and descriptions as its names, and many
 are the name of the gene's class — "protease" is a name of several endogenous retrovirus
@@ -15,6 +16,12 @@ where it sits or which residue it acts on (binding, DNA, GTP, calcium, tyrosine,
 threonine, cell surface, nuclear, heavy chain, ...), with at least one head word. A letter,
 number or Greek letter makes a name specific ("protein kinase C", "DNA polymerase delta",
 "RNA polymerase II"), as does any other word ("growth hormone receptor").
+
+A Greek letter alone, or with only "subunit", "chain" or "isoform" ("zeta", "the beta
+subunit"), names a part of a protein the sentence names elsewhere ("the T cell receptor zeta
+chain ... zeta"); gene_info lists such letters as aliases ("delta" of several genes), and on
+the gene dev rows the spans were false positives only (eval/results/greek_subunits). Not tau,
+rho or pi: each is a protein's own name (tau protein, Rho GTPases, protease inhibitor).
 """
 
 from __future__ import annotations
@@ -34,6 +41,12 @@ CLASS_MODIFIERS = frozenset((
     "binding", "tyrosine", "serine", "threonine", "calcium", "dna", "rna", "gtp", "atp",
     "actin", "ubiquitin", "small", "cell", "surface", "membrane", "nuclear", "peroxisomal",
     "transcription", "heavy", "light", "chain"))
+#: Greek letters that name a subunit when alone; tau, rho and pi are proteins' own names
+SUBUNIT_LETTERS = frozenset((
+    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
+    "lambda", "mu", "nu", "xi", "omicron", "sigma", "upsilon", "phi", "chi", "psi", "omega"))
+#: the words a subunit's letter may stand with
+SUBUNIT_WORDS = frozenset(("subunit", "subunits", "chain", "chains", "isoform", "isoforms"))
 _WORD_BREAK = re.compile(r"[\s\-/]+")
 
 
@@ -43,3 +56,11 @@ def names_a_protein_class(text: str) -> bool:
     words = [w for w in _WORD_BREAK.split(text.lower()) if w]
     return bool(words) and any(w in CLASS_HEADS for w in words) \
         and all(w in CLASS_HEADS or w in CLASS_MODIFIERS for w in words)
+
+
+def names_a_subunit_alone(text: str) -> bool:
+    """Whether ``text`` is a Greek letter alone, or with only subunit, chain or isoform ("zeta",
+    "beta subunit"): a part of a protein named elsewhere, dropped like a class name."""
+    words = [w for w in _WORD_BREAK.split(text.lower()) if w]
+    return bool(words) and any(w in SUBUNIT_LETTERS for w in words) \
+        and all(w in SUBUNIT_LETTERS or w in SUBUNIT_WORDS for w in words)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2e_linker.lexical.protein_classes import names_a_protein_class
+from e2e_linker.lexical.protein_classes import names_a_protein_class, names_a_subunit_alone
 
 
 @pytest.mark.parametrize("text", [
@@ -21,3 +21,14 @@ def test_class_names(text):
     "tyrosine hydroxylase"])
 def test_specific_names_and_words_without_a_head(text):
     assert not names_a_protein_class(text)
+
+
+@pytest.mark.parametrize("text", ["zeta", "beta subunit", "beta-subunit", "alpha chains", "Delta"])
+def test_a_greek_letter_alone_names_a_subunit(text):
+    assert names_a_subunit_alone(text)
+
+
+@pytest.mark.parametrize("text", [
+    "tau", "Rho", "PI", "alpha1", "TCR zeta", "PKC delta", "subunit", "", "beta-catenin"])
+def test_proteins_named_by_a_letter_and_specific_names_are_not_subunits_alone(text):
+    assert not names_a_subunit_alone(text)
