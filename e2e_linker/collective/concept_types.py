@@ -18,7 +18,8 @@ A span that ends up Gene with fewer than two letters and digits, or of two bases
 "GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`), and so is one
 that names a class of proteins ("protein kinase", "GTPase":
 :func:`~e2e_linker.lexical.protein_classes.names_a_protein_class`) or a subunit by its Greek
-letter alone ("zeta", "beta subunit": :func:`~e2e_linker.lexical.protein_classes.names_a_subunit_alone`).
+letter alone ("zeta", "beta subunit":
+:func:`~e2e_linker.lexical.protein_classes.names_a_subunit_alone`).
 """
 
 from __future__ import annotations

@@ -10,15 +10,16 @@ BioRED dev whose text is no KB name, these forms recur, after the sieves of D'So
 * the head noun of a neoplasm in another of its usual words ("prostate carcinoma" → "prostate
   cancer", "pancreatic tumors" → "pancreatic cancer");
 * the last word in the singular ("renal oncocytomas", "fatty livers");
-* a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies");
-* a leading subtype or stage named by a level ("type IID von Willebrand disease", "stage II and
-  III colorectal carcinomas"): the corpora keep it in the mention, and the vocabularies have no
-  concept for most such subtypes, so the mention is linked to the level without its letter
-  ("type II von Willebrand disease", a concept of MEDIC's) or else to the disease itself.
+* a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies").
   Not "primary", "idiopathic" or "progressive": BC5CDR and NCBI disease leave those words out
   of the mention ("idiopathic [dystonia]"), so the longer span lost the right shorter one; not
   "hereditary", "inherited" or "familial": they name other concepts (hereditary breast and
   ovarian cancer).
+* a leading subtype or stage named by a level ("type IID von Willebrand disease", "stage II and
+  III colorectal carcinomas"): the corpora keep it in the mention ("type" always, "stage"
+  mostly: eval/results/disease_levels), and the vocabularies have no concept for most such
+  subtypes, so the mention is linked to the level without its letter ("type II von Willebrand
+  disease", a MEDIC name) or else to the disease itself.
 
 Each form is a guess: the step takes a form only when exactly one concept of the span's type
 bears it (as the abbreviation and compact-key steps do).

@@ -6,9 +6,9 @@ Why: NCBI gene_info lists a gene's other designations and descriptions as its na
 are the name of the gene's class — "protease" is a name of several endogenous retrovirus
 genes (ERVK-8, ERVK-9, ...), "protein kinase" of WEE1, "GTPase" of mouse Racgap1, "cytokines"
 of mouse Il10 — so the exact-name step links the class word in "a protein kinase
-phosphorylates" to one gene. The corpora that annotate
-genes annotate such a name as a family or not at all; on the gene dev rows these spans were
-false positives almost without exception (eval/results/protein_classes).
+phosphorylates" to one gene. The corpora that annotate genes annotate such a name as a family
+or not at all; on the gene dev rows these spans were false positives almost without exception
+(eval/results/protein_classes).
 
 A class name here is made only of protein-class head words (protein, kinase, phosphatase,
 receptor, polymerase, GTPase, cytokine, ...) and words that say what such a protein binds,
@@ -50,10 +50,15 @@ SUBUNIT_WORDS = frozenset(("subunit", "subunits", "chain", "chains", "isoform", 
 _WORD_BREAK = re.compile(r"[\s\-/]+")
 
 
+def _words(text: str) -> list[str]:
+    """``text``'s words, lower-cased, split at spaces, hyphens and slashes."""
+    return [w for w in _WORD_BREAK.split(text.lower()) if w]
+
+
 def names_a_protein_class(text: str) -> bool:
     """Whether ``text`` is the name of a class of proteins, not of one gene (the module's
     docstring says which words make one): such a span typed Gene is dropped after linking."""
-    words = [w for w in _WORD_BREAK.split(text.lower()) if w]
+    words = _words(text)
     return bool(words) and any(w in CLASS_HEADS for w in words) \
         and all(w in CLASS_HEADS or w in CLASS_MODIFIERS for w in words)
 
@@ -61,6 +66,6 @@ def names_a_protein_class(text: str) -> bool:
 def names_a_subunit_alone(text: str) -> bool:
     """Whether ``text`` is a Greek letter alone, or with only subunit, chain or isoform ("zeta",
     "beta subunit"): a part of a protein named elsewhere, dropped like a class name."""
-    words = [w for w in _WORD_BREAK.split(text.lower()) if w]
+    words = _words(text)
     return bool(words) and any(w in SUBUNIT_LETTERS for w in words) \
         and all(w in SUBUNIT_LETTERS or w in SUBUNIT_WORDS for w in words)
