@@ -16,10 +16,9 @@ tuned on (eval/results/concept_type_rules):
 
 A span that ends up Gene with fewer than two letters and digits, or of two bases ("AA",
 "GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`), and so is one
-that names a class of proteins ("protein kinase", "GTPase":
-:func:`~e2e_linker.lexical.protein_classes.names_a_protein_class`) or a subunit by its Greek
-letter alone ("zeta", "beta subunit":
-:func:`~e2e_linker.lexical.protein_classes.names_a_subunit_alone`).
+that names a class of proteins ("protein kinase", "GTPase"), a subunit by its Greek letter
+alone ("zeta", "beta subunit") or a protein domain ("SH3")
+(:func:`~e2e_linker.lexical.protein_classes.names_no_single_gene`).
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 
 from data_tools.documents import Annotation
 from e2e_linker.lexical.gene_forms import too_short_for_a_gene
-from e2e_linker.lexical.protein_classes import names_a_protein_class, names_a_subunit_alone
+from e2e_linker.lexical.protein_classes import names_no_single_gene
 
 #: what happens to a Chemical span linked to a gene product
 GENE_PRODUCT_CHOICES = ("drop", "keep")
@@ -82,11 +81,11 @@ class ConceptTypeRules:
                     and concept.gene_product:
                 out[k] = None
             elif ann.type == "Gene" and (too_short_for_a_gene(ann.text)
-                                         or names_a_protein_class(ann.text)
-                                         or names_a_subunit_alone(ann.text)):
+                                         or names_no_single_gene(ann.text)):
                 # a base of a variant ("c.686C>G") kept as a chemical's name and linked to a
                 # gene's one-letter alias: the gate keeps no such Gene span
                 # (SpanLinker.lexically_linked), nor does this rule; a class name linked to
-                # the one gene whose other designations hold it; a subunit's letter alone
+                # the one gene whose other designations hold it; a subunit's letter or a
+                # domain alone
                 out[k] = None
         return out

@@ -1,6 +1,7 @@
 """Names of a class of proteins ("protein kinase", "tyrosine phosphatase", "GTPase",
-"DNA-binding protein", "cytokines"), and a subunit named by its Greek letter alone ("zeta",
-"beta subunit"): such a name is no mention of one gene.
+"DNA-binding protein", "cytokines"), a subunit named by its Greek letter alone ("zeta",
+"beta subunit") and a protein domain's name ("SH3", "HMG"): such a name is no mention of one
+gene (:func:`names_no_single_gene`).
 
 Why: NCBI gene_info lists a gene's other designations and descriptions as its names, and many
 are the name of the gene's class — "protease" is a name of several endogenous retrovirus
@@ -22,6 +23,10 @@ subunit"), names a part of a protein the sentence names elsewhere ("the T cell r
 chain ... zeta"); gene_info lists such letters as aliases ("delta" of several genes), and on
 the gene dev rows the spans were false positives only (eval/results/greek_subunits). Not tau,
 rho or pi: each is a protein's own name (tau protein, Rho GTPases, protease inhibitor).
+
+A protein domain's name alone ("SH3 domain", "the SH2 and SH3 of Src", "HMG box") names a part
+shared by many proteins; gene_info lists some as aliases, and on the gene dev rows these spans
+were false positives only (eval/results/domain_names).
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ SUBUNIT_LETTERS = frozenset((
     "lambda", "mu", "nu", "xi", "omicron", "sigma", "upsilon", "phi", "chi", "psi", "omega"))
 #: the words a subunit's letter may stand with
 SUBUNIT_WORDS = frozenset(("subunit", "subunits", "chain", "chains", "isoform", "isoforms"))
+#: protein domains named by an abbreviation (Src homology 2 and 3, high-mobility group box,
+#: pleckstrin homology, PDZ, WD40, ...), lower-cased
+DOMAIN_NAMES = frozenset((
+    "sh2", "sh3", "hmg", "ph", "pdz", "wd40", "bzip", "bhlh", "ring", "lim", "card", "kh",
+    "rrm", "px", "fyve", "btb", "poz", "tir", "pest"))
 _WORD_BREAK = re.compile(r"[\s\-/]+")
 
 
@@ -69,3 +79,16 @@ def names_a_subunit_alone(text: str) -> bool:
     words = _words(text)
     return bool(words) and any(w in SUBUNIT_LETTERS for w in words) \
         and all(w in SUBUNIT_LETTERS or w in SUBUNIT_WORDS for w in words)
+
+
+def names_a_domain(text: str) -> bool:
+    """Whether ``text`` is a protein domain's abbreviation alone ("SH3", "HMG"), dropped like a
+    class name."""
+    return text.strip().lower() in DOMAIN_NAMES
+
+
+def names_no_single_gene(text: str) -> bool:
+    """Whether ``text`` names a class of proteins, a subunit by its letter alone or a domain:
+    a span that ends up Gene with such a text is dropped after linking
+    (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`)."""
+    return names_a_protein_class(text) or names_a_subunit_alone(text) or names_a_domain(text)

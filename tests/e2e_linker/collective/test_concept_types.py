@@ -94,9 +94,11 @@ def test_a_protein_class_name_that_becomes_a_gene_is_dropped(kb):
     """"protein kinase" linked to the one gene whose other designations hold it."""
     anns = [linked("protein kinase", "Gene", "1234"), linked("GTPase", "Chemical", "1234"),
             linked("protein kinase C", "Gene", "1234"),
-            linked("calcium", "Chemical", "D015738"), linked("zeta", "Gene", "1234")]
+            linked("calcium", "Chemical", "D015738"), linked("zeta", "Gene", "1234"),
+            linked("SH3", "Gene", "1234")]
     out = ConceptTypeRules().apply(anns, kb, ("Chemical", "Disease", "Gene"))
     assert out[0] is None and out[1] is None
     assert out[2].type == "Gene"
     assert out[3].type == "Chemical"
     assert out[4] is None  # a subunit's Greek letter alone
+    assert out[5] is None  # a domain

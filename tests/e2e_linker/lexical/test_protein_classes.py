@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from e2e_linker.lexical.protein_classes import names_a_protein_class, names_a_subunit_alone
+from e2e_linker.lexical.protein_classes import (
+    names_a_domain,
+    names_a_protein_class,
+    names_a_subunit_alone,
+    names_no_single_gene,
+)
 
 
 @pytest.mark.parametrize("text", [
@@ -32,3 +37,18 @@ def test_a_greek_letter_alone_names_a_subunit(text):
     "tau", "Rho", "PI", "alpha1", "TCR zeta", "PKC delta", "subunit", "", "beta-catenin"])
 def test_proteins_named_by_a_letter_and_specific_names_are_not_subunits_alone(text):
     assert not names_a_subunit_alone(text)
+
+
+def test_a_domain_name_alone():
+    for text in ("SH3", "SH2", "HMG", "PDZ", " WD40 "):
+        assert names_a_domain(text)
+    for text in ("SH3GL1", "SH3 domain-binding protein", "HMGB1", "Src"):
+        assert not names_a_domain(text)
+
+
+def test_names_no_single_gene_is_any_of_the_three():
+    assert names_no_single_gene("protein kinase")
+    assert names_no_single_gene("beta subunit")
+    assert names_no_single_gene("SH2")
+    assert not names_no_single_gene("protein kinase C")
+    assert not names_no_single_gene("TP53")
