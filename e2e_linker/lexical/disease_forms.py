@@ -8,7 +8,8 @@ BioRED dev whose text is no KB name, these forms recur, after the sieves of D'So
 (:func:`~e2e_linker.lexical.sieves.compact_key`), which each form is also looked up by:
 
 * the head noun of a neoplasm in another of its usual words ("prostate carcinoma" → "prostate
-  cancer", "pancreatic tumors" → "pancreatic cancer");
+  cancer", "pancreatic tumors" → "pancreatic cancer"; "prostate adenocarcinoma" too: the
+  corpora link an organ's adenocarcinoma to the organ's neoplasm, eval/results/adenocarcinoma);
 * the last word in the singular ("renal oncocytomas", "fatty livers");
 * a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies").
   Not "primary", "idiopathic" or "progressive": BC5CDR and NCBI disease leave those words out
@@ -31,7 +32,7 @@ import re
 
 #: the words a neoplasm's name ends with, interchangeably in text and in MeSH/MEDIC names
 NEOPLASM_HEADS = ("cancer", "carcinoma", "tumor", "neoplasms", "neoplasm")
-_NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy"}
+_NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy", "adenocarcinoma"}
 
 #: leading words that leave the disease the same and that the corpora keep in the mention
 NEUTRAL_MODIFIERS = frozenset({"sporadic"})

@@ -42,3 +42,9 @@ def test_a_leading_subtype_or_stage_is_dropped_after_its_letter():
     assert disease_forms("stage IV") == ["stage IV"]
     assert disease_forms("typed disease") == ["typed disease"]
     assert disease_forms("type A botulism")[1] == "botulism"
+
+
+def test_an_organs_adenocarcinoma_gets_the_neoplasm_heads():
+    forms = disease_forms("prostate adenocarcinomas")
+    assert forms[0] == "prostate adenocarcinoma"
+    assert "prostate cancer" in forms and "prostate neoplasms" in forms
