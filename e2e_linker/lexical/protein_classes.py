@@ -60,25 +60,23 @@ DOMAIN_NAMES = frozenset((
 _WORD_BREAK = re.compile(r"[\s\-/]+")
 
 
-def _words(text: str) -> list[str]:
-    """``text``'s words, lower-cased, split at spaces, hyphens and slashes."""
-    return [w for w in _WORD_BREAK.split(text.lower()) if w]
+def _made_of(text: str, heads: frozenset[str], others: frozenset[str]) -> bool:
+    """Whether ``text``'s words (lower-cased, split at spaces, hyphens and slashes) are all
+    in ``heads`` or ``others``, with at least one in ``heads``."""
+    words = [w for w in _WORD_BREAK.split(text.lower()) if w]
+    return any(w in heads for w in words) and all(w in heads or w in others for w in words)
 
 
 def names_a_protein_class(text: str) -> bool:
     """Whether ``text`` is the name of a class of proteins, not of one gene (the module's
     docstring says which words make one): such a span typed Gene is dropped after linking."""
-    words = _words(text)
-    return bool(words) and any(w in CLASS_HEADS for w in words) \
-        and all(w in CLASS_HEADS or w in CLASS_MODIFIERS for w in words)
+    return _made_of(text, CLASS_HEADS, CLASS_MODIFIERS)
 
 
 def names_a_subunit_alone(text: str) -> bool:
     """Whether ``text`` is a Greek letter alone, or with only subunit, chain or isoform ("zeta",
     "beta subunit"): a part of a protein named elsewhere, dropped like a class name."""
-    words = _words(text)
-    return bool(words) and any(w in SUBUNIT_LETTERS for w in words) \
-        and all(w in SUBUNIT_LETTERS or w in SUBUNIT_WORDS for w in words)
+    return _made_of(text, SUBUNIT_LETTERS, SUBUNIT_WORDS)
 
 
 def names_a_domain(text: str) -> bool:
