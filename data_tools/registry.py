@@ -8,10 +8,12 @@ only knows *where* each named corpus or vocabulary is and which loader reads it.
   deliberately absent (it is held out for acceptance checks), and MedMentions' text is not
   distributed here: its definition reads the official PubTator file
   (``corpus_pubtator.txt[.gz]``) if you put it in place, filtered by the official PMID lists;
-  the gene corpora (``gnormplus``, ``nlmgene`` train/test) and BioRED's dev split
-  (``biored:dev``) are read with their ID conventions and offset repairs (see below);
-* KB specs — presets (``bc5cdr``, ``medic``, ``genes``, ...) and ``loader:path`` parts joined
-  by ``+`` (:func:`load_kb`);
+  the gene corpora (``gnormplus``, ``nlmgene`` train/test) and BioRED's splits
+  (``biored:train``, ``biored:dev``) are read with their ID conventions and offset repairs
+  (see below); corpora with a training file only (the gene corpora, ``linnaeus`` and ``s800``
+  species) also have ``:dev``, a fixed fold of one document in five, and ``:fit``, the rest;
+* KB specs — presets (``bc5cdr``, ``medic``, ``genes``, ``species``, ...) and ``loader:path``
+  parts joined by ``+`` (:func:`load_kb`);
 * corpus specs — a dataset split or a path (:func:`load_corpus`).
 
 Corpus types versus model types. A :class:`Dataset` says which model types it annotates
@@ -39,6 +41,7 @@ import os
 import re
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,9 +55,11 @@ from data_tools.kb_loaders import (
     LOADERS,
     load_gene_info,
     load_hgnc,
+    load_homologene,
     load_medic,
     load_mesh_descriptors,
     load_mesh_supplementary,
+    load_species,
 )
 
 _log = logging.getLogger(__name__)
@@ -108,6 +113,8 @@ class Dataset:
     normalize_ids: bool = False
     fix_offsets: bool = False
     offset_repairs: OffsetRepairs | None = field(default=None, compare=False)
+    #: True: only the file's dev fold (:func:`in_dev_fold`); False: all but it; None: all
+    dev_fold: bool | None = None
 
     @property
     def annotated_types(self) -> list[str]:
@@ -124,6 +131,8 @@ class Dataset:
             wanted = {line.strip() for line in self.pmids.read_text().splitlines()
                       if line.strip()}
             docs = (d for d in _read_maybe_gzip(self.path, self.fmt) if d.id in wanted)
+        if self.dev_fold is not None:
+            docs = (d for d in docs if in_dev_fold(d.id) == self.dev_fold)
         if not (self.normalize_ids or self.fix_offsets):
             yield from docs
             return
@@ -182,7 +191,13 @@ _GENE_FILES = {("gnormplus", "train"): "GNormPlus_Train.PubTator",
                ("gnormplus", "test"): "GNormPlus_Test.PubTator",
                ("nlmgene", "train"): "NLMgene_Train.PubTator",
                ("nlmgene", "test"): "NLMgene_Test.PubTator"}
-_BIORED = {"dev": "Dev.PubTator"}
+_BIORED = {"dev": "Dev.PubTator", "train": "Train.PubTator"}
+_SPECIES_FILES = {"linnaeus": "Linnaeus_Train.PubTator", "s800": "SPECIES_Train.PubTator"}
+#: corpora with a training file only: ``NAME:dev`` is a fold of it (:func:`in_dev_fold`) and
+#: ``NAME:fit`` the rest, so that a model trained on ``fit`` can be chosen on ``dev``
+FOLDED = ("gnormplus", "nlmgene", "linnaeus", "s800")
+#: one document in this many of a training file is in its dev fold
+DEV_FOLD_EVERY = 5
 
 #: gene corpora: ``Gene`` is ours; families, domains, cells and loci are annotated, not ours
 GENE_CORPUS_TYPE_MAP: dict[str, str | None] = {
@@ -193,6 +208,32 @@ BIORED_TYPE_MAP: dict[str, str | None] = {
     "ChemicalEntity": "Chemical", "DiseaseOrPhenotypicFeature": "Disease",
     "GeneOrGeneProduct": "Gene", "OrganismTaxon": None, "SequenceVariant": None,
     "CellLine": None}
+#: the species corpora: ``Species`` is ours (NCBI Taxonomy IDs)
+SPECIES_CORPUS_TYPE_MAP: dict[str, str | None] = {"Species": "Species"}
+
+
+def in_dev_fold(doc_id: str) -> bool:
+    """Whether a training file's document is in its dev fold: a CRC-32 of its ID, so the
+    fold is fixed by the document alone (not by file order or by which documents are read)."""
+    return zlib.crc32(doc_id.encode("utf-8")) % DEV_FOLD_EVERY == 0
+
+
+def _folded(name: str, split: str) -> Dataset | None:
+    """``NAME:train`` (the whole file), ``NAME:fit`` and ``NAME:dev`` of a :data:`FOLDED`
+    corpus; None for other names."""
+    root = data_dir()
+    if name in ("gnormplus", "nlmgene"):
+        path = root / "genes" / _GENE_FILES[name, "train"]
+        base = dict(entity_types=["Gene"], kb_spec="genes",
+                    type_map=dict(GENE_CORPUS_TYPE_MAP), normalize_ids=True, fix_offsets=True)
+    elif name in _SPECIES_FILES:
+        path = root / "species" / _SPECIES_FILES[name]
+        base = dict(entity_types=["Species"], kb_spec="",
+                    type_map=dict(SPECIES_CORPUS_TYPE_MAP), normalize_ids=True)
+    else:
+        return None
+    fold = {"train": None, "fit": False, "dev": True}[split]
+    return Dataset(name, split, path, "pubtator", dev_fold=fold, **base)
 
 
 def get_dataset(name: str, split: str) -> Dataset:
@@ -211,28 +252,35 @@ def get_dataset(name: str, split: str) -> Dataset:
                            ["Disease"], "ncbi_disease")
     if name == "medmentions_st21pv" and split in _MM:
         return _medmentions(split)
+    if name in FOLDED and split in ("fit", "dev") \
+            or name in _SPECIES_FILES and split == "train":
+        return _folded(name, split)
     if (name, split) in _GENE_FILES:
         return Dataset(name, split, root / "genes" / _GENE_FILES[name, split], "pubtator",
                        ["Gene"], "genes", type_map=dict(GENE_CORPUS_TYPE_MAP),
                        normalize_ids=True, fix_offsets=True)
     if name == "biored":
         if split not in _BIORED:
-            raise FormatError(f"biored has only a dev split here (biored:dev); {split!r} is not "
+            raise FormatError(f"biored has a train and a dev split here; {split!r} is not "
                               "distributed with this project")
         return Dataset(name, split, root / "biored" / _BIORED[split], "pubtator",
                        ["Chemical", "Disease", "Gene"], "bc5cdr_genes",
                        type_map=dict(BIORED_TYPE_MAP), normalize_ids=True, fix_offsets=True)
     raise FormatError(f"unknown dataset split {name}:{split} (known: bc5cdr, bc5cdr-bioc "
                       "train/dev/test; ncbi_disease train/dev; medmentions_st21pv train/dev/test; "
-                      "gnormplus train/test; nlmgene train/test; biored dev)")
+                      "gnormplus, nlmgene train/fit/dev/test; linnaeus, s800 train/fit/dev; "
+                      "biored train/dev)")
 
 
 DATASETS = ("bc5cdr", "bc5cdr-bioc", "ncbi_disease", "medmentions_st21pv", "gnormplus",
-            "nlmgene", "biored")
+            "nlmgene", "biored", "linnaeus", "s800")
 
 
 # ---- corpus fixes: IDs, offsets, types -----------------------------------------------------
 
+#: corpus types whose IDs are NCBI Taxonomy IDs, and the namespace those IDs are given
+TAXON_TYPES = frozenset({"Species", "OrganismTaxon"})
+TAXON_PREFIX = "NCBITaxon:"
 #: infon with a mention's NCBI taxon IDs as its corpus wrote them (GNormPlus ``(Tax:10090)``)
 TAXON_INFON = "taxon"
 _TAX_SUFFIX = re.compile(r"\(\s*Tax\s*:\s*(\d+)\s*\)", re.IGNORECASE)
@@ -247,7 +295,9 @@ def normalize_corpus_ids(doc: Document) -> None:
     species of non-human genes (``50509,12831(Tax:10090)``, sometimes ``tax:``), which would make the ID unknown
     to the KB; BioRED writes ``-`` for a mention without an ID. The species goes to the
     :data:`TAXON_INFON` infon, repeated IDs are dropped, ``-`` means no concept, and the ID
-    string as written is kept in the ``pubtator_id`` infon.
+    string as written is kept in the ``pubtator_id`` infon. A species mention's NCBI Taxonomy
+    ID gets its namespace (:data:`TAXON_PREFIX`): bare, it is a number that an NCBI Gene ID
+    may also be.
     """
     for _, ann in doc.iter_annotations():
         raw = ann.infons.get(RAW_ID, ann.concept_id)
@@ -257,6 +307,8 @@ def normalize_corpus_ids(doc: Document) -> None:
             taxa += _TAX_SUFFIX.findall(cid)
             for part in _ID_SEPARATORS.split(_TAX_SUFFIX.sub("", cid)):
                 part = part.strip()
+                if part and ann.type in TAXON_TYPES and not part.startswith(TAXON_PREFIX):
+                    part = TAXON_PREFIX + part
                 if part and part not in ("-", NO_CONCEPT) and part not in ids:
                     ids.append(part)
         if ids == ann.concept_ids and not taxa:
@@ -437,6 +489,40 @@ def _genes(coding: bool) -> KB:
     return kb
 
 
+#: HomoloGene: official symbols of 21 species' genes (the ``genes_homologene`` preset adds the
+#: species ``gene_info`` does not give, :data:`~data_tools.kb_loaders.GENE_INFO_TAXA`)
+HOMOLOGENE = ("genes", "homologene", "homologeneData2.tsv.gz")
+#: NCBI Taxonomy slim (OBO) and UniProt's species list: the ``species`` preset
+SPECIES_OBO = ("species", "taxslim.obo")
+SPECIES_UNIPROT = ("species", "speclist_2019_07.txt")
+
+
+def _genes_homologene() -> KB:
+    """The ``genes`` preset plus HomoloGene's genes of the other species (rat, zebrafish,
+    cattle...), added into the same KB (no copy of its ~200k concepts)."""
+    kb = _genes(coding=False)
+    for concept in load_homologene(vocab_path(*HOMOLOGENE)):
+        kb.add(concept)
+    return kb
+
+
+def _species() -> KB:
+    """NCBI Taxonomy (slim) and UniProt species as ``Species`` concepts keyed
+    ``NCBITaxon:<id>``, with the written forms mined from the training corpora
+    (:func:`data_tools.kb_loaders.load_species`)."""
+    return load_species(vocab_path(*SPECIES_OBO), vocab_path(*SPECIES_UNIPROT))
+
+
+def _bc5cdr_genes_species() -> KB:
+    """``bc5cdr_genes`` plus HomoloGene's other species and the species KB: one KB for a model
+    that links chemicals, diseases, genes of more species and the species themselves."""
+    kb = _bc5cdr(core=False)
+    for part in (_genes_homologene(), _species()):  # merged in place: ~750k concepts
+        for concept in part:
+            kb.add(concept)
+    return kb
+
+
 def _mesh_chemical() -> KB:
     descriptors = load_mesh_descriptors(vocab_path(*MESH_DESC), trees="D")
     supp = load_mesh_supplementary(vocab_path(*MESH_SUPP),
@@ -454,6 +540,9 @@ PRESETS: dict[str, Callable[[], KB]] = {
     "genes_coding": lambda: _genes(coding=True),
     "bc5cdr_genes": lambda: _bc5cdr(core=False).merge(_genes(coding=False)),
     "bc5cdr_core_genes": lambda: _bc5cdr(core=True).merge(_genes(coding=True)),
+    "genes_homologene": _genes_homologene,
+    "species": _species,
+    "bc5cdr_genes_species": _bc5cdr_genes_species,
 }
 
 
@@ -471,6 +560,10 @@ PRESET_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
     "genes_coding": _GENE_FILES_READ,
     "bc5cdr_genes": (*_BC5CDR_CORE_FILES, MESH_SUPP, *_GENE_FILES_READ),
     "bc5cdr_core_genes": (*_BC5CDR_CORE_FILES, *_GENE_FILES_READ),
+    "genes_homologene": (*_GENE_FILES_READ, HOMOLOGENE),
+    "species": (SPECIES_OBO, SPECIES_UNIPROT),
+    "bc5cdr_genes_species": (*_BC5CDR_CORE_FILES, MESH_SUPP, *_GENE_FILES_READ, HOMOLOGENE,
+                             SPECIES_OBO, SPECIES_UNIPROT),
 }
 
 
@@ -499,9 +592,10 @@ def spec_files(spec: str) -> list[Path]:
 
 def load_kb(spec: str) -> KB:
     """A KB from a spec: presets (``bc5cdr``, ``bc5cdr_core``, ``medic``, ``ncbi_disease``,
-    ``mesh_chemical``, ``genes``, ``genes_coding``, ``bc5cdr_genes``, ``bc5cdr_core_genes``)
-    and/or ``loader:path`` parts (loaders: medic, mesh, mesh_all, mesh_supp, list, tsv, umls,
-    kb, gene_info, hgnc) joined by ``+``; later parts merge into earlier ones."""
+    ``mesh_chemical``, ``genes``, ``genes_coding``, ``bc5cdr_genes``, ``bc5cdr_core_genes``,
+    ``genes_homologene``, ``species``, ``bc5cdr_genes_species``) and/or ``loader:path`` parts
+    (loaders: medic, mesh, mesh_all, mesh_supp, list, tsv, umls, kb, gene_info, hgnc,
+    homologene, species) joined by ``+``; later parts merge into earlier ones."""
     kb = KB()
     for part in spec_parts(spec):
         if part in PRESETS:

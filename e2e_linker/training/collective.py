@@ -187,6 +187,17 @@ def declared_types(spec: str) -> list[str] | None:
     return list(dataset.entity_types) or None
 
 
+def leave_out_excluded(entry: CorpusEntry, docs: list) -> list:
+    """``docs`` less those whose ID a corpus in ``entry.exclude`` also holds (logged)."""
+    if not entry.exclude:
+        return docs
+    held = {d.id for spec in entry.exclude for d in load_corpus(spec)}
+    kept = [d for d in docs if d.id not in held]
+    _log(f"{entry.corpus}: {len(docs) - len(kept)} of {len(docs)} documents left out "
+         f"(also in {', '.join(entry.exclude)})")
+    return kept
+
+
 def mean_over_corpora(per_corpus: dict[str, dict]) -> dict:
     """Per threshold, the mean of each metric over the dev corpora (the selection metric is
     the mean strict F1, so a small dev corpus counts as much as a large one)."""
@@ -302,6 +313,8 @@ class CollectiveTrainer:
                          "its unannotated spans are taught as non-mentions of every type; "
                          f"if that is wrong, give its entry types: [{', '.join(declared)}]")
             dev_sets = [(e, load_corpus(e.corpus, cfg.max_dev_docs)) for e in dev_entries]
+            train_sets = [(e, leave_out_excluded(e, docs)) for e, docs in train_sets]
+            dev_sets = [(e, leave_out_excluded(e, docs)) for e, docs in dev_sets]
         for entry, docs in train_sets + dev_sets:
             if entry.renames:
                 renamed = rename_types(docs, entry.renames)
@@ -679,8 +692,12 @@ class CollectiveTrainer:
                 if res["strict_f1"] > best["strict_f1"]:
                     best = {"epoch": epoch, "threshold": gamma, **res}
                     self.save(gamma)
+                if cfg.keep_epochs:
+                    self.save(gamma, self.out / f"epoch_{epoch}")
             elif epoch > 0 and not mid_epoch and world.is_main:
                 self.save(self.cfg.model.threshold)
+                if cfg.keep_epochs:
+                    self.save(self.cfg.model.threshold, self.out / f"epoch_{epoch}")
             if epoch == cfg.epochs:
                 break
             if mid_epoch:
@@ -748,24 +765,26 @@ class CollectiveTrainer:
             discard_training_state(self.out)
         return world.broadcast(summary)
 
-    def save(self, threshold: float) -> None:
-        """Write the model directory with ``threshold`` as its γ (or the config's
-        ``annotate_threshold``), its ``annotate_max_span_len``, the KB manifest and mined
-        names, and the training config (the main process only)."""
+    def save(self, threshold: float, directory: Path | None = None) -> None:
+        """Write the model directory (``directory``, default the run's own) with
+        ``threshold`` as its γ (or the config's ``annotate_threshold``), its
+        ``annotate_max_span_len``, the KB manifest and mined names, and the training config
+        (the main process only)."""
+        out = self.out if directory is None else directory
+        out.mkdir(parents=True, exist_ok=True)
         chosen = self.cfg.annotate_threshold
         self.model.config.threshold = float(threshold if chosen is None else chosen)
         self.model.config.kb = self.cfg.kb
-        manifest = save_model_kb(self.out, self.cfg.kb, self.extra, self.kb)
+        manifest = save_model_kb(out, self.cfg.kb, self.extra, self.kb)
         trained_len = self.model.config.max_span_len
         # the saved config carries annotate's span length; training goes on with its own
         self.model.config.max_span_len = self.cfg.annotate_max_span_len or trained_len
         try:
-            self.model.save(self.out, kb_manifest=manifest, half=self.cfg.save_half)
+            self.model.save(out, kb_manifest=manifest, half=self.cfg.save_half)
         finally:
             self.model.config.max_span_len = trained_len
-        (self.out / "train_config.json").write_text(
-            json.dumps(asdict(self.cfg), indent=2) + "\n")
-        _log(f"saved checkpoint to {self.out} (threshold {self.model.config.threshold})")
+        (out / "train_config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
+        _log(f"saved checkpoint to {out} (threshold {self.model.config.threshold})")
 
 
 def train_collective(cfg: TrainConfig) -> dict:

@@ -32,7 +32,7 @@ def reject_unknown_keys(cls: type, data: dict, source: str) -> None:
 
 
 #: the keys of a corpus entry given as a mapping (``weight``: training corpora only)
-CORPUS_KEYS = ("corpus", "types", "type_map", "weight")
+CORPUS_KEYS = ("corpus", "types", "type_map", "weight", "exclude")
 
 
 @dataclass
@@ -44,6 +44,9 @@ class CorpusEntry:
     annotation types become model types (``type_map``; ``None``: annotated but not one of the
     model's types, so neither a positive nor a negative example) and how much of it an epoch
     trains on (``weight``: 1.0 each of its chunks once, 0.5 a seeded random half, 2.0 twice).
+    ``exclude`` names corpora whose documents (by ID) are left out of this one: a document
+    that two corpora annotate to two guidelines is taught once, and one that a dev or test
+    set holds is never trained on.
     """
 
     corpus: str
@@ -52,6 +55,8 @@ class CorpusEntry:
     weight: float = 1.0
     #: the corpus annotates only some of the model's types
     partial: bool = False
+    #: corpus specs whose document IDs are left out of this corpus
+    exclude: tuple[str, ...] = ()
 
     @property
     def renames(self) -> dict[str, str]:
@@ -129,7 +134,13 @@ def parse_corpus_entry(raw, model_types: Sequence[str], global_map: dict[str, st
     types = _check_types(raw.get("types"), model_types, where)
     type_map = dict(global_map) | _check_type_map(raw.get("type_map"), model_types, where)
     weight = 1.0 if dev else _check_weight(raw.get("weight", 1.0), where)
-    return CorpusEntry(corpus, types, type_map, weight, partial=set(types) != set(model_types))
+    exclude = raw.get("exclude") or []
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    if not isinstance(exclude, list) or not all(isinstance(x, str) and x for x in exclude):
+        raise UserError(f"{where}: exclude must be a list of corpus specs")
+    return CorpusEntry(corpus, types, type_map, weight, partial=set(types) != set(model_types),
+                       exclude=tuple(exclude))
 
 
 def held_out_reason(spec: str) -> str | None:
@@ -139,7 +150,7 @@ def held_out_reason(spec: str) -> str | None:
     name, _, split = spec.partition(":")
     if split == "test" and not Path(spec).exists():
         return "a test split is held out for the final scores"
-    if name == "biored" and not Path(spec).exists():
+    if name == "biored" and split == "dev" and not Path(spec).exists():
         return ("BioRED dev is the out-of-domain dev set: never trained on, selected on or "
                 "mined; evaluate it separately (python -m eval.cross_corpus)")
     return None
@@ -210,6 +221,9 @@ class TrainConfig:
     #: minutes between the resumable saves within an epoch (one is also made at every epoch
     #: end); an interrupted `linker train` loses at most this much work
     checkpoint_minutes: float = 10.0
+    #: also save each validated epoch's model to ``output_dir/epoch_N`` (each a model
+    #: directory), so that any epoch can be chosen afterwards on the whole dev table
+    keep_epochs: bool = False
     model: LinkerConfig = field(default_factory=LinkerConfig)
 
     def __post_init__(self) -> None:

@@ -8,9 +8,11 @@ import pytest
 
 from data_tools.documents import Annotation, Document, FormatError, Passage, strip_prefix
 from data_tools.kb_loaders import (
+    GENE_INFO_TAXA,
     LOADERS,
     load_gene_info,
     load_hgnc,
+    load_homologene,
     load_id_name_list,
     load_medic,
     load_mesh_descriptors,
@@ -305,3 +307,85 @@ def test_gene_presets_on_the_real_files():
     assert {c.taxon for c in genes} == {"9606", "10090", "7227", "559292", "4932"}
     assert "7157" in coding and all(c.type == "Gene" for c in coding)
     assert len(coding) < len(genes)
+
+
+# ---- HomoloGene: genes of more species (issue 45) ----------------------------------------
+
+_HOMOLOGENE = ("HID\tGene.Symbol\tTaxonomy\tGene.ID\n"
+               "460\tTP53\t9606\t7157\n"
+               "460\tTrp53\t10090\t22059\n"
+               "460\tTp53\t10116\t24842\n"
+               "460\ttp53\t7955\t30590\n"
+               "102861\tLOC100001363\t7955\t100001363\n"
+               "139141\tLOC100001363\t7955\t100001363\n"
+               "3\tRER1\t4932\t850354\n"
+               "3\tp53\t7227\t2768677\n")
+
+
+def test_homologene_other_species_only_bare_ids_and_taxa(tmp_path):
+    path = tmp_path / "homologeneData2.tsv.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(_HOMOLOGENE)
+    stats: dict[str, int] = {}
+    kb = load_homologene(path, stats=stats)
+    # human, mouse, fly and yeast come from gene_info (with synonyms): skipped here
+    assert sorted(kb.concepts) == ["100001363", "24842", "30590"]
+    rat = kb.get("24842")
+    assert (rat.name, rat.type, rat.taxon, rat.source) == ("Tp53", "Gene", "10116", "HomoloGene")
+    assert kb.get("30590").taxon == "7955" and kb.get("30590").synonyms == []
+    assert kb.get("100001363").all_names() == ["LOC100001363"]  # in two groups: one concept
+    assert stats == {"rows": 8, "concepts": 3, "skipped_taxon": 4}
+    every = load_homologene(path, skip_taxa=None)
+    assert {c.taxon for c in every} == {"9606", "10090", "10116", "7955", "4932", "7227"}
+    assert len(LOADERS["homologene"](str(path))) == 3
+    merged = load_kb(f"homologene:{path}")
+    assert merged.get("24842").taxon == "10116"
+
+
+def test_homologene_rejects_other_tables(tmp_path):
+    path = tmp_path / "not_homologene.tsv"
+    path.write_text("a\tb\n1\t2\n", encoding="utf-8")
+    with pytest.raises(FormatError, match="Gene.ID"):
+        load_homologene(path)
+    path.write_text("HID\tGene.Symbol\tTaxonomy\tGene.ID\n3\tTP53\t9606\tX7\n",
+                    encoding="utf-8")
+    with pytest.raises(FormatError, match="line 2"):
+        load_homologene(path)
+
+
+def test_homologene_skips_exactly_the_gene_info_taxa():
+    """The taxa skipped by default are those the ``genes`` preset reads from gene_info."""
+    from data_tools.registry import GENE_INFO
+
+    assert set(GENE_INFO_TAXA) == {t for _, taxa in GENE_INFO for t in taxa}
+
+
+def _real_homologene():
+    from data_tools.registry import HOMOLOGENE, vocab_path
+
+    try:
+        path = vocab_path(*HOMOLOGENE)
+    except FileNotFoundError:
+        pytest.skip("no shared data folder (../shared/data or $E2E_LINKER_DATA)")
+    if not path.is_file():
+        pytest.skip(f"HomoloGene not in the shared data: {path}")
+    return path
+
+
+def test_homologene_on_the_real_file():
+    stats: dict[str, int] = {}
+    kb = load_homologene(_real_homologene(), stats=stats)
+    taxa = {c.taxon for c in kb}
+    assert not taxa & set(GENE_INFO_TAXA) and {"10116", "7955", "9913", "3702"} <= taxa
+    assert len(taxa) == 17 and 200_000 < len(kb) < 215_000
+    assert stats["rows"] == 266_573 and stats["concepts"] == 212_699
+    assert all(c.id.isdigit() and c.type == "Gene" for c in kb)
+
+
+def test_bc5cdr_genes_hash_is_unchanged():
+    """The default model's KB (BioRED's ``kb_spec``): the species and HomoloGene presets are
+    new presets; this one must stay the same KB (hash recorded before they were added)."""
+    kb = load_kb("bc5cdr_genes")
+    assert kb.content_hash() == \
+        "951a5f7e3605f404320a3def1c49329560dd5a14ed18435c4d9eda77ee348cb5"
+    assert len(kb) == 509_003 and "Species" not in kb.types()

@@ -21,6 +21,7 @@ from data_tools.registry import (
     OffsetRepairs,
     apply_type_map,
     get_dataset,
+    in_dev_fold,
     load_corpus,
     load_kb,
     normalize_corpus_ids,
@@ -157,11 +158,23 @@ def test_gene_split_definitions():
     assert biored.annotated_types == ["Chemical", "Disease", "Gene"]
     assert biored.kb_spec == "bc5cdr_genes" and biored.type_map == BIORED_TYPE_MAP
     assert get_dataset("bc5cdr", "dev").type_map == {}  # already our types
-    for split in ("train", "test"):
-        with pytest.raises(FormatError, match="only a dev split"):
-            get_dataset("biored", split)
-    with pytest.raises(FormatError, match="gnormplus train/test"):
-        get_dataset("gnormplus", "dev")
+    assert get_dataset("biored", "train").path.name == "Train.PubTator"
+    with pytest.raises(FormatError, match="a train and a dev split"):
+        get_dataset("biored", "test")
+    with pytest.raises(FormatError, match="gnormplus, nlmgene train/fit/dev/test"):
+        get_dataset("gnormplus", "validation")
+
+
+@pytest.mark.parametrize("name", ["gnormplus", "s800"])
+def test_dev_fold_and_fit_split_the_training_file(name):
+    """A training-file-only corpus's ``dev`` fold and ``fit`` rest partition its ``train``
+    split, by document ID alone (so the fold is the same whatever else is read)."""
+    whole = [d.id for d in get_dataset(name, "train").documents()]
+    dev = [d.id for d in get_dataset(name, "dev").documents()]
+    fit = [d.id for d in get_dataset(name, "fit").documents()]
+    assert sorted(dev + fit) == sorted(whole) and not set(dev) & set(fit)
+    assert len(whole) / 8 < len(dev) < len(whole) / 3
+    assert all(in_dev_fold(d) for d in dev) and not any(in_dev_fold(f) for f in fit)
 
 
 def test_gene_ids_are_split_and_species_kept():
@@ -289,7 +302,7 @@ def test_preset_files_name_every_file_each_preset_reads(monkeypatch):
 
     monkeypatch.setattr(registry, "vocab_path", recording_path)
     for loader in ("load_medic", "load_mesh_descriptors", "load_mesh_supplementary",
-                   "load_gene_info", "load_hgnc"):
+                   "load_gene_info", "load_hgnc", "load_homologene", "load_species"):
         monkeypatch.setattr(registry, loader, lambda *args, **kwargs: KB())
     assert set(registry.PRESET_FILES) == set(registry.PRESETS)
     for name, build in registry.PRESETS.items():

@@ -141,3 +141,49 @@ def test_the_shipped_multi_corpus_config_parses():
     assert {"gnormplus:train", "nlmgene:train"} <= set(config.kb_corpus_names) \
         & set(config.train_kb_corpus_names)
     assert "ncbi_disease:dev" not in config.kb_corpus_names  # NCBI dev is scored
+
+
+def test_the_biored_and_species_config_keeps_every_dev_and_test_document_out():
+    """One run for the learning and species issues: BioRED train in full (four types), the
+    species corpora's fit folds, and every dev or test set excluded from the corpora that
+    share documents with it."""
+    config = TrainConfig.from_yaml(CONFIGS / "multi_corpus_biored_species.yaml")
+    assert config.model.types == ["Chemical", "Disease", "Gene", "Species"]
+    assert config.model.lexical_types == ["Gene", "Species"] and config.keep_epochs
+    train = {e.corpus: e for e in config.train_corpora()}
+    biored = train["biored:train"]
+    assert not biored.partial and biored.renames["OrganismTaxon"] == "Species"
+    assert {"SequenceVariant", "CellLine"} <= biored.ignored_types
+    assert {"bc5cdr:dev", "ncbi_disease:dev", "gnormplus:dev", "nlmgene:dev"} <= \
+        set(biored.exclude)
+    for name in ("bc5cdr:train", "ncbi_disease:train", "gnormplus:fit", "nlmgene:fit"):
+        assert train[name].exclude == ("biored:train",)  # BioRED's copy is the one taught
+    assert train["s800:fit"].types == train["linnaeus:fit"].types == ("Species",)
+    everything = set(config.kb_corpus_names) | set(config.train_kb_corpus_names) | set(train)
+    assert not any(spec.endswith((":dev", ":test")) for spec in everything - {"bc5cdr:dev"})
+    assert "bc5cdr:dev" not in config.train_kb_corpus_names
+
+
+def test_exclude_takes_a_list_of_corpus_specs():
+    from e2e_linker.training.config import parse_corpus_entry
+
+    entry = parse_corpus_entry({"corpus": "x", "exclude": "bc5cdr:dev"}, ["Chemical"], {}, "t")
+    assert entry.exclude == ("bc5cdr:dev",)
+    with pytest.raises(UserError, match="exclude must be a list of corpus specs"):
+        parse_corpus_entry({"corpus": "x", "exclude": [3]}, ["Chemical"], {}, "t")
+
+
+def test_excluded_documents_are_left_out_by_id(monkeypatch):
+    from data_tools.documents import Document, Passage
+    from e2e_linker.training import collective
+    from e2e_linker.training.config import CorpusEntry
+
+    def doc(pmid):
+        return Document(id=pmid, passages=[Passage(offset=0, text="x")])
+
+    monkeypatch.setattr(collective, "load_corpus", lambda spec: [doc("2"), doc("9")])
+    entry = CorpusEntry("biored:train", ("Chemical",), exclude=("bc5cdr:dev",))
+    kept = collective.leave_out_excluded(entry, [doc("1"), doc("2"), doc("3")])
+    assert [d.id for d in kept] == ["1", "3"]
+    plain = CorpusEntry("biored:train", ("Chemical",))
+    assert len(collective.leave_out_excluded(plain, [doc("1"), doc("2")])) == 2
