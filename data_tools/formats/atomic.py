@@ -11,6 +11,13 @@ belongs to a writer still at work and is left alone.
 
 A failed write (disk full, permission denied, read-only file system, quota) raises
 :class:`OutputError`, naming the target rather than its temporary file.
+
+Only a regular file is ever replaced. A symlink is written through: the file it points to is
+replaced (atomically, as any other), and the link stays a link. A target that is not a regular
+file (a FIFO, a device such as ``/dev/null``, a socket, a directory) is refused with an
+:class:`OutputError`, never replaced by a regular file. SIGTERM, like Ctrl-C, removes the
+temporary file: while a write is open in the main thread, a SIGTERM that would otherwise end
+the process at once raises :class:`SystemExit` (exit code 143) so the clean-up runs.
 """
 
 from __future__ import annotations
@@ -20,7 +27,10 @@ import errno
 import io
 import os
 import re
+import signal
+import stat
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +43,11 @@ except ImportError:  # Windows: no locks, and so no clean-up of other runs' temp
 
 #: ``tempfile.mkstemp``'s random part: 8 characters of this alphabet
 _TEMP_NAME = r"\.{name}\.[a-z0-9_]{{8}}\.part"
+
+#: what a file that is not a regular one is, by its mode (see :func:`non_regular_kind`)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
 
 
 class OutputError(OSError):
@@ -71,6 +86,68 @@ class _TargetFile(io.FileIO):
             return super().write(data)
         except OSError as exc:
             raise output_error(exc, self.target) from exc
+
+
+def write_target(path: str | os.PathLike) -> Path:
+    """The file that a write to ``path`` replaces: ``path`` with every symlink followed (and
+    ``.``/``..`` resolved), also when the link dangles (the file it names is created).
+
+    Why: renaming a new file over a symlink would replace the link itself and leave the file
+    it points to stale; every writer of an output resolves the path here first.
+    """
+    return Path(os.path.realpath(os.fspath(path)))
+
+
+def non_regular_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` (symlinks followed) is when it exists and is not a regular file: ``"a
+    FIFO (named pipe)"``, ``"a character device"``, ``"a directory"``, ...; ``None`` for a
+    regular file or nothing there (a dangling symlink included).
+
+    Why: a writer that renames a regular file over a FIFO or ``/dev/null`` destroys it; the
+    checks before a run and :func:`atomic_output` itself refuse such a target by this.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else None
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "a special file")
+
+
+class _SigtermRaises:
+    """While at least one :func:`atomic_output` block is open in the main thread, SIGTERM
+    raises ``SystemExit(143)`` instead of ending the process at once (which would leave the
+    temporary file behind). Installed only over the default action: a handler some other part
+    installed (a server's, a launcher's) is left alone."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.installed = False
+
+    @staticmethod
+    def _raise(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        if self.depth == 0 and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._raise)
+            self.installed = True
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if self.depth == 0 and self.installed:
+                self.installed = False
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_sigterm_raises = _SigtermRaises()
 
 
 def _umask() -> int:
@@ -150,44 +227,60 @@ def _create_temporary(target: Path) -> tuple[int, str]:
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """Yield a file object for a temporary sibling of ``path``; rename on clean exit.
 
-    On any exception the temporary file is removed and ``path`` is left as it was; an
-    ``OSError`` from writing, flushing, syncing or renaming it is raised as
-    :class:`OutputError` naming ``path``. Stale temporary files of ``path`` left by killed
-    runs are removed first.
+    On any exception (Ctrl-C and SIGTERM included) the temporary file is removed and ``path``
+    is left as it was; an ``OSError`` from writing, flushing, syncing or renaming it is raised
+    as :class:`OutputError` naming ``path``. A symlink is written through (see
+    :func:`write_target`); a target that is not a regular file is refused with an
+    :class:`OutputError` before anything is created. Stale temporary files of ``path`` left
+    by killed runs are removed first.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_output writes in mode 'w' or 'wb', not {mode!r}")
-    target = Path(path)
+    target = write_target(path)
+    kind = non_regular_kind(target)
+    if kind is not None:
+        code = errno.EISDIR if kind == "a directory" else errno.EINVAL
+        raise OutputError(code, f"{kind}, not a regular file", str(path))
+    with _sigterm_raises():
+        yield from _write_atomically(target, Path(path), mode)
+
+
+def _write_atomically(target: Path, shown: Path, mode: str) -> Iterator[IO]:
+    """:func:`atomic_output`'s body: ``target`` is the file replaced, ``shown`` the path that
+    errors name."""
+    tmp = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(target.parent, target.name)
-        fd, tmp = _create_temporary(target)
-    except FileExistsError as exc:  # a parent is a file
-        raise OutputError(errno.ENOTDIR, f"{exc.filename} is not a directory",
-                          str(target)) from exc
-    except OSError as exc:
-        raise output_error(exc, target) from exc
-    try:
-        raw = _TargetFile(os.dup(fd), target)  # fd itself keeps the lock until the rename
-        handle: IO = io.BufferedWriter(raw)
-        if mode == "w":
-            handle = io.TextIOWrapper(handle, encoding="utf-8", newline="\n")
         try:
-            yield handle
-        except BaseException:
-            with contextlib.suppress(Exception):  # the block's own error is the one to report
-                handle.close()
-            raise
-        handle.close()  # flushes: a full disk shows here at the latest
-        try:
-            os.fsync(fd)  # a shard recorded as done must survive a crash of the machine too
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-            os.replace(tmp, target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(target.parent, target.name)
+            fd, tmp = _create_temporary(target)
+        except FileExistsError as exc:  # a parent is a file
+            raise OutputError(errno.ENOTDIR, f"{exc.filename} is not a directory",
+                              str(shown)) from exc
         except OSError as exc:
-            raise output_error(exc, target) from exc
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+            raise output_error(exc, shown) from exc
+        try:
+            raw = _TargetFile(os.dup(fd), shown)  # fd itself keeps the lock until the rename
+            handle: IO = io.BufferedWriter(raw)
+            if mode == "w":
+                handle = io.TextIOWrapper(handle, encoding="utf-8", newline="\n")
+            try:
+                yield handle
+            except BaseException:
+                with contextlib.suppress(Exception):  # the block's own error is the one to report
+                    handle.close()
+                raise
+            handle.close()  # flushes: a full disk shows here at the latest
+            try:
+                os.fsync(fd)  # a shard recorded as done must survive a crash of the machine too
+                os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+                os.replace(tmp, target)
+                tmp = None
+            except OSError as exc:
+                raise output_error(exc, shown) from exc
+        finally:
+            os.close(fd)
     finally:
-        os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)

@@ -322,6 +322,8 @@ class CollectiveLinker(nn.Module):
         """Load a checkpoint directory (safetensors only; pickle files are refused)."""
         from safetensors.torch import load_file
 
+        from e2e_linker.kb_search.shipped import require_shipped_tree
+
         directory = Path(directory)
         config_path = directory / CONFIG_FILE
         if not config_path.is_file():
@@ -329,6 +331,8 @@ class CollectiveLinker(nn.Module):
         pickles = sorted(p.name for p in directory.rglob("*") if p.suffix in (".bin", ".pt", ".pth", ".ckpt", ".pkl"))
         if pickles:
             raise UserError(f"{directory}: refusing pickle files {', '.join(pickles)}; use safetensors")
+        # the package's own model: every file checked against its manifest (issue 47)
+        require_shipped_tree(directory, skip=("normalizer",))
         config = LinkerConfig.from_dict(json.loads(config_path.read_text()))
         encoder = TextEncoder.from_pretrained(directory / "encoder", pooling=config.entity_pooling,
                                               max_length=config.name_max_length)

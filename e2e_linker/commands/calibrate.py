@@ -4,6 +4,8 @@ e2e_linker.encoder.quantization)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -18,9 +20,13 @@ def command(model_dir: str, corpora: tuple[str, ...], max_docs: int) -> None:
     from data_tools.registry import load_corpus
     from e2e_linker.collective.calibration import activation_absmax
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_dir import save_stats
+    from e2e_linker.collective.model_dir import STATS_FILE, save_stats
     from e2e_linker.errors import UserError
+    from e2e_linker.jobs.output_checks import check_output_target
 
+    # before the corpora are read and the model loads: the statistics file can be written
+    check_output_target(corpora, Path(model_dir) / STATS_FILE, directory=False,
+                        room_for_inputs=False, label="the statistics file")
     docs = []
     for spec in corpora:
         docs += load_corpus(spec, max_docs - len(docs))

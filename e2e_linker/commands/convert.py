@@ -7,7 +7,7 @@ import click
 
 @click.command("convert")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True))
-@click.argument("target", type=click.Path(dir_okay=False, writable=True))
+@click.argument("target", type=click.Path(writable=True))  # a directory: the guard's one line
 @click.option("--from", "src_format", default=None, help="pubtator | bioc | biocjson (default: detected)")
 @click.option("--to", "dst_format", default=None, help="pubtator | bioc | biocjson (default: from OUT's extension)")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
@@ -21,7 +21,7 @@ def command(sources: tuple[str, ...], target: str, src_format: str | None,
     from e2e_linker.jobs.corpus_run import run_to_file
     from e2e_linker.jobs.output_checks import check_output_target
 
-    check_output_target(sources, target, directory=False)
+    check_output_target(sources, target, directory=False, label="TARGET")
     report = run_to_file(sources, target, None, out_format=dst_format, in_format=src_format,
                          on_error=on_error, progress=False)
     for line in report.lines(target):

@@ -15,13 +15,18 @@ import click
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
-@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.argument("out_dir", type=click.Path())
 @click.option("--half/--no-half", default=True, show_default=True, help="Store weights as fp16.")
 def command(run_dir: str, out_dir: str, half: bool) -> None:
     """Copy the model in RUN_DIR to OUT_DIR with a fresh KB manifest."""
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+    from e2e_linker.jobs.output_checks import check_output_target
 
+    # before the model loads: OUT_DIR is not RUN_DIR (its weights would be overwritten), nor
+    # inside or around it, nor a file; it may hold an earlier export
+    check_output_target([run_dir], out_dir, directory=True, room_for_inputs=False,
+                        shards=False, label="OUT_DIR")
     run = Path(run_dir)
     model = CollectiveLinker.load(run)
     train_cfg = json.loads((run / "train_config.json").read_text())

@@ -73,8 +73,8 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
               help="Bytes per name (8-bit sub-quantizers; must divide the vector size).")
 @click.option("--nlist", type=click.IntRange(min=1), default=None,
               help="Inverted lists (default: 4·√names, a power of two).")
-@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
-              help="Write here instead of MODEL/kb_index.safetensors.")
+@click.option("-o", "--output", default=None, type=click.Path(),
+              help="Write here instead of MODEL/kb_index.safetensors (never over a model file).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_bytes: int,
          nlist: int | None, output: str | None, device: str | None) -> None:
@@ -90,16 +90,39 @@ def pack(model_dir: str | None, normalizer: bool, cache_dir: str | None, pq_byte
 
     start = time.perf_counter()
     if normalizer:
-        from e2e_linker.normalizer.normalizer_dir import pack_normalizer_index
+        from e2e_linker.normalizer.normalizer_dir import (
+            default_normalizer_dir,
+            pack_normalizer_index,
+        )
 
+        if output is not None:  # before the model loads
+            output = _pack_target(Path(model_dir) if model_dir else default_normalizer_dir(),
+                                  output)
         path = pack_normalizer_index(model_dir, cache_dir, pq_bytes, nlist, output)
     else:
         directory = Path(model_dir) if model_dir else default_linker_dir()
+        if output is not None:  # before the model loads
+            output = _pack_target(directory, output)
         with loading_model(model_dir):
             model = CollectiveLinker.load(directory, device=pick_device(device))
         path = pack_linker_index(directory, model, cache_dir, pq_bytes, nlist, output)
     click.echo(f"packed KB index: {path} ({path.stat().st_size / 2**20:,.1f} MiB, "
                f"{time.perf_counter() - start:.0f} s)")
+
+
+def _pack_target(directory: Path, output: str) -> str:
+    """``kb pack -o``, checked by the output guard before the model loads: never one of the
+    model's own files (its weights, its KB, the normalizer folder inside it) except an earlier
+    packed index, which is what a pack replaces; never a FIFO or device. Returned with its
+    symlinks followed: the packed writer renames over the path it gets, and a link must stay a
+    link (the file it points to is replaced)."""
+    from data_tools.formats.atomic import write_target
+    from e2e_linker.collective.model_dir import PACKED_INDEX_FILE
+    from e2e_linker.jobs.output_checks import check_output_target
+
+    model_files = [p for p in directory.iterdir() if p.name != PACKED_INDEX_FILE]
+    check_output_target(model_files, output, directory=False, room_for_inputs=False)
+    return str(write_target(output))
 
 
 @command.command("info")
@@ -113,17 +136,22 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
     """List what the KB cache holds: encoders, names, KB matrices (full, or partly encoded on
     demand), indexes, compiled KBs, size on disk."""
     from e2e_linker.compiled_kb.store import list_compiled
+    from e2e_linker.defaults import DEFAULT_MODEL_DIR
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.cache import default_cache_dir, describe_cache, verify_cache
+    from e2e_linker.kb_search.shipped import verify_tree
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     entries = describe_cache(root) if root.is_dir() else []
     compiled = list_compiled(root)
     checked = verify_cache(root) if verify and root.is_dir() else []
+    shipped = [{"file": str(v.path), "state": v.state, "why": v.why}
+               for v in verify_tree(DEFAULT_MODEL_DIR)] if verify else []
     if as_json:
         listing: dict = {"cache": str(root), "entries": entries, "compiled_kbs": compiled}
         if verify:
             listing["verify"] = checked
+            listing["verify_shipped"] = shipped
         click.echo(json.dumps(listing, indent=2))
     elif not entries and not compiled:
         click.echo(f"{root}: empty (the first `linker annotate` or `linker kb build` fills it)")
@@ -144,6 +172,16 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
             for item in checked:
                 click.echo(f"  {item['state']:<10}  {item['file']}"
                            + (f": {item['why']}" if item["why"] else ""))
+    if verify and not as_json:
+        click.echo(f"verify shipped: {len(shipped)} files ({DEFAULT_MODEL_DIR})")
+        for item in shipped:
+            click.echo(f"  {item['state']:<10}  {item['file']}"
+                       + (f": {item['why']}" if item["why"] else ""))
+    broken = [item["file"] for item in shipped if item["state"] == "damaged"]
+    if broken:
+        more = f" and {len(broken) - 1} more" if len(broken) > 1 else ""
+        raise UserError(f"shipped file {broken[0]}{more} damaged (its sha256 is not the one "
+                        f"{DEFAULT_MODEL_DIR}/SHA256SUMS lists): reinstall e2e_linker")
     damaged = [item["file"] for item in checked if item["state"] == "damaged"]
     if damaged:
         more = f" and {len(damaged) - 1} more" if len(damaged) > 1 else ""

@@ -10,8 +10,8 @@ import click
 
 @click.command("view")
 @click.argument("annotated", type=click.Path(exists=True))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="The HTML file to write.")
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="The HTML file to write (never ANNOTATED or GOLD).")
 @click.option("--gold", default=None, type=click.Path(exists=True),
               help="Gold annotations of the same documents: shown side by side, with false "
                    "positives and negatives marked and counted as `linker score --strict` does.")
@@ -33,8 +33,11 @@ def command(annotated: str, output: str, gold: str | None, fmt: str | None,
 
     from data_tools.formats.atomic import atomic_output
     from data_tools.formats.source import CorpusSource
+    from e2e_linker.jobs.output_checks import check_output_target
     from e2e_linker.viewer.html_page import render_page
 
+    # before anything is read or a KB loads: -o is no input, no FIFO or device, writable
+    check_output_target([annotated, *([gold] if gold else [])], output, directory=False)
     # read as `linker score` reads (duplicate document IDs are an error there too)
     documents = list(islice(CorpusSource([annotated], fmt).documents(), max_docs))
     reference = None

@@ -42,7 +42,16 @@ from e2e_linker.kb_search.cache_folder import (
     exclusive,
     writable,
 )
-from e2e_linker.kb_search.integrity import OK, check_file, report_damage, save_array, save_lines
+from e2e_linker.kb_search.integrity import (
+    OK,
+    RECORD_SUFFIX,
+    STAMP_SUFFIX,
+    Verdict,
+    check_file,
+    report_damage,
+    save_array,
+    save_lines,
+)
 
 #: bump when what :func:`kb_arrays` derives changes (name folding, compact keys, layout): old
 #: compiled KBs are then left unread and built anew
@@ -211,4 +220,16 @@ def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
                     "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
                     "built_at": meta.get("built_at"), "state": why or "ok",
                     "path": str(folder)})
+    return out
+
+
+def verify_compiled(cache_dir: str | os.PathLike | None = None) -> list[Verdict]:
+    """Every sealed file of every compiled KB (and the vocabulary digests) checked against its
+    record, every byte now: what ``linker kb info --verify`` adds to the vector cache's."""
+    root = compiled_root(cache_dir)
+    out: list[Verdict] = []
+    for path in sorted(root.rglob("*")) if root.is_dir() else ():
+        if path.is_file() and not path.name.endswith((RECORD_SUFFIX, STAMP_SUFFIX)) and \
+                not any(part.startswith(".") for part in path.relative_to(root).parts):
+            out.append(check_file(path, npy=path.suffix == ".npy", full=True))
     return out

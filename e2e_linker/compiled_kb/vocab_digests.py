@@ -5,17 +5,20 @@ Why content and not sizes and times: a vocabulary file replaced by another relea
 size, or copied with its times kept, must not be served from the old compilation. A file's
 sha256 is computed once and remembered in ``digests.json`` of the compiled-KB folder under the
 file's (device, inode, size, mtime, ctime); ctime cannot be set back by a user, so any rewrite
-of the file hashes it again, and a start reads a few stats instead of hundreds of MB.
+of the file hashes it again, and a start reads a few stats instead of hundreds of MB. The
+record is sealed (:func:`~e2e_linker.kb_search.integrity.save_lines`): a digest changed in place
+is reported and the files hashed again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 from pathlib import Path
 
-from e2e_linker.kb_search.integrity import atomic_write
+from e2e_linker.kb_search.integrity import DAMAGED, check_file, discard, report_damage, save_lines
 
 #: where the remembered digests live, inside the compiled-KB folder
 DIGESTS_FILE = "digests.json"
@@ -42,11 +45,18 @@ def file_digests(paths: list[Path], folder: Path) -> list[str]:
     """The sha256 of each file, hashed only when it changed since ``folder`` last saw it (a
     missing file is a :class:`FileNotFoundError`, as the KB loaders would raise)."""
     record_path = folder / DIGESTS_FILE
-    try:
-        known = json.loads(record_path.read_text(encoding="utf-8"))
-        if not isinstance(known, dict):
-            known = {}
-    except (OSError, ValueError):
+    known: dict = {}
+    if record_path.is_file():
+        verdict = check_file(record_path, npy=False)
+        if verdict.state == DAMAGED:  # a digest changed in place would pick another KB
+            with contextlib.suppress(OSError):
+                discard(record_path)
+            report_damage(record_path, verdict.why, "discarded; the vocabulary files are "
+                                                    "hashed again")
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                known = json.loads(record_path.read_text(encoding="utf-8"))
+    if not isinstance(known, dict):
         known = {}
     digests, changed = [], False
     for path in paths:
@@ -60,8 +70,7 @@ def file_digests(paths: list[Path], folder: Path) -> list[str]:
     if changed:
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            atomic_write(record_path, lambda handle: handle.write(
-                (json.dumps(known, indent=0, sort_keys=True) + "\n").encode()))
+            save_lines(record_path, [json.dumps(known, indent=0, sort_keys=True) + "\n"])
         except OSError:
             pass  # a read-only cache: hashed again next time, nothing else lost
     return digests

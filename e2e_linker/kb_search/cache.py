@@ -103,6 +103,7 @@ from e2e_linker.kb_search.partial_matrix import (
     check_partial,
     partial_fill,
 )
+from e2e_linker.kb_search.shipped import require_shipped
 from e2e_linker.kb_search.unit_vectors import encode_unit, unit_rows
 
 #: batches encoded between two updates of the progress bar
@@ -215,9 +216,10 @@ class VectorStore:
                 names.append(name)
         return names
 
-    def _table_verdicts(self) -> tuple[Verdict, Verdict]:
-        return (check_file(self.names_path, npy=False, full=True),
-                check_file(self.vectors_path, full=True, dtype=np.float16))
+    def _table_verdicts(self, full: bool = False) -> tuple[Verdict, Verdict]:
+        """Both table files checked (every byte, once per version; ``full``: now)."""
+        return (check_file(self.names_path, npy=False, full=full),
+                check_file(self.vectors_path, full=full, dtype=np.float16))
 
     def _read_table(self, locked: bool) -> tuple[list[str], np.ndarray]:
         """The table when both files check out (:class:`DamagedFile` otherwise); files
@@ -262,7 +264,7 @@ class VectorStore:
         if not (self.names_path.is_file() and self.vectors_path.is_file()):
             return [], None
         both = [self.names_path, self.vectors_path]
-        names_verdict, vectors_verdict = self._table_verdicts()
+        names_verdict, vectors_verdict = self._table_verdicts(full=True)
         try:
             if names_verdict.state == DAMAGED:
                 raise DamagedFile(self.names_path, names_verdict.why)
@@ -444,6 +446,7 @@ class VectorStore:
                 raise UserError(f"--index packed: the {owner} has no packed KB index "
                                 f"({packed}); `{pack_command}` writes one")
             return None
+        require_shipped(packed)  # a shipped index is checked against its manifest first
         info = read_info(packed)
         digest = digest or names_digest(texts)
         path = self.list_path(texts, digest=digest)
@@ -596,7 +599,7 @@ class VectorStore:
         one is discarded, to be encoded again."""
         if not part.is_file():
             return False
-        verdict = check_file(part, full=True, shape=shape, dtype=np.float16)
+        verdict = check_file(part, shape=shape, dtype=np.float16)
         if verdict.state == UNVERIFIED:
             verdict = adopt(part, shape=shape, dtype=np.float16)
         if verdict.state == DAMAGED:
@@ -808,8 +811,8 @@ def _verdict(root: Path, verdict: Verdict) -> dict:
 
 
 def verify_cache(root: Path) -> list[dict]:
-    """Every file of a cache folder checked whole against its record: one ``{file, state,
-    why}`` per file, ``state`` ``ok``, ``damaged`` or ``unverified`` (no record: written before
+    """Every file of a cache folder (vector store and compiled KBs) checked whole against its
+    record, every byte now: one ``{file, state, why}`` per file, ``state`` ``ok``, ``damaged`` or ``unverified`` (no record: written before
     records existed, or an index built from a checked matrix), what ``linker kb info
     --verify`` reports. Reads the whole cache."""
     out: list[Verdict] = []
@@ -847,4 +850,7 @@ def verify_cache(root: Path) -> list[dict]:
             for part in sorted(folder.glob("*.parts/*.npy")):
                 if ".tmp" not in part.name:
                     out.append(check_file(part, full=True, dtype=np.float16))
+    from e2e_linker.compiled_kb.store import verify_compiled  # the KB's arrays: imported late
+
+    out += verify_compiled(root)
     return [_verdict(root, v) for v in out]

@@ -16,13 +16,21 @@ matches one of the two. Rows of a partial matrix are written one by one and carr
 each instead (:mod:`e2e_linker.kb_search.partial_matrix`).
 
 **What is checked when** (:func:`check_file`): the header and the size, always (a stat and a
-read of the header: microseconds); on a load, the header's digest and every block of a file up
-to :data:`FULL_CHECK_BYTES`, and of a larger one the first, the last and
-:data:`SAMPLE_BLOCKS` blocks picked at random — about 6 MiB read whatever the size, so a whole
-file overwritten is found at once and a damaged block within a few runs; every block with
-``full=True``: what a build derives new files from (the name table) and ``linker kb info
---verify``. A full check is remembered for the process (same inode, size and times), so a
-file read twice is hashed once.
+read of the header: microseconds); every block, the first time a process reads a version of the
+file — and a version whole-checked once is remembered, in the process and on disk, so later
+loads of the same version cost a few stats. A *version* is the file's and its record's (device,
+inode, size, mtime, ctime): any write to either changes the ctime, which no user can set back,
+so a byte changed in place (``dd conv=notrunc``, a failed copy) makes a new version that is
+checked whole at its next load. The remembered check of ``F`` is ``F.verified.json``
+(:data:`STAMP_SUFFIX`: the two versions), written after a whole check or a sealed write; it is
+trusted only when the file's and the record's ctimes are older than the stamp itself (a change
+in the same clock tick as the check is checked again: "racy" as git calls it). Why not hash
+every byte on every load: the compiled KB alone is 321 MB (0.4 s of sha256 on every start,
+against a 2–3 s start); why not sample, as before issue 47: a 10-byte overwrite in a block not
+sampled changed links with exit code 0. ``full=True`` (``linker kb info --verify``) reads every
+byte now, whatever is remembered. What is not covered: a byte that changes on disk without a
+write through the file system (a failing disk under a file whose ctime stays) is found by
+``--verify`` only.
 
 **Files without a record** (caches written before records existed, or a run killed between a
 file and its record) are *unverified*: :func:`adopt` checks one whole — header, size, no row
@@ -38,7 +46,6 @@ import contextlib
 import hashlib
 import json
 import os
-import random
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,10 +63,9 @@ RECORD_SUFFIX = ".sums.json"
 PENDING_SUFFIX = ".sums.json.new"
 #: about how many bytes one digest covers (rounded down to whole rows)
 BLOCK_BYTES = 1 << 20
-#: files up to this size are checked whole on every load (16 MiB: about 10 ms)
-FULL_CHECK_BYTES = 16 << 20
-#: blocks picked at random, besides the first and the last, when a larger file is loaded
-SAMPLE_BLOCKS = 4
+#: the remembered whole check of a file is ``<file><STAMP_SUFFIX>``
+STAMP_SUFFIX = ".verified.json"
+STAMP_FORMAT = "e2e_linker.verified.v1"
 #: hex digits kept of each sha256 (128 bits)
 DIGEST_HEX = 32
 #: attempts at a check that fails while another process may be replacing the file
@@ -69,7 +75,7 @@ OK = "ok"
 UNVERIFIED = "unverified"
 DAMAGED = "damaged"
 
-#: (device, inode, size, mtime, record mtime) of files checked whole by this process
+#: :func:`file_version` of files (and their records) checked whole by this process
 _CHECKED_WHOLE: set[tuple[int, ...]] = set()
 
 
@@ -175,8 +181,11 @@ def npy_layout(path: str | os.PathLike, shape: tuple[int, ...] | None = None,
 
 
 def read_vector(path: str | os.PathLike, length: int, dtype: np.dtype | type) -> np.ndarray:
-    """A small 1-D ``.npy`` file read whole, checked first (:class:`DamagedFile` otherwise)."""
-    npy_layout(path, (length,), dtype)
+    """A small 1-D ``.npy`` file read whole, checked first — its layout, and its record when it
+    has one (:func:`check_file`) — :class:`DamagedFile` otherwise."""
+    verdict = check_file(path, shape=(length,), dtype=dtype)
+    if verdict.state == DAMAGED:
+        raise DamagedFile(path, verdict.why)
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, EOFError) as exc:
@@ -231,7 +240,7 @@ def _replace_sealed(path: Path, tmp_writer: Callable[[BinaryIO], None],
         _write_json(pending, make_record(tmp))
         os.replace(tmp, path)
         os.replace(pending, record_path(path))
-        _CHECKED_WHOLE.add(_identity(path, record_path(path)))  # hashed as it was written
+        remember_check(_identity(path, record_path(path)), stamp_path(path))  # as written
     except BaseException:
         for litter in (tmp, pending):
             with contextlib.suppress(OSError):
@@ -294,10 +303,10 @@ def seal(path: str | os.PathLike, *, npy: bool = True) -> dict:
 
 
 def discard(path: str | os.PathLike) -> None:
-    """Remove a cache file and its records (the records first, so no record outlives its
-    file to be taken for a later one's)."""
+    """Remove a cache file and its records (the records and the remembered check first, so
+    none outlives its file to be taken for a later one's)."""
     path = Path(path)
-    for item in (pending_path(path), record_path(path), path):
+    for item in (stamp_path(path), pending_path(path), record_path(path), path):
         with contextlib.suppress(FileNotFoundError):
             item.unlink()
 
@@ -326,45 +335,80 @@ def _read_record(path: Path) -> dict | None:
     return record
 
 
+def file_version(path: str | os.PathLike) -> tuple[int, ...]:
+    """(device, inode, size, mtime, ctime) of ``path``, nanoseconds: any write to the file, or
+    its replacement by another, changes it (the ctime cannot be set back)."""
+    info = os.stat(path)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _identity(path: Path, record: Path) -> tuple[int, ...]:
-    info, seal_info = os.stat(path), os.stat(record)
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, seal_info.st_mtime_ns)
+    return file_version(path) + file_version(record)
 
 
-def _compare(path: Path, record: dict, size: int, head_bytes: int, full: bool,
-             rng: random.Random) -> tuple[str, tuple[int, ...], int]:
-    """('' or why the file fails, the damaged blocks, blocks read)."""
+def stamp_path(path: str | os.PathLike) -> Path:
+    """Where the remembered whole check of ``path`` lives."""
+    path = Path(path)
+    return path.with_name(path.name + STAMP_SUFFIX)
+
+
+def remember_check(key: tuple[int, ...], stamp: Path) -> None:
+    """Remember that the version ``key`` (see :func:`file_version`) was checked whole: in the
+    process, and in ``stamp`` for later processes (none written where the folder is read-only:
+    the file is then checked whole at each process's first load)."""
+    _CHECKED_WHOLE.add(key)
+    with contextlib.suppress(OSError):
+        _write_json(stamp, {"format": STAMP_FORMAT, "version": list(key)})
+
+
+def remembered(key: tuple[int, ...], stamp: Path) -> bool:
+    """Whether the version ``key`` was checked whole: by this process, or by one that wrote
+    ``stamp`` after every change ``key`` records (a ctime at or after the stamp's mtime may be a
+    change in the same clock tick as the check: not trusted)."""
+    if key in _CHECKED_WHOLE:
+        return True
+    try:
+        written = os.stat(stamp).st_mtime_ns
+        found = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    versions = len(key) // 5
+    return (isinstance(found, dict) and found.get("format") == STAMP_FORMAT
+            and found.get("version") == list(key)
+            and all(key[5 * i + 4] < written for i in range(versions)))
+
+
+def _compare(path: Path, record: dict, size: int, head_bytes: int
+             ) -> tuple[str, tuple[int, ...], int]:
+    """('' or why the file fails, the damaged blocks, blocks read): every block is read."""
     if int(record["bytes"]) != size:
         return (f"{size:,} bytes where its record says {int(record['bytes']):,}", (), 0)
     if head_bytes is not None and int(record["head_bytes"]) != head_bytes:
         return ("its header is not the one recorded", (), 0)
     step, count = int(record["block_bytes"]), len(record["blocks"])
     start = int(record["head_bytes"])
-    if full or size <= FULL_CHECK_BYTES or count <= SAMPLE_BLOCKS + 2:
-        picked = list(range(count))
-    else:
-        picked = sorted({0, count - 1, *rng.sample(range(1, count - 1), SAMPLE_BLOCKS)})
     bad: list[int] = []
     fd = os.open(path, os.O_RDONLY)
     try:
         if digest(os.pread(fd, start, 0)) != record["head"]:
             return ("its header does not match its record", (), 0)
-        for block in picked:
+        for block in range(count):
             length = min(step, size - start - block * step)
             if digest(os.pread(fd, length, start + block * step)) != record["blocks"][block]:
                 bad.append(block)
     finally:
         os.close(fd)
     if bad:
-        return (f"{len(bad)} of {count} blocks do not match their checksums", tuple(bad),
-                len(picked))
-    return ("", (), len(picked))
+        return (f"{len(bad)} of {count} blocks do not match their checksums", tuple(bad), count)
+    return ("", (), count)
 
 
 def check_file(path: str | os.PathLike, *, npy: bool = True, full: bool = False,
-               shape: tuple[int, ...] | None = None, dtype: np.dtype | type | None = None,
-               rng: random.Random | None = None) -> Verdict:
-    """Check a cache file against its record (see the module docstring for how much is read).
+               shape: tuple[int, ...] | None = None, dtype: np.dtype | type | None = None
+               ) -> Verdict:
+    """Check a cache file against its record: every block, unless this version of the file
+    and record was checked whole before (see the module docstring); ``full`` reads every
+    block now whatever is remembered (``linker kb info --verify``).
 
     ``npy`` files have their header checked against their size (and ``shape``, ``dtype``).
     A mismatch is checked again, up to :data:`CHECK_ATTEMPTS` times, against the record read
@@ -377,7 +421,6 @@ def check_file(path: str | os.PathLike, *, npy: bool = True, full: bool = False,
             layout = npy_layout(path, shape, dtype)
         except DamagedFile as exc:
             return Verdict(path, DAMAGED, exc.why)
-    draw = (rng or random.Random()).random()  # one sample: a retry re-reads the same blocks
     failed: Verdict | None = None
     compared: set[tuple[int, ...]] = set()
     for _ in range(CHECK_ATTEMPTS):
@@ -397,14 +440,12 @@ def check_file(path: str | os.PathLike, *, npy: bool = True, full: bool = False,
             if key in compared:
                 continue  # file and record unchanged since they failed: they fail again
             compared.add(key)
-            if key in _CHECKED_WHOLE:
-                return Verdict(path, OK, block_rows=rows, blocks=count, checked=count)
+            if not full and remembered(key, stamp_path(path)):
+                return Verdict(path, OK, block_rows=rows, blocks=count, checked=0)
             why, bad, checked = _compare(path, record, size,
-                                         layout.offset if layout is not None else 0, full,
-                                         random.Random(draw))
+                                         layout.offset if layout is not None else 0)
             if not why:
-                if checked == count:
-                    _CHECKED_WHOLE.add(key)
+                remember_check(key, stamp_path(path))
                 return Verdict(path, OK, block_rows=rows, blocks=count, checked=checked)
             failures.append(Verdict(path, DAMAGED, why, bad, rows, count, checked))
         failed = failures[0] if failures else failed
@@ -448,7 +489,7 @@ def adopt(path: str | os.PathLike, *, npy: bool = True,
         return Verdict(path, UNVERIFIED, f"no checksum record (cannot write one: "
                                          f"{exc.strerror or exc})")
     with contextlib.suppress(OSError):
-        _CHECKED_WHOLE.add(_identity(path, record_path(path)))
+        remember_check(_identity(path, record_path(path)), stamp_path(path))
     return Verdict(path, OK, blocks=len(record["blocks"]), checked=len(record["blocks"]))
 
 

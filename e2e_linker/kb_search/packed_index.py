@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.kb_search.integrity import atomic_write
+from e2e_linker.kb_search.shipped import update_manifest
 
 PACKED_FORMAT = "e2e_linker.ivfpq.v1"
 
@@ -240,6 +241,7 @@ def _save(arrays: dict[str, np.ndarray], hashes: np.ndarray | None, path: str | 
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # a file to ship: as readable as any other
     os.replace(tmp, out)
+    update_manifest(out)  # a shipped tree's manifest (default_model/SHA256SUMS) follows it
     return out
 
 

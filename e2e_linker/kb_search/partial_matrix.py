@@ -8,9 +8,13 @@ once are kept on disk for later runs, beside the full matrices of the name cache
 * ``<stem>.partial.npy`` — an ``(n, d)`` fp16 matrix (a sparse file: unwritten rows take
   no disk space);
 * ``<stem>.partial-have.npy`` — which rows hold a vector (bool);
-* ``<stem>.partial-sums.npy`` — the crc32 of each row that holds one (uint32; 0: none
-  recorded — rows written before sums existed, checked for not being all zeros and recorded at
-  the next write);
+* ``<stem>.partial-sums.npy`` — the crc32 of each row that holds one (uint32; 0 for a row
+  that holds none);
+* the two small files are sealed (``.sums.json`` records, :mod:`e2e_linker.kb_search.integrity`)
+  and checked whole when read. A present row whose sum is 0, or rows present with no sums file,
+  are damage, never "none recorded" (issue 47: a zeroed sums file used to switch the row checks
+  off without a word): the three files are then discarded and the rows encoded again when a
+  search needs them;
 
 where ``<stem>.npy`` is the file a full encode of the same list writes: this is the partial
 mode of the one vector store (:meth:`e2e_linker.kb_search.cache.VectorStore.partial`), for the
@@ -22,8 +26,8 @@ writing into a memory map of it: on a full disk a write into a sparse map is a p
 kills the process with SIGBUS, a ``pwrite`` is an ``OSError`` that becomes one line. Room is
 checked first. Rows are flushed, then the sums file and then the "have" file are replaced
 (each atomically), so a killed run or a second process never sees a row marked present that is
-not. A row is checked against its sum the first time this process reads it; one that fails is
-reported and encoded again. When every row is present the matrix is promoted to
+not. A row is checked against its sum the first time this process reads it (so every byte a
+run uses is checked); one that fails is reported and encoded again. When every row is present the matrix is promoted to
 ``<stem>.npy`` and given its record (:mod:`e2e_linker.kb_search.integrity`).
 """
 
@@ -49,12 +53,14 @@ from e2e_linker.kb_search.integrity import (
     NpyLayout,
     Verdict,
     atomic_write,
+    check_file,
     discard,
     discard_damaged,
     npy_layout,
     open_matrix,
     read_vector,
     report_damage,
+    save_array,
     seal,
 )
 from e2e_linker.kb_search.unit_vectors import unit_rows
@@ -82,33 +88,30 @@ def row_sums(rows: np.ndarray) -> np.ndarray:
 
 
 def failing_rows(matrix: np.ndarray, rows: np.ndarray, sums: np.ndarray) -> np.ndarray:
-    """Which of ``rows`` (sorted) do not hold what ``sums`` recorded (a row without a sum, 0:
-    one that is all zeros). Returns a boolean mask over ``rows``."""
+    """Which of ``rows`` (sorted) do not hold what ``sums`` recorded (a row whose sum is 0 has
+    none: it fails). Returns a boolean mask over ``rows``."""
     out = np.zeros(len(rows), bool)
     for at in range(0, len(rows), CHECK_ROWS):
         block = rows[at:at + CHECK_ROWS]
-        values = np.asarray(matrix[block])
-        recorded = sums[block]
-        out[at:at + CHECK_ROWS] = np.where(recorded != 0, row_sums(values) != recorded,
-                                           ~values.any(axis=1))
+        out[at:at + CHECK_ROWS] = row_sums(np.asarray(matrix[block])) != sums[block]
     return out
 
 
 @dataclass
 class PartialFiles:
-    """A partial matrix as found on disk: its layout, which rows are present and their sums
-    (``sums_problem``: why the sums file was not usable, when it was not)."""
+    """A partial matrix as found on disk: its layout, which rows are present and their sums."""
 
     layout: NpyLayout
     have: np.ndarray
     sums: np.ndarray
-    sums_problem: str = ""
 
 
 def read_partial(full_path: str | os.PathLike, shape: tuple[int, int] | None = None
                  ) -> PartialFiles | None:
     """The partial files of ``full_path`` checked for shape and readability (not their rows):
-    None when there is no partial matrix, :class:`DamagedFile` naming the file that fails."""
+    None when there is no partial matrix, :class:`DamagedFile` naming the file that fails —
+    also a sums file missing, or recording no sum (0) for a row the have file marks present:
+    those rows could not be checked."""
     path, have_path, sums_path = partial_paths(full_path)
     if not have_path.is_file():
         return None
@@ -117,14 +120,19 @@ def read_partial(full_path: str | os.PathLike, shape: tuple[int, int] | None = N
     layout = npy_layout(path, shape, np.float16)
     if len(layout.shape) != 2:
         raise DamagedFile(path, f"holds an array of shape {layout.shape}, not a matrix")
-    have = read_vector(have_path, layout.shape[0], np.bool_)
-    sums, problem = np.zeros(layout.shape[0], np.uint32), ""
-    if sums_path.is_file():
-        try:
-            sums = read_vector(sums_path, layout.shape[0], np.uint32)
-        except DamagedFile as exc:
-            problem = exc.why
-    return PartialFiles(layout, have, sums, problem)
+    have = read_vector(have_path, layout.shape[0], np.bool_).astype(bool)
+    present = int(have.sum())
+    if not sums_path.is_file():
+        if present:
+            raise DamagedFile(sums_path, f"missing, so the {present:,} rows {have_path.name} "
+                                         "marks present cannot be checked")
+        return PartialFiles(layout, have, np.zeros(layout.shape[0], np.uint32))
+    sums = read_vector(sums_path, layout.shape[0], np.uint32)
+    unrecorded = int((sums[have] == 0).sum())
+    if unrecorded:
+        raise DamagedFile(sums_path, f"no checksum (0) for {unrecorded:,} of the {present:,} "
+                                     f"rows {have_path.name} marks present")
+    return PartialFiles(layout, have, sums)
 
 
 def partial_fill(full_path: str | os.PathLike) -> tuple[int, int] | None:
@@ -159,18 +167,13 @@ def check_partial(full_path: str | os.PathLike) -> list[Verdict]:
                                           "write was cut short; the next one reuses it)")]
     present = np.flatnonzero(files.have)
     bad = failing_rows(np.load(path, mmap_mode="r"), present, files.sums)
-    unrecorded = int((files.sums[present] == 0).sum())
     out = [Verdict(path, DAMAGED, f"{int(bad.sum()):,} of {len(present):,} stored rows do not "
                                   "match their checksums") if bad.any()
-           else Verdict(path, OK, f"{len(present):,} of {len(files.have):,} rows present"),
-           Verdict(have_path, OK)]
-    if files.sums_problem:
-        out.append(Verdict(sums_path, DAMAGED, files.sums_problem))
-    elif unrecorded:
-        out.append(Verdict(sums_path, UNVERIFIED, f"{unrecorded:,} rows without a checksum "
-                                                  "(taken at the next write)"))
-    else:
-        out.append(Verdict(sums_path, OK))
+           else Verdict(path, OK, f"{len(present):,} of {len(files.have):,} rows present")]
+    for small in (have_path, sums_path):
+        if small.is_file():  # read whole above; now against its record, every byte
+            verdict = check_file(small, full=True)
+            out.append(verdict if verdict.state != OK else Verdict(small, OK))
     return out
 
 
@@ -198,7 +201,7 @@ class PartialKBMatrix:
         self._matrix: np.ndarray | None = None
         n = len(self.names)
         self._have = np.zeros(n, dtype=bool)  # present on disk
-        self._sums = np.zeros(n, dtype=np.uint32)  # their crc32 (0: none recorded)
+        self._sums = np.zeros(n, dtype=np.uint32)  # their crc32 (0: no row)
         self._checked = np.zeros(n, dtype=bool)  # compared with its sum by this process
         self._bad = np.zeros(n, dtype=bool)  # present, but failed that comparison
         self._locked = False  # this process holds the folder's lock
@@ -245,9 +248,6 @@ class PartialKBMatrix:
         if files is None:
             self._reset()
             return
-        if files.sums_problem:  # the rows stay; their sums are taken again at the next write
-            discard_damaged(self.sums_path, files.sums_problem, "discarded; the rows it "
-                            "covered are checked for zeros only until it is written again")
         changed = (files.have != self._have) | (files.sums != self._sums)
         self._checked[changed] = False
         self._bad[changed] = False
@@ -388,7 +388,6 @@ class PartialKBMatrix:
         self._bad[missing] = False
         self.encoded_here += len(missing)
         self._matrix = np.load(self.path, mmap_mode="r")
-        self._record_unrecorded()
         if self._have.all():  # complete: check every row once, then promote
             self._verify(np.arange(len(self.names)))
             if self._bad.any():
@@ -396,21 +395,9 @@ class PartialKBMatrix:
             else:
                 self._promote()
             return
-        atomic_write(self.sums_path, lambda handle: np.save(handle, self._sums))
-        atomic_write(self.have_path, lambda handle: np.save(handle, self._have & ~self._bad))
+        save_array(self.sums_path, np.where(self._bad, np.uint32(0), self._sums))
+        save_array(self.have_path, self._have & ~self._bad)
         self._refresh()
-
-    def _record_unrecorded(self) -> None:
-        """Give the present rows that have no sum (written before sums existed) theirs, after
-        checking that they are not all zeros."""
-        legacy = np.flatnonzero(self._have & (self._sums == 0) & ~self._bad)
-        if not len(legacy):
-            return
-        self._verify(legacy)
-        good = legacy[~self._bad[legacy]]
-        for at in range(0, len(good), CHECK_ROWS):
-            block = good[at:at + CHECK_ROWS]
-            self._sums[block] = row_sums(np.asarray(self._matrix[block]))
 
     def _promote(self) -> None:
         """Every row present and checked: make the rows file the list's full matrix, with its
@@ -420,5 +407,5 @@ class PartialKBMatrix:
         with contextlib.suppress(OSError):
             seal(self.full_path)  # without it the file is adopted at its next load
         for path in (self.have_path, self.sums_path):
-            path.unlink(missing_ok=True)
+            discard(path)
         self._refresh()

@@ -168,7 +168,11 @@ def test_a_damaged_full_matrix_is_made_again_to_the_reference(setup, tmp_path, d
 def test_verify_reports_each_file_and_exits_2_on_damage(setup, tmp_path):
     cache = _copy(setup, "full", tmp_path / "cache")
     ok = CliRunner().invoke(main, ["kb", "info", "--cache-dir", str(cache), "--verify"])
-    assert ok.exit_code == 0 and ok.stdout.count("\n  ok ") == 3, ok.output
+    assert ok.exit_code == 0 and ok.stdout.count("\n  ok          entity_vectors/") == 3, \
+        ok.output
+    # issue 47: it verifies everything it lists, the compiled KB and the shipped files too
+    assert "\n  ok          compiled_kb/" in ok.stdout and "verify shipped: " in ok.stdout
+    assert "damaged" not in ok.stdout and "unverified" not in ok.stdout
     names = next(cache.glob("entity_vectors/*/names.jsonl"))
     with open(names, "r+b") as handle:
         handle.write(b"X")

@@ -187,3 +187,32 @@ def test_a_kb_compiled_without_the_sieves_is_a_kb_of_its_own(tmp_path, vocab):
         bare.name_dictionary()
     assert open_compiled(spec, build, cache_dir=cache, sieves=False).content_hash() == \
         full.content_hash() and build.calls == 2
+
+
+def test_ten_bytes_in_the_middle_of_a_large_compiled_file_are_found(tmp_path, vocab, capsys,
+                                                                    monkeypatch):
+    """Issue 47: a file over 16 MiB was only sampled on load, so a 10-byte overwrite of a name
+    dictionary blob changed a link with exit code 0. Blocks of 64 bytes here make the small
+    test KB's files many blocks long; the later open is another process (no memory of checks)."""
+    from e2e_linker.compiled_kb.store import verify_compiled
+    from e2e_linker.kb_search import integrity
+    from e2e_linker.kb_search.integrity import npy_layout
+    from tests.helpers.damage import poke
+
+    monkeypatch.setattr(integrity, "BLOCK_BYTES", 64)
+    spec, cache = spec_of(vocab), tmp_path / "cache"
+    build = Builds(spec)
+    good = list(open_compiled(spec, build, cache_dir=cache))
+    [folder] = [f for f in compiled_root(cache).iterdir() if f.is_dir()]
+    target = max(folder.glob("name_dictionary*.npy"), key=lambda p: p.stat().st_size)
+    layout = npy_layout(target)
+    middle = layout.offset + (target.stat().st_size - layout.offset) // 2
+    poke(target, middle, bytes(b ^ 0xFF for b in target.read_bytes()[middle:middle + 10]))
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    assert [v.path for v in verify_compiled(cache) if v.state == "damaged"] == [target]
+    capsys.readouterr()
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    rebuilt = open_compiled(spec, build, cache_dir=cache)
+    err = capsys.readouterr().err
+    assert f"KB cache: {folder} is damaged ({target.name}: " in err and build.calls == 2
+    assert list(rebuilt) == good

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
-import random
+import os
 
 import numpy as np
 import pytest
@@ -47,7 +47,8 @@ def test_a_sealed_file_is_the_bytes_np_save_writes(tmp_path):
     assert record["head_bytes"] == npy_layout(tmp_path / "a.npy").offset
     assert record["block_bytes"] % (48 * 2) == 0  # whole rows
     assert not pending_path(tmp_path / "a.npy").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "a.npy.sums.json", "b.npy"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "a.npy.sums.json",
+                                                          "a.npy.verified.json", "b.npy"]
 
 
 def test_size_header_and_every_block_are_checked(tmp_path):
@@ -66,23 +67,60 @@ def test_size_header_and_every_block_are_checked(tmp_path):
     assert check_file(tmp_path / "e.npy").why == "empty"
 
 
-def test_a_large_file_is_sampled_on_load_and_checked_whole_on_demand(tmp_path, monkeypatch):
+def test_a_large_file_is_checked_whole_once_per_version(tmp_path, monkeypatch):
+    """Issue 47: a file over 16 MiB used to be sampled on load, so a 10-byte overwrite in a
+    block not sampled changed links silently. Now every block is read the first time a version
+    of the file is loaded, and only a version checked whole is trusted on its stamp."""
     monkeypatch.setattr(integrity, "BLOCK_BYTES", 4096)
-    monkeypatch.setattr(integrity, "FULL_CHECK_BYTES", 16384)
     path = tmp_path / "big.npy"
-    values = _matrix(4000, 32)  # 256,000 bytes of rows: 63 blocks of 4,096 bytes
-    save_array(path, values)
+    save_array(path, _matrix(4000, 32))  # 256,000 bytes of rows: 63 blocks of 4,096 bytes
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())  # as a later process
+    first = check_file(path)
+    assert first.state == OK and first.checked in (0, 63)  # 0: stamped when written
     layout = npy_layout(path)
-    poke(path, layout.offset + 30 * 4096 + 7, b"\xff")  # one block in the middle
-    sampled = check_file(path, rng=random.Random(1))
-    assert sampled.state in (OK, DAMAGED) and sampled.checked == integrity.SAMPLE_BLOCKS + 2
-    whole = check_file(path, full=True)
-    assert whole.state == DAMAGED and whole.bad_blocks == (30,) and whole.checked == 63
-    assert whole.block_rows == 4096 // 64
-    found = {check_file(path, rng=random.Random(seed)).state for seed in range(60)}
-    assert DAMAGED in found  # random samples find it within a few loads
-    poke(path, layout.offset, bytes(256_000))  # the whole file zeroed: found at once
-    assert check_file(path, rng=random.Random(0)).state == DAMAGED
+    poke(path, layout.offset + 30 * 4096 + 7, bytes(10))  # 10 bytes in the middle
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    damaged = check_file(path)
+    assert damaged.state == DAMAGED and damaged.bad_blocks == (30,) and damaged.checked == 63
+    assert damaged.block_rows == 4096 // 64
+
+
+def test_a_whole_check_is_remembered_on_disk_and_only_for_that_version(tmp_path, monkeypatch):
+    path = tmp_path / "m.npy"
+    save_array(path, _matrix())
+    stamp = integrity.stamp_path(path)
+    assert stamp.is_file()
+    old = stamp.stat().st_mtime_ns - 5_000_000_000
+    for item in (path, record_path(path)):  # written long before the stamp: not racy
+        os.utime(item, ns=(old, old))
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    assert check_file(path).checked == 1  # new times, a new version: read whole, stamped
+    later = path.stat().st_ctime_ns + 1_000_000_000
+    os.utime(stamp, ns=(later, later))  # the stamp a tick after the file's last change
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    assert check_file(path).checked == 0  # the stamp stands for a whole check: a few stats
+    assert check_file(path, full=True).checked == 1  # --verify reads every byte anyway
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    with open(path, "r+b") as handle:  # a change in place with the times put back: the
+        handle.seek(npy_layout(path).offset)  # ctime still moves, so it is a new version
+        handle.write(bytes(10))
+    os.utime(path, ns=(old, old))
+    assert check_file(path).state == DAMAGED
+    integrity.discard(path)
+    assert not stamp.exists()
+
+
+def test_a_change_in_the_same_clock_tick_as_the_stamp_is_not_trusted(tmp_path, monkeypatch):
+    path = tmp_path / "m.npy"
+    save_array(path, _matrix())
+    stamp = integrity.stamp_path(path)
+    ctime = path.stat().st_ctime_ns
+    os.utime(stamp, ns=(ctime, ctime))  # stamp written in the tick the file changed
+    monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
+    key = integrity.file_version(path) + integrity.file_version(record_path(path))
+    assert not integrity.remembered(key, stamp)
+    os.utime(stamp, ns=(ctime + 1, ctime + 1))
+    assert integrity.remembered(key, stamp)
 
 
 def test_a_file_being_replaced_is_not_taken_for_damage(tmp_path):

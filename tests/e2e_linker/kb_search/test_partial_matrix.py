@@ -10,6 +10,7 @@ import pytest
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.integrity import npy_layout, record_path
 from e2e_linker.kb_search.partial_matrix import PartialKBMatrix, check_partial
+from tests.helpers.damage import poke
 
 NAMES = ["aspirin", "ibuprofen", "renal failure", "headache", "nausea", "aspirin", "cisplatin"]
 
@@ -135,14 +136,42 @@ def test_rows_overwritten_in_place_fail_their_sums_and_are_encoded_again(tiny_en
     assert check_partial(matrix.full_path)[0].state == "ok"
 
 
-def test_a_cache_written_before_sums_is_read_and_gets_them(tiny_encoder, tmp_path):
+@pytest.mark.parametrize("damage", ["zeroed", "missing", "zeroed_unsealed", "poked"])
+def test_a_missing_or_zeroed_sums_file_is_damage_not_none_recorded(tiny_encoder, tmp_path,
+                                                                   capsys, damage):
+    """Issue 47: 0 used to mean "no sum recorded", so a zeroed sums file switched the row
+    checks off without a word; now the file is named, and its rows encoded again."""
     matrix, kept = _stored(tmp_path, tiny_encoder)
-    matrix.sums_path.unlink()  # as the cache was before sums existed
-    assert check_partial(matrix.full_path)[2].state == "unverified"
+    sums = matrix.sums_path
+    offset = npy_layout(sums).offset
+    if damage == "missing":
+        sums.unlink()
+    elif damage == "poked":
+        poke(sums, offset + 4, bytes(10))  # 10 bytes: the sums of rows 1 to 3, in place
+    else:
+        poke(sums, offset, bytes(sums.stat().st_size - offset))
+        if damage == "zeroed_unsealed":  # as a cache written before sums had records
+            record_path(sums).unlink()
+    assert [v.state for v in check_partial(matrix.full_path)] == ["damaged"]
+    rows = matrix.path
+    with open(rows, "r+b") as handle:  # and a stored row changed: no longer found by sums
+        handle.seek(npy_layout(rows).offset)
+        handle.write(bytes(10))
     again = _matrix(tmp_path, tiny_encoder)
+    err = capsys.readouterr().err
+    assert err.count("KB cache:") == 1 and f"KB cache: {sums} is damaged (" in err, err
+    assert again.present == 0
     np.testing.assert_array_equal(again.rows(np.array([0, 1, 2, 4])), kept)
-    again.rows(np.array([3]))  # the next write records every present row's sum
     assert [v.state for v in check_partial(matrix.full_path)] == ["ok", "ok", "ok"]
+
+
+def test_the_have_and_sums_files_are_sealed(tiny_encoder, tmp_path, capsys):
+    matrix, _ = _stored(tmp_path, tiny_encoder)
+    assert record_path(matrix.have_path).is_file() and record_path(matrix.sums_path).is_file()
+    poke(matrix.have_path, npy_layout(matrix.have_path).offset + 3, b"\x01")  # row 3 "present"
+    assert check_partial(matrix.full_path)[0].why == "1 of 1 blocks do not match their checksums"
+    assert _matrix(tmp_path, tiny_encoder).present == 0
+    assert f"KB cache: {matrix.have_path} is damaged" in capsys.readouterr().err
 
 
 def test_rows_are_written_through_the_file_and_a_full_disk_leaves_nothing(tiny_encoder,
@@ -165,7 +194,8 @@ def test_rows_are_written_through_the_file_and_a_full_disk_leaves_nothing(tiny_e
     with pytest.raises(UserError):
         matrix.rows(np.array([2]))
     monkeypatch.undo()
-    assert sorted(p.name for p in (tmp_path / "kb").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "kb").iterdir()
+                  if not p.name.endswith((".sums.json", ".verified.json"))) == [
         "list.partial-have.npy", "list.partial-sums.npy", "list.partial.npy"]
     assert _matrix(tmp_path, tiny_encoder).present == 1
 
