@@ -11,6 +11,11 @@ The model is loaded by the worker thread after the server starts (:mod:`batching
 ``/health`` answers at once and ``/ready`` says when the model and KB are loaded. On SIGTERM
 the server stops accepting connections, finishes the requests in flight, then the worker
 finishes its queue and stops.
+
+Each request is bounded: its body (:mod:`limits`), its text (``max_request_chars``, checked
+when it is queued) and its time (``request_timeout_s``, once its body is read; 504 after).
+A request whose client goes away, or whose time runs out, has its future cancelled, and the
+worker drops what is left of its work (:mod:`batching`).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from e2e_linker.serve.bodies import (
     write_body,
 )
 from e2e_linker.serve.config import ServeConfig
+from e2e_linker.serve.connections import HostCheck, host_names
 from e2e_linker.serve.errors import RequestError, one_line
 from e2e_linker.serve.limits import BodyLimits
 from e2e_linker.serve.page import form_fields, page
@@ -69,7 +75,10 @@ from e2e_linker.serve.schemas import (
 JSONL_TYPES = (NDJSON, "application/jsonl", "application/x-jsonlines")
 NORMALIZE_ITEMS = TypeAdapter(list[NormalizeItem])
 #: the error answers documented for every route
-ERRORS = {status: {"model": ErrorResponse} for status in (400, 408, 413, 415, 422, 500, 503)}
+ERRORS = {status: {"model": ErrorResponse}
+          for status in (400, 408, 413, 415, 422, 500, 503, 504)}
+#: the status of a request whose client went away (nobody reads it; for the access log)
+CLIENT_GONE = 499
 TEXT_PLAIN_ID = f"{TEXT_ID_PREFIX}-1"
 
 
@@ -157,12 +166,35 @@ def wants_jsonl(request: Request, output: str | None) -> bool:
     return any(kind in accept for kind in JSONL_TYPES)
 
 
-async def run_job(batcher: Batcher, job: Job) -> Any:
-    """Queue ``job`` and wait for it; the annotator's own errors become one-line answers
-    (422 for the input's fault, 500 otherwise)."""
+async def client_gone(request: Request) -> None:
+    """Return when the client of ``request`` (whose body has been read) disconnects."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def run_job(batcher: Batcher, job: Job, request: Request, timeout_s: float) -> Any:
+    """Queue ``job`` and wait for it, at most ``timeout_s`` seconds (504 after) and only
+    while the client is connected: either way the job is cancelled, so the worker drops
+    its work. The annotator's own errors become one-line answers (422 for the input's
+    fault, 500 otherwise)."""
     future = batcher.submit(job)
+    answer = asyncio.wrap_future(future)
+    gone = asyncio.ensure_future(client_gone(request))
     try:
-        return await asyncio.wrap_future(future)
+        await asyncio.wait((answer, gone), timeout=timeout_s,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not answer.done():
+            answer.cancel()
+            future.cancel()  # the worker drops its queued pieces, and its call if alone
+    if answer.cancelled():
+        if gone.done() and not gone.cancelled():
+            raise RequestError(CLIENT_GONE, "the client went away")
+        raise RequestError(504, f"the request did not finish within {timeout_s:g} s (linker "
+                                "serve --request-timeout); its work was dropped")
+    try:
+        return answer.result()
     except RequestError:
         raise
     except EXPECTED_ERRORS as exc:
@@ -198,7 +230,13 @@ class ServiceInfo:
                                 "max_wait_ms": config.max_wait_ms,
                                 "max_request_bytes": config.max_request_bytes,
                                 "max_queue": config.max_queue,
-                                "read_timeout_s": config.read_timeout_s},
+                                "read_timeout_s": config.read_timeout_s,
+                                "max_request_chars": config.max_request_chars,
+                                "request_timeout_s": config.request_timeout_s,
+                                "max_batch_chars": config.max_batch_chars,
+                                "header_timeout_s": config.header_timeout_s,
+                                "allowed_hosts": sorted(names) if (names := host_names(
+                                    config.host, config.allowed_hosts)) else "any"},
                      "threads": config.threads}
         if batcher.state != READY:
             if batcher.error:
@@ -230,7 +268,9 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
     ``config.settings`` name) when the server starts."""
     batcher = Batcher(load or partial(load_linker, config.settings, config.threads),
                       config.max_batch,
-                      config.max_wait_ms / 1000, config.max_queue, on_ready, on_failed)
+                      config.max_wait_ms / 1000, config.max_queue, on_ready, on_failed,
+                      max_chars=config.max_request_chars,
+                      max_batch_chars=config.max_batch_chars)
     info = ServiceInfo(config, batcher)
 
     @asynccontextmanager
@@ -247,6 +287,11 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
     app.state.batcher = batcher
     app.add_middleware(BodyLimits, max_bytes=config.max_request_bytes,
                        timeout_s=config.read_timeout_s)
+    # added last, so outermost: a request for another host is refused before its body
+    app.add_middleware(HostCheck, names=host_names(config.host, config.allowed_hosts))
+
+    async def run(job: Job, request: Request) -> Any:
+        return await run_job(batcher, job, request, config.request_timeout_s)
 
     @app.exception_handler(RequestError)
     async def refused(request: Request, exc: RequestError) -> JSONResponse:
@@ -312,7 +357,7 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
         if fmt is not None:
             docs, collection = await run_in_threadpool(read_body, body, fmt,
                                                        config.max_queue)
-            done = await run_job(batcher, Job(ANNOTATE, docs, explain, replace))
+            done = await run(Job(ANNOTATE, docs, explain, replace), request)
             out = await run_in_threadpool(write_body, done, fmt, collection)
             return Response(out, media_type=kind)
         if kind == JSON:
@@ -328,7 +373,7 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
         if not docs:  # {"texts": []}: nothing to wait for
             return Response(b"" if jsonl else b'{"documents":[]}',
                             media_type=NDJSON if jsonl else JSON)
-        done = await run_job(batcher, Job(ANNOTATE, docs, explain))
+        done = await run(Job(ANNOTATE, docs, explain), request)
         out = await run_in_threadpool(mentions_body, done, batcher.linker.kb, jsonl)
         return Response(out, media_type=NDJSON if jsonl else JSON)
 
@@ -353,32 +398,32 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
             await asyncio.wrap_future(batcher.normalizer_ready())
         except Exception as exc:  # noqa: BLE001 - this request fails; the next one retries
             raise RequestError(503, f"the normalizer failed to load: {exc}") from None
-        found = await run_job(batcher, Job(NORMALIZE, [(i.text, i.type) for i in items]))
+        found = await run(Job(NORMALIZE, [(i.text, i.type) for i in items]), request)
         return JSONResponse({"mentions": [
             {"text": m.text, "type": m.type, "concept_id": m.concept_id,
              "concept_name": m.concept_name, "link_score": m.link_score} for m in found]})
 
-    async def page_answer(text: str, explain: bool) -> HTMLResponse:
+    async def page_answer(request: Request, text: str, explain: bool) -> HTMLResponse:
         name_of = partial(concept_name_of, batcher) if batcher.state == READY else None
         if not text.strip():
             return HTMLResponse(page([], name_of, text, explain))
         try:
-            [doc] = await run_job(batcher, Job(ANNOTATE, text_documents(
-                [(TEXT_PLAIN_ID, text)]), explain))
+            [doc] = await run(Job(ANNOTATE, text_documents([(TEXT_PLAIN_ID, text)]),
+                                  explain), request)
         except RequestError as exc:
             return HTMLResponse(page([], name_of, text, explain, exc.message),
                                 status_code=exc.status, headers=exc.headers)
         return HTMLResponse(await run_in_threadpool(page, [doc], name_of, text, explain))
 
     @app.get("/", response_class=HTMLResponse, summary="The paste-text page")
-    async def home(text: str = "", explain: bool = False) -> HTMLResponse:
+    async def home(request: Request, text: str = "", explain: bool = False) -> HTMLResponse:
         """A page to paste text into; with ``?text=...``, its mentions highlighted."""
-        return await page_answer(text, explain)
+        return await page_answer(request, text, explain)
 
     @app.post("/", response_class=HTMLResponse, include_in_schema=False)
     async def home_form(request: Request) -> HTMLResponse:
         text, explain = form_fields(await request.body())
-        return await page_answer(text, explain)
+        return await page_answer(request, text, explain)
 
     return app
 

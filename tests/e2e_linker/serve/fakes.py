@@ -1,11 +1,16 @@
 """Stand-ins for a loaded linker, for tests of the service's machinery without a model: an
-annotator that records its calls, can be held at a gate, and fails on a marked document."""
+annotator that records its calls, can be held at a gate, fails on a marked document, and can
+be made slow: one forward pass of a (trivial) torch "encoder" per word, each ``delay``
+seconds, so that the server's forward hooks see a long call as they see a real one."""
 
 from __future__ import annotations
 
 import copy
 import threading
+import time
 from types import SimpleNamespace
+
+import torch
 
 from data_tools.documents import Annotation
 from e2e_linker.api import Mention
@@ -21,10 +26,15 @@ class FakeAnnotator:
 
     def __init__(self) -> None:
         self.settings = AnnotateSettings()
-        self.model = SimpleNamespace(config=SimpleNamespace(types=["Chemical", "Disease"]))
+        self.model = SimpleNamespace(config=SimpleNamespace(types=["Chemical", "Disease"]),
+                                     encoder=SimpleNamespace(model=torch.nn.Identity()))
         self.calls: list[list[str]] = []
         self.gate: threading.Event | None = None
         self.entered = threading.Event()
+        #: seconds each word's forward pass takes (0: no forward passes at all)
+        self.delay = 0.0
+        #: forward passes run, over all calls
+        self.forwards = 0
 
     def annotate(self, docs, replace=False):
         self.entered.set()
@@ -33,6 +43,12 @@ class FakeAnnotator:
         self.calls.append([d.id for d in docs])
         if any(POISON in d.text for d in docs):
             raise RuntimeError("poisoned document")
+        if self.delay:
+            for doc in docs:
+                for _ in doc.text.split():
+                    time.sleep(self.delay)
+                    self.model.encoder.model(torch.zeros(1))
+                    self.forwards += 1
         out = []
         for doc in docs:
             doc = copy.deepcopy(doc)

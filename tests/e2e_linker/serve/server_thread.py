@@ -14,6 +14,7 @@ import uvicorn
 
 from e2e_linker.serve.app import create_app
 from e2e_linker.serve.config import ServeConfig
+from e2e_linker.serve.connections import uvicorn_options
 
 
 def free_port() -> int:
@@ -27,12 +28,14 @@ def free_port() -> int:
 def running(config: ServeConfig, load=None, ready: bool = True, timeout: float = 120.0
             ) -> Iterator[str]:
     """Serve ``create_app(config, load)`` on 127.0.0.1 and a free port; yields the base URL
-    once ``/ready`` answers 200 (or, with ``ready=False``, once ``/health`` does). The server
-    is shut down as SIGTERM would, and the thread joined, on exit."""
+    once ``/ready`` answers 200 (or, with ``ready=False``, once ``/health`` does), with the
+    connection guards ``linker serve`` has. The server is shut down as SIGTERM would, and
+    the thread joined, on exit."""
     config = ServeConfig(**{**config.__dict__, "host": "127.0.0.1", "port": free_port()})
     app = create_app(config, load=load)
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
-                                           log_level="warning", lifespan="on"))
+                                           log_level="warning", lifespan="on",
+                                           **uvicorn_options(config.header_timeout_s)))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{config.port}"

@@ -48,8 +48,10 @@ def tiny(tmp_path_factory):
 @pytest.fixture(scope="module")
 def url(tiny):
     settings, _, _ = tiny
+    # calls of 160 characters at most: a request of several texts is cut into pieces that
+    # share calls with other requests' pieces, and its answer must not show it
     config = ServeConfig(settings=settings, max_wait_ms=50, max_queue=64,
-                         max_request_bytes=200_000)
+                         max_request_bytes=200_000, max_batch_chars=160)
     with running(config) as base:
         yield base
 
@@ -155,6 +157,46 @@ def test_the_same_bytes_whatever_the_batching_and_as_linker_annotate(url, tiny, 
     cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--lines", "--format", "jsonl",
         "-o", str(tmp_path / "out.jsonl"))
     assert (tmp_path / "out.jsonl").read_bytes() == whole
+
+
+def test_a_call_run_inside_a_long_call_gives_the_same_bits(tiny):
+    """Short requests that run at a forward pass of a long document's call (the worker lets
+    them through there) get the bytes they get alone, and so does the long document."""
+    from e2e_linker.api import text_document
+    from e2e_linker.serve.app import load_linker, mentions_body
+    from e2e_linker.serve.batching import ANNOTATE, READY, Batcher, Job
+
+    settings, _, _ = tiny
+    batcher = Batcher(lambda: load_linker(settings, 1), max_wait_s=0, preempt_after_s=0)
+    batcher.start()
+    batcher.thread.join(0.1)
+    while batcher.state != READY:
+        assert batcher.thread.is_alive()
+        batcher.thread.join(0.1)
+    linker = batcher.linker
+    long_text = " ".join(TEXTS) * 40  # many chunks: many forward passes
+    shorts: list = []
+
+    def submit_shorts(*_):  # at the long call's first forward pass, in the worker thread
+        if not shorts:
+            shorts.extend(batcher.submit(Job(ANNOTATE, [text_document(t, f"s{n}")]))
+                          for n, t in enumerate(TEXTS[:4]))
+
+    hook = linker.annotator.model.encoder.model.register_forward_pre_hook(submit_shorts)
+    try:
+        long = batcher.submit(Job(ANNOTATE, [text_document(long_text, "long")]))
+        long_docs = long.result(300)
+    finally:
+        hook.remove()
+    short_docs = [f.result(60)[0] for f in shorts]
+    assert batcher.stats.nested_calls >= 1 and len(short_docs) == 4
+    batcher.close(60)
+    alone = [linker.annotator.annotate([text_document(t, f"s{n}")])[0]
+             for n, t in enumerate(TEXTS[:4])]
+    long_alone = linker.annotator.annotate([text_document(long_text, "long")])
+    assert mentions_body(short_docs, linker.kb, True) == mentions_body(alone, linker.kb, True)
+    assert mentions_body(long_docs, linker.kb, True) == mentions_body(long_alone, linker.kb,
+                                                                     True)
 
 
 def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_path,

@@ -157,3 +157,98 @@ def test_normalize_jobs_run_on_the_worker():
         ("aspirin", "Chemical", "C1"), ("nausea", "", "C1")]
     assert batcher.stats.normalized == 2
     batcher.close(5)
+
+
+def started_with(**options):
+    linker = FakeLinker()
+    batcher = Batcher(lambda: linker, **{"max_wait_s": 0.0, **options})
+    batcher.start()
+    deadline = time.monotonic() + 10
+    while batcher.state != READY:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return batcher, linker.annotator
+
+
+def test_a_request_over_the_text_budget_is_refused_with_413_naming_the_limit():
+    batcher, annotator = started_with(max_chars=20)
+    with pytest.raises(RequestError) as refused:
+        batcher.submit(job("0123456789", "0123456789", "x"))  # 21 characters
+    assert refused.value.status == 413
+    assert refused.value.message == ("21 characters of text in one request; the limit is 20 "
+                                     "(linker serve --max-request-chars)")
+    with pytest.raises(RequestError):  # mentions to normalize count too
+        batcher.submit(Job(NORMALIZE, [("x" * 21, None)]))
+    assert batcher.submit(job("0123456789", "0123456789")).result(5)  # 20: within
+    assert annotator.calls == [["d0", "d1"]]
+    batcher.close(5)
+
+
+def test_a_large_request_is_cut_into_pieces_that_take_turns_with_others():
+    batcher, annotator = started_with(max_batch=8, max_batch_chars=40)
+    annotator.gate = threading.Event()
+    big = batcher.submit(job(*[f"big{n:02d} word" for n in range(12)], prefix="b"))
+    assert annotator.entered.wait(5)  # its first piece is in the model ...
+    small = batcher.submit(job("small one", prefix="s"))  # ... when a small one arrives
+    annotator.gate.set()
+    assert [d.id for d in small.result(5)] == ["s0"]
+    answered = big.result(5)
+    assert [d.id for d in answered] == [f"b{n}" for n in range(12)]  # in request order
+    assert [d.annotations[0].text for d in answered] == [f"big{n:02d}" for n in range(12)]
+    # pieces of 20 characters (half a call, two 10-character documents), two to a call
+    assert annotator.calls[0] == ["b0", "b1", "b2", "b3"]
+    assert max(len(c) for c in annotator.calls) <= 4
+    second = annotator.calls[1]
+    assert "s0" in second, annotator.calls  # the small one rides in the very next call
+    batcher.close(5)
+
+
+def test_a_cancelled_request_s_queued_pieces_are_never_run():
+    batcher, annotator = started_with(max_batch=2, max_batch_chars=1000)
+    annotator.gate = threading.Event()
+    big = batcher.submit(job(*[f"w{n}" for n in range(20)], prefix="b"))
+    assert annotator.entered.wait(5)
+    assert batcher.pending == 18  # two pieces (of one document each) are in the model
+    assert big.cancel()  # its client went away
+    assert batcher.pending == 0 and not batcher.jobs
+    annotator.gate.set()
+    later = batcher.submit(job("later x", prefix="l"))
+    assert later.result(5)
+    assert annotator.calls == [["b0", "b1"], ["l0"]]
+    assert batcher.stats.cancelled_jobs == 1
+    batcher.close(5)
+
+
+def test_a_call_nobody_waits_for_is_abandoned_at_its_next_forward_pass():
+    batcher, annotator = started_with()
+    annotator.delay = 0.05
+    long = batcher.submit(job(" ".join(["word"] * 200)))  # 200 forward passes: 10 s
+    deadline = time.monotonic() + 5
+    while annotator.forwards < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    long.cancel()
+    began = time.monotonic()
+    after = batcher.submit(job("next"))
+    assert after.result(10)
+    assert time.monotonic() - began < 5  # not the 9 s the long call had left
+    assert annotator.forwards < 100
+    assert batcher.stats.abandoned_calls == 1
+    batcher.close(5)
+
+
+def test_a_long_call_lets_short_requests_through_at_its_forward_passes():
+    batcher, annotator = started_with(preempt_after_s=0.1)
+    annotator.delay = 0.05
+    long = batcher.submit(job(" ".join(["long"] * 100), prefix="L"))  # one document: 5 s
+    assert annotator.entered.wait(5)
+    time.sleep(0.3)
+    began = time.monotonic()
+    short = batcher.submit(job("short", prefix="S"))
+    assert [d.id for d in short.result(10)] == ["S0"]
+    waited = time.monotonic() - began
+    assert not long.done() and waited < 3  # answered inside the long call
+    assert long.result(20)[0].annotations[0].text == "long"
+    assert annotator.calls == [["L0"], ["S0"]]
+    assert batcher.stats.nested_calls == 1
+    batcher.close(5)

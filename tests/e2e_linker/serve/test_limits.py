@@ -36,7 +36,7 @@ def answer_of(sock: socket.socket) -> bytes:
 def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent():
     with running(ServeConfig(max_request_bytes=1000), load=FakeLinker) as url:
         sock = raw(url)
-        sock.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        sock.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000000000\r\n\r\n")  # and not one byte of the body
         started = time.monotonic()
         head = answer_of(sock)
@@ -71,14 +71,14 @@ def test_a_chunked_body_is_refused_as_it_passes_the_limit():
 def test_a_slow_client_is_cut_off_and_stalls_nobody_and_a_vanished_one_harms_nothing():
     with running(ServeConfig(read_timeout_s=1.5), load=FakeLinker) as url:
         slow = raw(url)
-        slow.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        slow.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                      b"\r\nContent-Length: 100\r\n\r\n{\"text\": ")  # ... and then nothing
         gone = raw(url)
-        gone.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        gone.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                      b"\r\nContent-Length: 100\r\n\r\n{\"te")
         gone.close()  # vanishes mid-body
         done = raw(url)
-        done.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        done.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
                      b"\r\nContent-Length: 16\r\n\r\n{\"text\": \"a b\"}")
         done.close()  # vanishes before its answer
         started = time.monotonic()
@@ -178,12 +178,12 @@ def test_bodies_received_at_once_are_bounded_too():
         uploads = []
         for _ in range(8):  # eight bodies of 900 bytes, each still 100 bytes short
             sock = raw(url)
-            sock.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+            sock.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                          b"Content-Length: 1000\r\n\r\n" + b"a" * 900)
             uploads.append(sock)
             time.sleep(0.1)
         ninth = raw(url)
-        ninth.sendall(b"POST /annotate HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+        ninth.sendall(b"POST /annotate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
                       b"Content-Length: 1000\r\n\r\n" + b"a" * 1000)
         refused = answer_of(ninth)
         assert refused.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in refused.lower()
