@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.collective.settings import ANNOTATOR, AnnotateSettings
+from data_tools.formats.mentions_jsonl import ANNOTATOR
+from e2e_linker.collective.settings import AnnotateSettings
 
 if TYPE_CHECKING:
     from e2e_linker.collective.annotator import Annotator
@@ -85,7 +86,8 @@ class Linker:
         """The default model and KB, or the ones named. ``options`` are
         :class:`~e2e_linker.collective.settings.AnnotateSettings` fields, each meaning what the
         ``linker annotate`` option of that name means (``kb``, ``device``, ``threshold``,
-        ``batch_size``, ``cache_dir``, ``index_kind``, ``sieves``, ``lexical_gate``, ...), or
+        ``batch_size``, ``cache_dir``, ``index_kind``, ...; the pipeline's steps changed with
+        ``disable=("lexical_gate",)`` and ``overrides=("propagation.threshold=0.3",)``), or
         one ``settings`` value with all of them. ``normalizer_model`` is the model
         :meth:`normalize` loads on its first call (default: the embedded normalizer);
         ``linking="text"`` loads it at once and links every detected span with it (its text
@@ -108,6 +110,12 @@ class Linker:
             normalizer = load_normalizer_for(settings, packed_always=True)
         annotator = load_annotator(settings, text_linker=normalizer)
         return cls(annotator, normalizer)
+
+    @property
+    def pipe_names(self) -> list[str]:
+        """The steps this linker runs after the model scores spans, in order (``linker
+        pipeline show`` says what each does)."""
+        return self.annotator.pipeline.names
 
     @property
     def kb(self) -> Any:

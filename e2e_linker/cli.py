@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "kb": "kb",
     "view": "view",
     "serve": "serve",
+    "pipeline": "pipeline",
 }
 
 

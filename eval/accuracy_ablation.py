@@ -1,36 +1,32 @@
 """What each step of ``linker annotate`` adds, model by model: the README's ablation table.
 
     python -m eval.accuracy_ablation [--split dev|test] [--models shipped runs/bc5cdr_conv]
-                                     [--gate 0.98] [--propagation 0.3]
+                                     [--corpora bc5cdr:SPLIT ncbi_disease:dev biored:dev]
+                                     [--kb-names-from bc5cdr:train] [--max-docs N]
                                      [--out eval/results/accuracy_ablation_<split>]
 
-Rows, cumulative, for each model (one detection pass per model, then selected and linked per
-row, scored as ``linker score`` scores):
+Rows, for each model and corpus (one detection pass per model and corpus, then selected,
+linked and scored per row: :func:`eval.setting_rows.setting_rows`), read from the model's
+declared pipeline (``pipeline.toml``; ``linker pipeline show`` prints it), so a step added to
+the declaration gets its row and none is listed here by hand:
 
-1. exact-name sieve + dense search (annotate before issue 17: ``--no-sieves --lexical-gate 0
-   --no-short-forms --propagation-threshold 1``);
-2. + the sieve stack (``SieveStack``: in-document abbreviations, mined mentions, compact key,
-   salt-free forms) — ``eval.linking_ablation`` switches each of its steps;
-3. + the lexical gate (``--gate``, default: the model's ``lexical_gate``) —
-   ``eval.lexical_gate`` sweeps it;
-4. + short forms defined in the document tagged like their detected long forms;
-5. + propagation of detected surface forms to weaker repeats (``--propagation``, default: the
-   model's ``propagation_threshold``) — ``eval.mention_propagation`` sweeps 4 and 5;
-6. + the concept-type rules (a span takes its concept's type; a Chemical linked to a MeSH
-   gene product is dropped: :mod:`e2e_linker.collective.concept_types`) — ``eval.setting_sweep
-   --biored`` sweeps them on the out-of-domain dev table;
-7. + the short-form rules (a short form the document defines as something its concept's names
-   do not share a word with, or as a gene, is dropped:
-   :mod:`e2e_linker.collective.short_form_rules`) — swept the same way;
-8. + a Chemical named as a sequence residue ("arginine residue") dropped:
-   :mod:`e2e_linker.collective.sequence_context`;
-9. + a kept span grown to the longest KB name around it scored above ``name_extension``
-   (:func:`e2e_linker.collective.span_selection.extend_to_names`; last, so that row 8 is
-   annotate as it was before it).
+1. all declared steps (annotate as it ships);
+2. each rule step of the declaration switched off alone (``--disable STEP``): what that step
+   adds given all the others;
+3. every rule step off (``--disable`` of all of them): detection, overlap resolution and the
+   linker's dense search alone, the steps the pipeline cannot run without.
 
-On dev the KB's mined names come from BC5CDR train only (``--kb-names-from``; the shipped KB
-also holds dev's names, which makes every dev span look named). On test the models link
-against their own KB as shipped. Decide on dev; run test once.
+``--corpora`` (default ``bc5cdr:SPLIT``, SPLIT being ``--split``) adds the out-of-domain dev
+corpora, ``ncbi_disease:dev`` and ``biored:dev``, scored as :mod:`eval.ood_dev` scores them
+(gold types mapped to ours, only the corpus's types scored on both sides, IDs through the
+``bc5cdr`` KB's alternatives), so the ablation reads the widened dev table. BC5CDR is scored as
+``linker score`` scores it (Chemical + Disease, IDs as written), comparable with earlier
+tables.
+
+On dev the KB's mined names come from ``--kb-names-from`` (BC5CDR train only by default; the
+shipped KB also holds dev's names, which makes every dev span look named; the widened table
+passes ``bc5cdr:train ncbi_disease:train``). On test the models link against their own KB as
+shipped. Decide on dev; run test once.
 """
 
 from __future__ import annotations
@@ -40,42 +36,105 @@ import tempfile
 from pathlib import Path
 
 from eval.models import model_source, model_with_names_from
-from eval.ood_dev import CORPUS_TYPES
+from eval.ood_dev import CORPUS_TYPES, gold_of, only_types
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import MODES, STEPS_OFF, setting_rows
+from eval.setting_rows import MODES, ablation_rows, plain_row, setting_rows
+
+#: the corpora an ablation may score; ``bc5cdr:SPLIT`` is BC5CDR's ``--split``
+CORPORA = ("bc5cdr:SPLIT", "bc5cdr:dev", "bc5cdr:test", "ncbi_disease:dev", "biored:dev")
 
 
-def ablation_settings(annotator, gate: float | None, propagation: float | None
-                      ) -> list[tuple[str, dict]]:
-    """The cumulative rows: each adds one step to the row above (values: the arguments, else
-    the model's own)."""
-    gate = annotator.settings.lexical_gate if gate is None else gate
-    propagation = annotator.settings.propagation_threshold if propagation is None else propagation
-    steps = [("exact-name sieve + dense", {}), ("+ sieve stack", {"sieves": annotator.linker.sieves}),
-             (f"+ lexical gate {gate}", {"lexical_gate": gate}),
-             ("+ short forms", {"short_forms": True})]
-    if propagation is not None:  # neither given nor set in the model: no row
-        steps.append((f"+ propagation {propagation}", {"propagation_threshold": propagation}))
-    steps.append(("+ concept-type rules", {"type_from_concept": True, "gene_products": "drop"}))
-    steps.append(("+ short-form rules", {"redefined_short_forms": "drop",
-                                         "gene_short_forms": "drop",
-                                         "disease_symbols": "drop"}))
-    steps.append(("+ sequence residues dropped", {"sequence_residues": "drop"}))
-    extension = annotator.settings.name_extension
-    if extension is not None:  # off in these settings: no row
-        steps.append((f"+ kept spans grown to longer KB names above {extension}",
-                       {"name_extension": extension}))
-    if annotator.settings.composites:
-        steps.append(("+ elliptical coordinations linked to their parts", {"composites": True}))
-    rows, current = [], dict(STEPS_OFF)
-    for label, change in steps:
-        current = current | change
-        rows.append((label, dict(current)))
-    return rows
+def corpus_specs(corpora: list[str], split: str) -> list[str]:
+    """``--corpora`` with ``SPLIT`` replaced by ``split``, each once, in the order given."""
+    specs: list[str] = []
+    for spec in corpora:
+        spec = spec.replace("SPLIT", split)
+        if spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+def corpus_types(spec: str) -> tuple[str, ...]:
+    """The types ``spec`` is scored on: :data:`eval.ood_dev.CORPUS_TYPES` (BC5CDR's test split
+    as its dev split: a gene model's Gene mentions are outside BC5CDR's guideline)."""
+    return CORPUS_TYPES[spec.replace(":test", ":dev")] if spec.startswith("bc5cdr:") \
+        else CORPUS_TYPES[spec]
+
+
+def scoring_of(specs: list[str], max_docs: int | None = None) -> dict[str, tuple]:
+    """``spec → (gold, types, resolve)`` for each corpus: the gold documents with their types
+    mapped to ours and only ``types`` kept, and the ID mapping scores use — None for BC5CDR (as
+    ``linker score`` without ``--kb``), the ``bc5cdr`` KB's alternatives for the other corpora
+    (as :mod:`eval.ood_dev`: NCBI's OMIM IDs, BioRED's MeSH supplementary IDs; loaded once)."""
+    from data_tools.registry import load_kb
+
+    resolve = load_kb("bc5cdr").resolve \
+        if any(not s.startswith("bc5cdr:") for s in specs) else None
+    out = {}
+    for spec in specs:
+        types = corpus_types(spec)
+        out[spec] = (only_types(gold_of(spec, max_docs), types), types,
+                     None if spec.startswith("bc5cdr:") else resolve)
+    return out
+
+
+def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple]) -> list[dict]:
+    """The ablation rows of ``annotator``'s declared pipeline on each corpus
+    (``corpora``: :func:`scoring_of`'s), one record a row: the model, corpus,
+    row label, steps switched off, spans, seconds and F1 by mode and type."""
+    rows = ablation_rows(annotator.pipeline)
+    out = []
+    for spec, (gold, types, resolve) in corpora.items():
+        scored = setting_rows(annotator, gold, rows, types, resolve)
+        for row, result in zip(rows, scored, strict=True):
+            out.append({"model": model, "corpus": spec, "row": row.label,
+                        "steps_off": list(row.disable), "steps": result["steps"],
+                        "spans": result["spans"], "seconds": result["seconds"],
+                        **{m: result[m]["f1"] for m in MODES},
+                        **{f"{m}_by_type": result[f"{m}_by_type"] for m in MODES}})
+    return out
+
+
+def steps_off_cell(row: dict, every: int) -> str:
+    """The "steps off" cell: the steps' names, ``—`` for none, and for the row with every rule
+    step off their count (the JSON lists them)."""
+    off = row["steps_off"]
+    if not off:
+        return "—"
+    if len(off) == every > 1:
+        return f"all {every} rule steps"
+    return ", ".join(off)
+
+
+def markdown(result: dict) -> str:
+    """One table a corpus: model, row, steps off, strict F1, strict F1 by type, partial and
+    mention F1."""
+    lines: list[str] = []
+    for corpus in result["corpora"]:
+        spec = corpus["corpus"]
+        rows = [r for r in result["rows"] if r["corpus"] == spec]
+        if not rows:
+            continue
+        types = sorted({t for r in rows for t in r["strict_by_type"]} & set(corpus["types"]))
+        names = ("as each model ships" if result["kb_names_from"] == "the model's"
+                 else f"mined from {', '.join(result['kb_names_from']) or 'nothing'}")
+        lines += [f"{spec}, {corpus['documents']} documents, {' + '.join(corpus['types'])} "
+                  f"scored{corpus['ids']}; KB names {names}.", ""]
+        header = ["model", "row", "steps off", "strict F1", *(f"{t} strict" for t in types),
+                  "partial F1", "mention F1"]
+        lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        for row in rows:
+            every = len(result["rule_steps"][row["model"]])
+            cells = [row["model"], row["row"], steps_off_cell(row, every),
+                     f"{row['strict']:.4f}",
+                     *(f"{row['strict_by_type'].get(t, 0.0):.4f}" for t in types),
+                     f"{row['partial']:.4f}", f"{row['mentions']:.4f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from data_tools.registry import load_corpus
     from e2e_linker.collective.loading import load_annotator
     from e2e_linker.collective.settings import AnnotateSettings
 
@@ -84,53 +143,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="+", default=["shipped"],
                         help="model directories; 'shipped': the default model; 'git:REV': the "
                              "default model as committed at REV (e.g. the one before a retrain)")
-    parser.add_argument("--gate", type=float, default=None,
-                        help="lexical gate of row 3 (default: each model's own)")
-    parser.add_argument("--propagation", type=float, default=None)
+    parser.add_argument("--corpora", nargs="+", default=["bc5cdr:SPLIT"], choices=CORPORA,
+                        metavar="SPEC",
+                        help="corpora to score, of " + ", ".join(CORPORA) + " (bc5cdr:SPLIT: "
+                             "BC5CDR's --split; ncbi_disease:dev and biored:dev scored as "
+                             "eval.ood_dev scores them)")
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"],
                         help="dev only: corpora whose annotation texts extend the KB")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    gold = load_corpus(f"bc5cdr:{args.split}", args.max_docs)
-    rows = []
+    specs = corpus_specs(args.corpora, args.split)
+    corpora = scoring_of(specs, args.max_docs)
+    fair = args.split == "dev"
+    rows, pipelines, rule_steps = [], {}, {}
     for label in args.models:
         with tempfile.TemporaryDirectory() as tmp:  # the model folder lives while its rows run
             source = model_source(label, Path(tmp) / "model")
             # the packed index kept: the names that differ are searched exactly beside it
             directory = (model_with_names_from(args.kb_names_from, Path(tmp), source,
                                                keep_packed_index=True)
-                         if args.split == "dev" else source)
+                         if fair else source)
             annotator = load_annotator(AnnotateSettings(
                 model_dir=str(directory) if directory else None))
-            settings = ablation_settings(annotator, args.gate, args.propagation)
-            # BC5CDR annotates chemicals and diseases only: a gene model's Gene mentions are
-            # outside its guideline, left out as eval.ood_dev leaves them out
-            scored = setting_rows(annotator, gold, [s for _, s in settings],
-                                  types=CORPUS_TYPES["bc5cdr:dev"])
-        for (step, _), row in zip(settings, scored, strict=True):
-            rows.append({"model": label, "row": step, "spans": row["spans"],
-                         "seconds": row["seconds"],
-                         **{m: row[m]["f1"] for m in MODES},
-                         **{f"{m}_by_type": row[f"{m}_by_type"] for m in MODES}})
+            pipelines[label] = annotator.pipeline.describe()
+            rule_steps[label] = list(plain_row(annotator.pipeline).disable)
+            rows += ablation_table_rows(annotator, label, corpora)
     result = {"command": command_line("accuracy_ablation", argv), "machine": machine(),
-              "split": args.split, "documents": len(gold),
-              "kb_names_from": args.kb_names_from if args.split == "dev" else "the model's",
-              "rows": rows}
-    types = sorted(rows[0]["strict_by_type"])
-    header = ["model", "steps", "strict F1", *(f"{t} strict" for t in types), "partial F1",
-              "mention F1"]
-    lines = [f"BC5CDR {args.split}, {len(gold)} documents; KB names "
-             + (f"mined from {', '.join(args.kb_names_from)}" if args.split == "dev"
-                else "as each model ships") + ".", "",
-             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    for row in rows:
-        cells = [row["model"], row["row"], f"{row['strict']:.4f}",
-                 *(f"{row['strict_by_type'][t]:.4f}" for t in types),
-                 f"{row['partial']:.4f}", f"{row['mentions']:.4f}"]
-        lines.append("| " + " | ".join(cells) + " |")
+              "split": args.split,
+              "corpora": [{"corpus": spec, "documents": len(gold), "types": list(types),
+                           "ids": "" if resolve is None else ", IDs through the bc5cdr KB"}
+                          for spec, (gold, types, resolve) in corpora.items()],
+              "kb_names_from": args.kb_names_from if fair else "the model's",
+              "pipelines": pipelines, "rule_steps": rule_steps, "rows": rows}
     write_results(args.out or f"eval/results/accuracy_ablation_{args.split}", result,
-                  "\n".join(lines) + "\n")
+                  markdown(result))
     return 0
 
 

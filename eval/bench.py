@@ -15,12 +15,12 @@ into slices, and for every slice the three stages run back to back:
     (the same detection, then one ``context_window``-token forward per mention);
 (d) with ``--text-linking``, ``annotate_text``: annotate with ``--linking text`` (the same
     detection, every span linked by the normalizer's text encoder and sieves);
-(e) with ``--compare-plain``, ``annotate_plain``: the same model without the sieve stack,
-    the lexical gate, short forms and propagation (``--no-sieves --lexical-gate 0
-    --no-short-forms --propagation-threshold 1``), so the cost of those steps is measured
-    side by side;
+(e) with ``--compare-plain``, ``annotate_plain``: the same model with every rule step of its
+    declared pipeline off (``--disable`` of all but the required steps:
+    :func:`eval.setting_rows.plain_row`; detection, overlap resolution and dense search
+    alone), so the cost of those steps is measured side by side;
 (f) with ``--baseline git:REV`` (or a model directory), ``baseline``: that model annotating
-    the way annotate did before issue 17 (the steps of (e) off) — "today's" annotate, for the
+    with every rule step of its own pipeline off (as (e)) — "today's" annotate, for the
     speed bound of a change that also replaced the model.
 
 Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
@@ -53,7 +53,7 @@ STAGES = ("encoder", "annotate", "annotate_plain", "baseline", "annotate_text", 
 STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
                  "baseline": "#8c564b", "annotate_text": "#2ca02c", "per_mention": "#d62728"}
 #: how each annotating stage runs: annotate's mode, whether spans are linked by their text,
-#: and whether the steps issue 17 added are off (eval.setting_rows.STEPS_OFF)
+#: and whether every rule step of the declared pipeline is off (eval.setting_rows.plain_row)
 STAGE_SETTINGS = {"annotate": ("collective", False, False),
                   "annotate_plain": ("collective", False, True),
                   "baseline": ("collective", False, True),
@@ -154,17 +154,50 @@ def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
 
 
 def annotate_file(annotator, source: Path, target: Path, mode: str) -> tuple[int, int, int]:
-    """File in → file out in ``mode``; returns (documents, tokens, mentions) of the run."""
+    """File in → file out in ``mode`` (the annotator's settings put back afterwards); returns
+    (documents, tokens, mentions) of the run."""
     from data_tools.formats import read_documents, write_documents
 
-    annotator.settings = replace(annotator.settings, mode=mode)
-    before = dict(annotator.stats)
-    docs = list(read_documents(source))
-    write_documents(annotator.annotate(docs, replace=True), target)
-    if annotator.model.device.type == "cuda":
-        torch.cuda.synchronize()
+    saved = annotator.settings
+    annotator.settings = replace(saved, mode=mode)
+    try:
+        before = dict(annotator.stats)
+        docs = list(read_documents(source))
+        write_documents(annotator.annotate(docs, replace=True), target)
+        if annotator.model.device.type == "cuda":
+            torch.cuda.synchronize()
+    finally:
+        annotator.settings = saved
     return (len(docs), annotator.stats["tokens"] - before["tokens"],
             annotator.stats["mentions"] - before["mentions"])
+
+
+def plain(annotator):
+    """``annotator`` with every rule step of its pipeline off
+    (:func:`eval.setting_rows.plain_row`), its linker rebuilt without the parts those steps
+    switch on and without a text linker."""
+    from eval.setting_rows import plain_row
+
+    pipeline = annotator.pipeline.changed(plain_row(annotator.pipeline).disable)
+    return annotator.with_pipeline(pipeline, text_linker=None)
+
+
+def stage_runners(annotator, text_linker=None, baseline=None) -> dict:
+    """The annotator each annotating stage runs (see :data:`STAGE_SETTINGS`), built once
+    before any timing: ``annotator`` itself for ``annotate`` and ``per_mention`` (its mode is
+    set per call), its plain pipeline, the baseline's plain pipeline, and ``annotator`` with
+    ``text_linker`` (``linker annotate --linking text``); a stage without its input is left
+    out. ``annotator`` itself is not changed."""
+    if annotator.linker.text_linker is not None:  # only the text stage links by the text
+        annotator = annotator.with_pipeline(annotator.pipeline, text_linker=None)
+    runners = {"annotate": annotator, "per_mention": annotator,
+               "annotate_plain": plain(annotator)}
+    if baseline is not None:
+        runners["baseline"] = plain(baseline)
+    if text_linker is not None:
+        runners["annotate_text"] = annotator.with_pipeline(annotator.pipeline,
+                                                           text_linker=text_linker)
+    return runners
 
 
 def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
@@ -199,15 +232,10 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
               and (text_linker is not None or stage != "annotate_text")
               and (compare_plain or stage != "annotate_plain")
               and (baseline is not None or stage != "baseline")}
-    from eval.setting_rows import STEPS_OFF, applied
+    runners = stage_runners(annotator, text_linker, baseline)
 
     def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
-        mode, by_text, plain = STAGE_SETTINGS[stage]
-        runner = baseline if stage == "baseline" else annotator
-        setting = {**(STEPS_OFF if plain else {}),
-                   "text_linker": text_linker if by_text else None}
-        with applied(runner, setting):
-            return annotate_file(runner, source, target, mode)
+        return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0])
 
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
@@ -311,8 +339,8 @@ def markdown(result: dict) -> str:
              "|---|---|---|---|---|---|"]
     labels = {"encoder": "bare encoder forward (limit)", "annotate": "annotate, file → file",
               "annotate_text": "annotate --linking text, file → file",
-              "annotate_plain": "annotate, issue-17 steps off, file → file",
-              "baseline": "baseline model, issue-17 steps off, file → file",
+              "annotate_plain": "annotate, every rule step off, file → file",
+              "baseline": "baseline model, every rule step off, file → file",
               "per_mention": "per-mention baseline, file → file"}
     for stage, row in result["stages"].items():
         lines.append(f"| {labels[stage]} | {row['seconds']:.1f} | {row['docs_per_s']:.2f} | "
@@ -327,7 +355,7 @@ def markdown(result: dict) -> str:
         ratios += (f"; ratio --linking text / collective (mentions/s): "
                    f"**{result['ratio_text_vs_collective_linking']:.3f}**")
     if result.get("ratio_annotate_vs_plain_mentions") is not None:
-        ratios += (f"; ratio annotate / annotate without sieves and gate: mentions/s "
+        ratios += (f"; ratio annotate / annotate with every rule step off: mentions/s "
                    f"**{result['ratio_annotate_vs_plain_mentions']:.3f}**, docs/s "
                    f"**{result['ratio_annotate_vs_plain_docs']:.3f}**")
     if result.get("ratio_annotate_vs_baseline_mentions") is not None:
@@ -407,10 +435,10 @@ def main(argv: list[str] | None = None) -> dict:
                         help="also time annotate --linking text (spans linked by the "
                              "normalizer), interleaved with the collective linking")
     parser.add_argument("--compare-plain", action="store_true",
-                        help="also time annotate without the issue-17 steps")
+                        help="also time annotate with every rule step of the pipeline off")
     parser.add_argument("--baseline", default=None,
                         help="also time this model (a directory, or git:REV for the default "
-                             "model at REV) without the issue-17 steps")
+                             "model at REV) with every rule step of its pipeline off")
     args = parser.parse_args(argv)
 
     from data_tools.formats import read_documents
@@ -433,7 +461,8 @@ def main(argv: list[str] | None = None) -> dict:
                          linking="text" if args.text_linking else "collective")
     annotator = linker.annotator
     load_seconds = time.perf_counter() - start
-    text_linker, annotator.linker.text_linker = annotator.linker.text_linker, None
+    # the text linker for its own stage only (stage_runners): the others link by span vectors
+    text_linker = annotator.linker.text_linker
     baseline = None
     with tempfile.TemporaryDirectory() as scratch:
         if args.baseline:

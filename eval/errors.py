@@ -1,10 +1,11 @@
 """Where the strict errors of ``linker annotate`` come from, counted by cause on dev.
 
     python -m eval.errors [--docs bc5cdr:dev] [--kb-names-from bc5cdr:train] [--model DIR]
-                          [--no-sieves] [--pred FILE] [--out eval/results/errors_dev]
+                          [--disable STEP,STEP] [--pred FILE] [--out eval/results/errors_dev]
 
-The documents are annotated as ``linker annotate --replace`` would (the model's threshold,
-sieve stack and lexical gate; ``--no-sieves``); the KB's mined names come from
+The documents are annotated as ``linker annotate --replace`` would (the model's threshold and
+declared pipeline; ``--disable sieve_stack`` leaves out a step, as annotate's ``--disable``
+does); the KB's mined names come from
 ``--kb-names-from`` (train only by default: the shipped KB also holds dev's names, which would
 hide dev's linking errors). ``--pred FILE`` scores that file's predictions instead (any
 annotate output, or another system's), the KB for "outside the KB" then being the model's.
@@ -38,6 +39,7 @@ import argparse
 import re
 import tempfile
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
@@ -196,18 +198,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"],
                         help="corpora whose annotation texts extend the KB")
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
-    parser.add_argument("--no-sieves", action="store_true")
+    parser.add_argument("--disable", default="", metavar="STEP,STEP",
+                        help="pipeline steps left out, as linker annotate --disable "
+                             "(e.g. sieve_stack)")
     parser.add_argument("--pred", default=None,
                         help="a predictions file to classify instead of running the model")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
+    settings = AnnotateSettings(disable=args.disable)  # an unknown step: stopped here
     gold = load_corpus(args.docs, args.max_docs)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = model_with_names_from(args.kb_names_from, Path(tmp),
                                           Path(args.model) if args.model else None)
-        annotator = load_annotator(AnnotateSettings(
-            model_dir=None if model_dir is None else str(model_dir), sieves=not args.no_sieves))
+        annotator = load_annotator(replace(
+            settings, model_dir=None if model_dir is None else str(model_dir)))
     if args.pred:
         by_id = {d.id: d for d in load_corpus(args.pred)}
         missing = [d.id for d in gold if d.id not in by_id]
@@ -224,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     scores = f1_fields(gold, pred, ("strict", "partial", "mentions"))
     result = {"command": command_line("errors", argv), "machine": machine(),
               "docs": args.docs, "documents": len(gold), "model": args.model or "shipped",
-              "pred": args.pred, "lexical_gate": annotator.settings.lexical_gate,
-              "kb_names_from": args.kb_names_from, "sieves": not args.no_sieves,
+              "pred": args.pred, "steps": annotator.pipeline.names,
+              "kb_names_from": args.kb_names_from, "disabled": list(settings.disable),
               "threshold": annotator.settings.threshold, **scores,
               "false_negatives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fn"].items())},
               "false_positives": {f"{c}/{t}": n for (c, t), n in sorted(counts["fp"].items())},
@@ -235,8 +240,8 @@ def main(argv: list[str] | None = None) -> int:
               "examples": {f"{s}/{c}/{t}": dict(texts.most_common(30))
                            for (s, c, t), texts in counts["examples"].items()}}
     system = (f"predictions {args.pred}" if args.pred else
-              f"model {args.model or 'shipped'}, sieves {'off' if args.no_sieves else 'on'}, "
-              f"threshold {annotator.settings.threshold}, lexical gate {annotator.settings.lexical_gate}")
+              f"model {args.model or 'shipped'}, threshold {annotator.settings.threshold}, "
+              f"steps {', '.join(annotator.pipeline.names)}")
     head = (f"`{args.docs}`, {len(gold)} documents, {system}; KB names mined from "
             f"{', '.join(args.kb_names_from) or 'nothing'}: strict F1 "
             f"{scores['strict']:.4f} (" + ", ".join(f"{t} {v:.4f}" for t, v in

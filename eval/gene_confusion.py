@@ -1,7 +1,7 @@
 """How often a gene or protein comes out as a chemical or a disease, on corpora that annotate
 genes: the share of gold Gene spans that a Chemical or Disease prediction overlaps.
 
-    python -m eval.gene_confusion [--model DIR] \\
+    python -m eval.gene_confusion [--model DIR] [--disable STEP,STEP] [--set STEP.PARAM=V]...
         [--corpora gnormplus:train nlmgene:train biored:dev] [--out eval/results/gene_confusion]
 
 Why: issue 29 bounds this share at 3 % on the gene corpora's test sets, which are kept for the
@@ -9,16 +9,23 @@ end. The train splits of GNormPlus and NLM-Gene were never trained on by the shi
 Chemical/Disease model, so for it they are development data from two more groups (BioRED dev is
 the third); a model trained on them must be measured elsewhere. Each corpus is annotated from
 its stripped text as ``linker annotate`` does (:func:`eval.ood_dev.evaluate`'s path) with the
-model's own settings.
+model's own settings, changed by ``--disable``/``--set``/``--threshold`` as ``eval.ood_dev``'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 
-from eval.ood_dev import add_annotate_options, gold_of, overlapped_share, settings_overrides
+from eval.ood_dev import (
+    add_pipeline_options,
+    annotate_flags,
+    gold_of,
+    overlapped_share,
+    pipeline_settings,
+)
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "gene_confusion"
@@ -50,17 +57,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
     parser.add_argument("--corpora", nargs="+",
                         default=["gnormplus:train", "nlmgene:train", "biored:dev"])
-    add_annotate_options(parser)
+    add_pipeline_options(parser)
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     linker = Linker.load(settings=AnnotateSettings(model_dir=args.model,
-                                                   **settings_overrides(args.annotate_options)))
+                                                   **pipeline_settings(args)))
+    options = shlex.join(annotate_flags(args))
     rows = [confusion_row(linker, spec, args.max_docs) for spec in args.corpora]
     result = {"command": command_line("gene_confusion", argv), "machine": machine(),
-              "model": args.model or "shipped", "annotate_options": args.annotate_options,
+              "model": args.model or "shipped", "annotate_options": options,
+              "steps": linker.annotator.pipeline.names,
               "rows": rows}
-    lines = [f"Model {result['model']}, options `{args.annotate_options or 'default'}` "
+    lines = [f"Model {result['model']}, options `{options or 'default'}` "
              f"({result['machine']})", "",
              "| corpus | documents | gold Gene spans | overlapped by a Chemical | by a Disease | "
              "by either (share) |", "|---|---|---|---|---|---|"]

@@ -1,102 +1,97 @@
-"""One detection pass, many annotate settings: the rows the dev sweeps of issue 17 report.
+"""One detection pass, many pipelines: the rows the dev tables and ablations report.
 
-Why its own module: ``eval.lexical_gate`` and ``eval.mention_propagation`` sweep different
-:class:`~e2e_linker.collective.annotator.Annotator` attributes over the same two corpora; the
-candidates are scored once (at the lowest threshold any row needs) and each row only selects,
-links and scores, so a sweep costs one encoder pass per corpus.
+Why its own module: the ablation (:mod:`eval.accuracy_ablation`), the sweeps
+(:mod:`eval.setting_sweep`) and the benchmark's plain row all score the same candidates under
+several pipelines; the candidates are scored once (at the lowest floor any row needs) and each
+row only selects, links and scores, so a table costs one encoder pass per corpus. A row is a
+change of the model's declared pipeline (``--disable`` and ``--set``, the one mechanism
+annotate has) and optionally γ, so its steps come from the declaration and cannot drift from
+the code.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2e_linker.collective.annotator import attach_annotations
 
 MODES = ("strict", "partial", "mentions")
-#: the steps issues 17 and 29 added, all off: annotate's selection and linking as they were
-#: before (exact-name sieve and dense search, no gate, no document-level steps, the type
-#: head's type kept whatever the concept, every short form and residue kept)
-STEPS_OFF = {"sieves": None, "lexical_gate": None, "short_forms": False,
-             "propagation_threshold": None, "dictionary_threshold": None,
-             "type_from_concept": False, "gene_products": "keep",
-             "redefined_short_forms": "keep", "undefined_short_max": 0,
-             "gene_short_forms": "keep", "disease_symbols": "keep",
-             "sequence_residues": "keep", "gene_modifiers": "keep",
-             "name_extension": None, "composites": False}
-#: the keys of a setting that are the annotator's linking components (its SpanLinker's
-#: attributes: a SieveStack or None, a text linker or None, composite linking on or off);
-#: every other key is an AnnotateSettings field
-LINKER_PARTS = ("sieves", "text_linker", "composites")
 
 
-def current(annotator, key: str):
-    """The value of one setting key (see :data:`LINKER_PARTS`) on ``annotator``."""
-    return getattr(annotator.linker if key in LINKER_PARTS else annotator.settings, key)
+@dataclass(frozen=True)
+class Row:
+    """One configuration to score: a label, the steps it leaves out, the parameters it sets
+    (``step.param=value``) and its γ (None: the model's)."""
+
+    label: str
+    disable: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    threshold: float | None = None
 
 
-@contextmanager
-def applied(annotator, setting: dict) -> Iterator[None]:
-    """``annotator`` under ``setting`` (settings fields and linker parts) for a ``with``
-    block, put back as it was afterwards."""
-    saved_settings = annotator.settings
-    saved_parts = {k: getattr(annotator.linker, k) for k in LINKER_PARTS}
-    annotator.settings = replace(saved_settings, **{k: v for k, v in setting.items()
-                                                   if k not in LINKER_PARTS})
-    for key in LINKER_PARTS:
-        if key in setting:
-            setattr(annotator.linker, key, setting[key])
-    try:
-        yield
-    finally:
-        annotator.settings = saved_settings
-        for key, value in saved_parts.items():
-            setattr(annotator.linker, key, value)
+def rule_steps(pipeline) -> list[str]:
+    """The declared steps a row may switch off (every step but the required ones)."""
+    return pipeline.rule_steps()
 
 
-def setting_rows(annotator, gold, settings: list[dict], types: tuple[str, ...] | None = None,
+def plain_row(pipeline, label: str = "every rule step off") -> Row:
+    """The row with every rule step of ``pipeline`` disabled: detection, overlap resolution
+    and the linker's dense search alone."""
+    return Row(label, tuple(rule_steps(pipeline)))
+
+
+def ablation_rows(pipeline) -> list[Row]:
+    """All declared steps on, then each rule step off in turn, then all of them off: the
+    rows read from the declaration, so a step added to it gets its row."""
+    return [Row("all declared steps"),
+            *(Row(f"without {name}", (name,)) for name in rule_steps(pipeline)),
+            plain_row(pipeline)]
+
+
+def runner_for(annotator, row: Row):
+    """``annotator`` running ``row``'s pipeline."""
+    return annotator.with_pipeline(annotator.pipeline.changed(row.disable, (), row.overrides))
+
+
+def setting_rows(annotator, gold, rows: list[Row], types: tuple[str, ...] | None = None,
                  resolve=None) -> list[dict]:
-    """One row per setting (annotator attributes → values), scored by type in every mode;
-    ``types`` keeps only those predicted types, ``resolve`` maps IDs before scoring. The
-    annotator's attributes are put back afterwards."""
+    """One result per row, scored by type in every mode; ``types`` keeps only those predicted
+    types, ``resolve`` maps IDs before scoring."""
     from e2e_linker.scoring import score
 
-    names = sorted({k for setting in settings for k in setting})
-    saved = {k: current(annotator, k) for k in names}
-    # candidates scored down to the lowest floor any row's selection reads (γ, propagation,
-    # dictionary, name extension: SelectionRules.detection_floor of the row's settings, the
-    # annotator's where the row sets none)
-    lowest = min(replace(annotator.settings, **{k: v for k, v in setting.items()
-                                               if k not in LINKER_PARTS}
-                         ).selection_rules().detection_floor() for setting in settings)
+    runners = [runner_for(annotator, row) for row in rows]
+    keeps = [annotator.settings.threshold if row.threshold is None else row.threshold
+             for row in rows]
+    # candidates scored down to the lowest floor any row's pipeline reads
+    lowest = min(r.pipeline.detection_floor(k) for r, k in zip(runners, keeps, strict=True))
     started = time.perf_counter()
     candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
     detect_s = time.perf_counter() - started
-    rows = []
-    for setting in settings:
-        with applied(annotator, {k: setting.get(k, saved[k]) for k in names}):
-            started = time.perf_counter()
-            spans = annotator.select(candidates, gold)
-            pred = attach_annotations(gold, spans, annotator.link(spans, gold), replace=True)
-            seconds = detect_s + time.perf_counter() - started
-            row: dict = {**{k: current(annotator, k) for k in names}}
+    out = []
+    for row, runner, keep in zip(rows, runners, keeps, strict=True):
+        started = time.perf_counter()
+        spans = runner.select(candidates, gold, keep=keep)
+        pred = attach_annotations(gold, spans, runner.link(spans, gold), replace=True)
+        seconds = detect_s + time.perf_counter() - started
+        result: dict = {"row": row.label, "disable": list(row.disable),
+                        "overrides": list(row.overrides), "threshold": keep,
+                        "steps": runner.pipeline.names}
         if types is not None:
             for doc in pred:
                 for passage in doc.passages:
                     passage.annotations = [a for a in passage.annotations if a.type in types]
-        row.update(spans=sum(len(d.annotations) for d in pred), seconds=round(seconds, 1))
+        result.update(spans=sum(len(d.annotations) for d in pred), seconds=round(seconds, 1))
         for mode in MODES:
             report = score(gold, pred, mode, by_type=True, resolve=resolve)
-            row[mode] = {"p": round(report.precision, 4), "r": round(report.recall, 4),
-                         "f1": round(report.f1, 4)}
-            row[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
-        rows.append(row)
-        print(row, flush=True)
-    return rows
+            result[mode] = {"p": round(report.precision, 4), "r": round(report.recall, 4),
+                            "f1": round(report.f1, 4)}
+            result[f"{mode}_by_type"] = {t: round(r.f1, 4) for t, r in report.per_type.items()}
+        out.append(result)
+        print({k: result[k] for k in ("row", "spans", "strict")}, flush=True)
+    return out
 
 
 def rows_table(title: str, rows: list[dict], columns: dict[str, object],
@@ -131,10 +126,10 @@ class SweepRows:
     annotator: object = None
 
 
-def dev_rows(settings: list[dict], model: str | None, kb_names_from: list[str],
+def dev_rows(settings: list[Row], model: str | None, kb_names_from: list[str],
              max_docs: int | None = None, ncbi: bool = True, biored: bool = False
              ) -> SweepRows:
-    """:func:`setting_rows` on BC5CDR dev with the model's mined names rebuilt from
+    """:func:`setting_rows` of ``settings`` (the rows) on BC5CDR dev with the model's mined names rebuilt from
     ``kb_names_from`` (the shipped KB also holds dev's names; empty: the model's own KB), then
     — with ``ncbi`` — on NCBI disease dev with the model's own KB, Disease only, IDs through
     MEDIC (a corpus the model was not trained on), and — with ``biored`` — on BioRED dev,

@@ -27,6 +27,8 @@ CONCEPT_NAME = "concept_name"
 LINK_METHOD = "link_method"
 #: the infon holding a short form's long form, when the short form took its concept
 LONG_FORM = "long_form"
+#: the ``annotator`` infon value that marks the annotations e2e_linker predicted
+ANNOTATOR = "e2e_linker"
 #: the infon of an explained annotation: its top dense candidates, ``ID|score;ID|score``
 CANDIDATES = "dense_candidates"
 

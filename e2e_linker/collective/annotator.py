@@ -12,6 +12,8 @@ linking and a text linker read.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import os
 from collections.abc import Iterable, Iterator, Sequence
 
 import torch
@@ -25,6 +27,11 @@ from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_linking import SpanLinker
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, scan_documents
+from e2e_linker.pipeline.batch import Batch
+from e2e_linker.pipeline.declaration import Pipeline
+
+#: :meth:`Annotator.with_pipeline`'s "the same text linker"
+KEEP = object()
 
 
 class Annotator:
@@ -32,30 +39,51 @@ class Annotator:
     them and the settings (resolved against the model's config once) that govern both."""
 
     def __init__(self, model: CollectiveLinker, linker: SpanLinker,
-                 settings: AnnotateSettings | None = None, kb=None):
+                 settings: AnnotateSettings | None = None, kb=None,
+                 pipeline: Pipeline | None = None, model_dir: str | os.PathLike | None = None):
         self.model = model.eval()
         self.linker = linker
         #: every option, with the model's defaults filled in (:meth:`AnnotateSettings.for_model`)
         self.settings = (settings or AnnotateSettings()).for_model(model.config)
+        #: the steps this annotator runs (:meth:`AnnotateSettings.resolved_pipeline`)
+        self.pipeline = pipeline or self.settings.resolved_pipeline(
+            model.config, model_dir or self.settings.model_dir or model_directory(model))
         #: the KB the index was built from (None when the caller did not say)
         self.kb = kb
+        #: what the linker was built from (:meth:`from_parts`; None: a linker handed in)
+        self.parts: LinkerParts | None = None
         self.stats = {"documents": 0, "chunks": 0, "tokens": 0, "mentions": 0}
 
     @classmethod
     def from_parts(cls, model: CollectiveLinker, index, names=None,
                    settings: AnnotateSettings | None = None, sieves=None, kb=None,
-                   text_linker=None) -> Annotator:
-        """An annotator over an entity index: its :class:`SpanLinker` takes the exact-name
-        sieve ``names`` and short-form linking as the model's config says (the one place that
-        decides it), ``sieves``/``text_linker`` as given, and the settings' composites and
-        name-only types."""
-        taxa = kb.taxa() if kb is not None else None
+                   text_linker=None, model_dir: str | os.PathLike | None = None) -> Annotator:
+        """An annotator over an entity index: its :class:`SpanLinker` takes the linker parts
+        the pipeline declares (the exact-name sieve ``names``, the sieve stack ``sieves``,
+        composites, short-form links; the one place that decides them), ``text_linker`` as
+        given, and the settings' name-only types. ``model_dir``: where the model's
+        ``pipeline.toml`` is (default: the settings')."""
         settings = (settings or AnnotateSettings()).for_model(model.config)
-        linker = SpanLinker(index, names if model.config.exact_match_sieve else None, sieves,
-                            text_linker, model.config.resolve_abbreviations, taxa,
-                            settings.composites, settings.lexical_types,
-                            kb.concepts if kb is not None else None)
-        return cls(model, linker, settings, kb)
+        pipeline = settings.resolved_pipeline(
+            model.config, model_dir or settings.model_dir or model_directory(model))
+        parts = LinkerParts(index, names, sieves, text_linker, kb)
+        annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)
+        annotator.parts = parts
+        return annotator
+
+    def with_pipeline(self, pipeline: Pipeline, text_linker=KEEP) -> Annotator:
+        """This annotator (same model, KB and index) running ``pipeline`` instead, its linker
+        rebuilt with the parts that pipeline switches on (an evaluation's ablation rows);
+        ``text_linker`` replaces the text linker (None: none; default: the same)."""
+        if self.parts is None:
+            raise ValueError("an annotator built without from_parts cannot change its linker")
+        parts = self.parts if text_linker is KEEP \
+            else dataclasses.replace(self.parts, text_linker=text_linker)
+        other = Annotator(self.model, parts.linker(pipeline, self.settings), self.settings,
+                          self.kb, pipeline)
+        other.parts = parts
+        other.stats = self.stats
+        return other
 
     @property
     def quantized(self) -> bool:
@@ -78,7 +106,7 @@ class Annotator:
         threshold = settings.threshold if threshold is None else threshold
         keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
         if resolve:
-            threshold = settings.selection_rules(threshold).detection_floor()
+            threshold = self.pipeline.detection_floor(threshold)
         tokenizer = self.model.tokenizer
         chunks = chunk_documents(docs, tokenizer, cfg.max_length, settings.max_span_len,
                                  cfg.chunk_overlap)
@@ -111,49 +139,39 @@ class Annotator:
             return spans, chunks
         return self.select(spans, docs, keep, abbreviations), chunks
 
+    def batch(self, docs: Sequence[Document], keep: float | None = None,
+              abbreviations: Sequence[DocumentAbbreviations] | None = None) -> Batch:
+        """The :class:`Batch` the pipeline's steps work on for ``docs`` (``keep``: γ of this
+        call, default the settings'; ``abbreviations``: each document's scan, made here when
+        not given)."""
+        keep = self.settings.threshold if keep is None else keep
+        return Batch(docs, scan_documents(docs) if abbreviations is None else abbreviations,
+                     self.linker, keep, self.pipeline.selection_floor(keep), self.kb,
+                     self.model.config.types, self.settings.explain)
+
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                keep: float | None = None,
                abbreviations: Sequence[DocumentAbbreviations] | None = None
                ) -> list[SpanPrediction]:
-        """The spans :meth:`detect` returns, from every candidate it scored: Chemical spans
-        a gene name links retyped Gene first (:meth:`SpanLinker.gene_named_chemicals`, with
-        ``gene_named_chemicals``), then :meth:`SelectionRules.select` with these settings and
-        the linker's KB lookups.
+        """The spans :meth:`detect` returns, from every candidate it scored: the pipeline's
+        select steps (``linker pipeline show``) on them, with γ ``keep``.
         Public so that evaluations can score once and select under several settings."""
-        abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
-        if self.settings.gene_named_chemicals:
-            spans = self.linker.gene_named_chemicals(
-                spans, [docs[s.doc_index].text_at(s.start, s.end) for s in spans])
-        return self.settings.selection_rules(keep).select(
-            spans, docs,
-            lambda found: self.linker.lexically_linked(
-                found, [docs[s.doc_index].text_at(s.start, s.end) for s in found],
-                abbreviations),
-            self.linker.is_name, abbreviations)
+        batch = self.batch(docs, keep, abbreviations)
+        batch.replace_spans(list(spans))
+        self.pipeline.run_stage("select", batch)
+        return batch.kept
 
     def link(self, spans: list[SpanPrediction], docs: Sequence[Document],
              abbreviations: Sequence[DocumentAbbreviations] | None = None
              ) -> list[Annotation | None]:
-        """:meth:`SpanLinker.link` of the kept spans (``abbreviations``: as in :meth:`detect`),
-        each span's type then settled against its concept's
-        (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`), then short forms the
-        document does not support
-        (:class:`~e2e_linker.collective.short_form_rules.ShortFormRules`) and chemicals named
-        as sequence residues
-        (:class:`~e2e_linker.collective.sequence_context.SequenceContextRule`) and names used
-        inside a gene's name (:class:`~e2e_linker.collective.gene_context.GeneContextRule`)
-        dropped, and genes of a species the document does not name
-        (:meth:`SpanLinker.drop_unnamed_species`, with ``unnamed_species="drop"``)."""
-        abbreviations = scan_documents(docs) if abbreviations is None else abbreviations
-        linked = self.linker.link(spans, docs, abbreviations, explain=self.settings.explain)
-        linked = self.settings.type_rules().apply(linked, self.kb, self.model.config.types)
-        linked = self.settings.short_form_rules().apply(linked, spans, abbreviations, self.kb)
-        linked = self.settings.sequence_rule().apply(linked, spans, docs, abbreviations,
-                                                     self.kb)
-        linked = self.settings.gene_rule().apply(linked, spans, docs)
-        if self.settings.unnamed_species == "drop":
-            linked = self.linker.drop_unnamed_species(linked, spans, docs)
-        return linked
+        """The kept spans linked (the pipeline's link stage:
+        :meth:`SpanLinker.link` with the parts switched on), then its annotate steps, in
+        order: one annotation per span, None where a step dropped it."""
+        batch = self.batch(docs, abbreviations=abbreviations)
+        batch.kept = list(spans)
+        self.pipeline.run_stage("link", batch)
+        self.pipeline.run_stage("annotate", batch)
+        return batch.annotations
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""
@@ -182,6 +200,35 @@ class Annotator:
                 group = []
         if group:
             yield from self.annotate(group, replace)
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkerParts:
+    """What a :class:`SpanLinker` is built from: the entity index, the exact-name dictionary,
+    the sieve stack, a text linker and the KB; a pipeline decides which of them it uses."""
+
+    index: object
+    names: object = None
+    sieves: object = None
+    text_linker: object = None
+    kb: object = None
+
+    def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
+        """The linker with the parts ``pipeline`` switches on (``exact_name``,
+        ``sieve_stack``, ``abbreviation_links``, ``composites``) and the settings' name-only
+        types."""
+        kb = self.kb
+        return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
+                          self.sieves if pipeline.has("sieve_stack") else None,
+                          self.text_linker, pipeline.has("abbreviation_links"),
+                          kb.taxa() if kb is not None else None, pipeline.has("composites"),
+                          settings.lexical_types, kb.concepts if kb is not None else None)
+
+
+def model_directory(model) -> str | None:
+    """The directory a model was loaded from (None: built in memory, as in tests and
+    training): where its ``pipeline.toml`` is."""
+    return getattr(model, "directory", None)
 
 
 def attach_annotations(docs: Sequence[Document], spans: Sequence[SpanPrediction],

@@ -7,85 +7,78 @@ tuned on (eval/results/concept_type_rules):
   exact-name sieve falls back to every concept of a name when none has the span's type), and
   the span kept the type head's guess: "PDB" typed Chemical but linked to Paget disease of
   bone. The KB's type of a lexically found concept is the better evidence, so the span takes
-  it (``type_from_concept``);
+  it (:func:`take_concept_types`, the step ``type_from_concept``);
 * MeSH files proteins and enzymes as chemicals (D12.776, D08.811:
   :attr:`data_tools.kb.Concept.gene_product`), so "transgelin", "VDR" or "caspase" linked as
   Chemical — while BioRED, BC5CDR and the gene corpora annotate them as genes or not at all.
-  A Chemical linked to a gene product is dropped (``gene_products="drop"``) or kept as before
-  (``"keep"``).
+  A Chemical linked to a gene product is dropped (:func:`drop_gene_products`, the step
+  ``gene_products``; disabling the step keeps it).
 
 A span that ends up Gene with fewer than two letters and digits, or of two bases ("AA",
 "GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`), and so is one
 that names a class of proteins ("protein kinase", "GTPase"), a subunit by its Greek letter
 alone ("zeta", "beta subunit") or a protein domain ("SH3")
-(:func:`~e2e_linker.lexical.protein_classes.names_no_single_gene`).
+(:func:`~e2e_linker.lexical.protein_classes.names_no_single_gene`; :func:`drop_no_single_gene`,
+the step ``no_single_gene``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from data_tools.documents import Annotation
 from e2e_linker.lexical.gene_forms import too_short_for_a_gene
 from e2e_linker.lexical.protein_classes import names_no_single_gene
 
-#: what happens to a Chemical span linked to a gene product
-GENE_PRODUCT_CHOICES = ("drop", "keep")
+
+def concept_of(annotation: Annotation | None, kb):
+    """The KB concept an annotation is linked to first (None: dropped, unlinked, no KB at
+    hand, or an ID the KB lacks): what every rule of this module reads."""
+    if annotation is None or not annotation.concept_ids or kb is None:
+        return None
+    return kb.get(annotation.concept_ids[0])
 
 
-@dataclass(frozen=True)
-class ConceptTypeRules:
-    """The two rules above, as ``linker annotate`` sets them."""
+def take_concept_types(annotations: list[Annotation | None], kb,
+                       model_types: Sequence[str]) -> None:
+    """Each linked span takes its concept's type, in place, when exactly one of the
+    concept's types is one the model predicts, a gene product counting as Gene too; a span of
+    neither of a gene product's types takes Gene when the model predicts genes."""
+    for ann in annotations:
+        concept = concept_of(ann, kb)
+        if concept is None:
+            continue
+        # a gene product is a gene's product too: a model's Gene span linked to one keeps
+        # its type (MeSH types these concepts Chemical only)
+        types = concept.type.split("|") + (["Gene"] if concept.gene_product else [])
+        kinds = [t for t in types if t in model_types]
+        if ann.type not in kinds:
+            if len(kinds) == 1:
+                ann.type = kinds[0]
+            elif "Gene" in kinds and concept.gene_product:
+                # "Wiskott-Aldrich syndrome protein" typed Disease by the type head and linked
+                # to the protein: both Chemical and Gene are the concept's, and the guidelines
+                # that annotate genes call a gene product a gene
+                ann.type = "Gene"
 
-    type_from_concept: bool = True
-    gene_products: str = "drop"
 
-    def __post_init__(self) -> None:
-        if self.gene_products not in GENE_PRODUCT_CHOICES:
-            raise ValueError(f"gene_products must be one of {GENE_PRODUCT_CHOICES}, "
-                             f"not {self.gene_products!r}")
+def drop_gene_products(annotations: list[Annotation | None], kb) -> None:
+    """A Chemical span linked to a gene product (a protein MeSH files as a chemical) is
+    dropped (set to None), in place."""
+    for k, ann in enumerate(annotations):
+        concept = concept_of(ann, kb)
+        if concept is not None and ann.type == "Chemical" and concept.gene_product:
+            annotations[k] = None
 
-    def apply(self, annotations: Sequence[Annotation | None], kb,
-              model_types: Sequence[str]) -> list[Annotation | None]:
-        """``annotations`` with the rules applied in place (None: a span dropped).
 
-        ``kb`` answers ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: no
-        KB at hand, nothing changes); a span takes its concept's type only when exactly one
-        of the concept's types is one the model predicts, a gene product counting as Gene too;
-        a span of neither of a gene product's types takes Gene when the model predicts genes.
-        """
-        out = list(annotations)
-        if kb is None:
-            return out
-        for k, ann in enumerate(out):
-            if ann is None or not ann.concept_ids:
-                continue
-            concept = kb.get(ann.concept_ids[0])
-            if concept is None:
-                continue
-            if self.type_from_concept:
-                # a gene product is a gene's product too: a model's Gene span linked to one
-                # keeps its type (MeSH types these concepts Chemical only)
-                types = concept.type.split("|") + (["Gene"] if concept.gene_product else [])
-                kinds = [t for t in types if t in model_types]
-                if ann.type not in kinds:
-                    if len(kinds) == 1:
-                        ann.type = kinds[0]
-                    elif "Gene" in kinds and concept.gene_product:
-                        # "Wiskott-Aldrich syndrome protein" typed Disease by the type head
-                        # and linked to the protein: both Chemical and Gene are the concept's,
-                        # and the guidelines that annotate genes call a gene product a gene
-                        ann.type = "Gene"
-            if self.gene_products == "drop" and ann.type == "Chemical" \
-                    and concept.gene_product:
-                out[k] = None
-            elif ann.type == "Gene" and (too_short_for_a_gene(ann.text)
-                                         or names_no_single_gene(ann.text)):
-                # a base of a variant ("c.686C>G") kept as a chemical's name and linked to a
-                # gene's one-letter alias: the gate keeps no such Gene span
-                # (SpanLinker.lexically_linked), nor does this rule; a class name linked to
-                # the one gene whose other designations hold it; a subunit's letter or a
-                # domain alone
-                out[k] = None
-        return out
+def drop_no_single_gene(annotations: list[Annotation | None], kb) -> None:
+    """A linked span that ends up Gene and is too short for a gene, or names a class of
+    proteins, a subunit's letter or a domain, is dropped (set to None), in place."""
+    for k, ann in enumerate(annotations):
+        if concept_of(ann, kb) is not None and ann.type == "Gene" and (
+                too_short_for_a_gene(ann.text) or names_no_single_gene(ann.text)):
+            # a base of a variant ("c.686C>G") kept as a chemical's name and linked to a
+            # gene's one-letter alias: the gate keeps no such Gene span
+            # (SpanLinker.lexically_linked), nor does this rule; a class name linked to the
+            # one gene whose other designations hold it; a subunit's letter or a domain alone
+            annotations[k] = None

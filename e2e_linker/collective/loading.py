@@ -34,8 +34,8 @@ def load_annotator(settings: AnnotateSettings | None = None,
                    text_linker: TextLinker | None = None) -> Annotator:
     """Everything ``linker annotate`` needs, with the KB index built or read from the cache,
     built complete from one :class:`AnnotateSettings` (see ``linker annotate --help`` for each
-    option): ``settings.sieves`` adds the lexical steps tried on a span the exact-name sieve
-    does not resolve, before the dense choice
+    option): a pipeline with the ``sieve_stack`` step gets the lexical steps tried on a span
+    the exact-name sieve does not resolve, before the dense choice
     (:class:`~e2e_linker.lexical.sieve_stack.SieveStack`, its training pool the model's mined
     names); ``text_linker`` relinks every kept span by its text (``--linking text``)."""
     from e2e_linker.collective.model import CollectiveLinker
@@ -57,12 +57,12 @@ def load_annotator(settings: AnnotateSettings | None = None,
         compiled = isinstance(knowledge, CompiledKB) and knowledge.has_sieves
         names = knowledge.name_dictionary() if compiled else NameDictionary.from_kb(knowledge)
         stack = None
-        if settings.sieves:
+        if settings.resolved_pipeline(model.config, directory).has("sieve_stack"):
             stack = SieveStack(knowledge, names, mined_name_triples(directory), DEFAULT_SIEVES,
                                ontology_keys=knowledge.ontology_keys()
                                if compiled and DEFAULT_SIEVES.salt_free else None)
         return Annotator.from_parts(model, index, names, settings, sieves=stack, kb=knowledge,
-                                    text_linker=text_linker)
+                                    text_linker=text_linker, model_dir=directory)
 
 
 @contextlib.contextmanager

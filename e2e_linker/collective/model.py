@@ -106,6 +106,9 @@ class CollectiveLinker(nn.Module):
         self.config = config
         self.encoder = encoder
         self.entity_encoder = entity_encoder if entity_encoder is not None else encoder
+        #: the directory it was loaded from (None: built in memory); its pipeline.toml
+        #: declares the steps annotate runs
+        self.directory: Path | None = None
         if config.shared_encoder and entity_encoder is not None and entity_encoder is not encoder:
             raise ValueError("shared_encoder=True but a separate entity encoder was given")
         hidden = encoder.hidden_size
@@ -351,6 +354,7 @@ class CollectiveLinker(nn.Module):
             module.load_state_dict(sub)
         model.float()
         model.activation_stats = load_stats(directory)
+        model.directory = directory
         return model.to(device).eval()
 
 

@@ -8,8 +8,8 @@ never as the chemical. On BioRED dev every one of these Chemical spans was a fal
 and BC5CDR dev has none (eval/results/post_link_rules). A Chemical followed by a sequence word
 ("residue", "codon", "substitution", "polymorphism", "position", "mutation", "variant",
 "sequence"; a three-letter code in brackets may come between), or by "to <name>
-substitution" (change, replacement, mutation), is dropped (``residues="drop"``) or kept
-(``"keep"``). The words are read from the text after the span.
+substitution" (change, replacement, mutation), is dropped (:func:`drop_sequence_chemicals`, the
+step ``sequence_chemicals``). The words are read from the text after the span.
 
 A Chemical whose own text names a sequence element is dropped the same way: its text ends in
 codon, UTR, untranslated region or polymorphism ("stop codon", "5'UTR"; MeSH files terminator
@@ -37,42 +37,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
+from e2e_linker.lexical.lexicon import alternation, character_class, ordered
 
-#: what happens to a Chemical named as a sequence residue
-RESIDUE_CHOICES = ("drop", "keep")
 #: characters after a span that the patterns read
 LOOK_AHEAD = 60
 #: "arginine residue", "tyrosine (Tyr) codon", "amino acid substitutions", "nucleotide
 #: polymorphism"
-SEQUENCE_WORD = re.compile(r"[\s-]*(?:\(\w{3}\)\s*)?(?:residues?|codons?|substitutions?"
-                           r"|polymorphisms?|positions?|mutations?|variants?|sequences?)\b",
+SEQUENCE_WORD = re.compile(r"[\s-]*(?:\(\w{3}\)\s*)?"
+                           r"(?:" + alternation(ordered("sequence_words")) + r")\b",
                            re.IGNORECASE)
 #: "tryptophan to arginine substitution", "thymidine to cytosine mutation"
-EXCHANGE = re.compile(r"\s+(?:to|by|for|into|with)\s+(?:an?\s+)?[A-Za-z]+\s+"
-                      r"(?:substitution|change|replacement|mutation)", re.IGNORECASE)
+EXCHANGE = re.compile(r"\s+(?:" + alternation(ordered("exchange_prepositions"))
+                      + r")\s+(?:an?\s+)?[A-Za-z]+\s+"
+                      r"(?:" + alternation(ordered("exchange_nouns")) + ")", re.IGNORECASE)
 
 #: a span that itself names a sequence element: "stop codon", "5'UTR", "polymorphisms"
-SEQUENCE_ELEMENT = re.compile(r"\b(?:codons?|UTRs?|untranslated regions?|polymorphisms?)$",
+SEQUENCE_ELEMENT = re.compile(r"\b(?:" + alternation(ordered("sequence_elements")) + ")$",
                               re.IGNORECASE)
 #: the twenty amino acids and the words for them
-AMINO_ACID = re.compile(r"alanine|arginine|asparagine|aspartate|aspartic acid|cysteine|glutamate"
-                        r"|glutamic acid|glutamine|glycine|histidine|isoleucine|leucine|lysine"
-                        r"|methionine|phenylalanine|proline|serine|threonine|tryptophan|tyrosine"
-                        r"|valine|amino[ -]acids?"
-                        r"|Ala|Arg|Asn|Asp|Cys|Gln|Glu|Gly|His|Ile|Leu|Lys|Met|Phe|Pro|Ser|Thr"
-                        r"|Trp|Tyr|Val", re.IGNORECASE)
+AMINO_ACID = re.compile(alternation(ordered("amino_acids")) + r"|amino[ -]acids?",
+                        re.IGNORECASE)
 #: a base of a DNA or RNA sequence and the words for one: "T", "AG", "nucleotide", "nt"
-NUCLEOTIDE = re.compile(r"[ACGTU]{1,2}|(?i:nucleotides?|nt)")
+NUCLEOTIDE = re.compile(character_class(ordered("bases")) + r"{1,2}"
+                        r"|(?i:" + alternation(ordered("nucleotide_words")) + ")")
 #: words that make a sentence describe a change in a protein's or a gene's sequence
-VARIANT_CUE = re.compile(r"substitut|replace|mutat|codon|\bposition|deletion|insertion|frameshift"
-                         r"|duplicat|transition|transversion|(?<![a-z])del(?:[acgtu]+)?\b"
-                         r"|-->|→|\bp\.\s?[A-Z]|\bc\.\s?-?\d|[ACGTU]\s?>\s?[ACGTU]"
-                         r"|\bamino[ -]acids?\s+\d|\bvariant|\bvariation",
+VARIANT_CUE = re.compile(alternation(ordered("variant_cue_stems"))
+                         + r"|\b(?:" + alternation(ordered("variant_cue_words")) + ")"
+                         r"|(?<![a-z])del(?:"
+                         + character_class(base.lower() for base in ordered("bases")) + r"+)?\b"
+                         r"|-->|→|\bp\.\s?[A-Z]|\bc\.\s?-?\d|"
+                         + character_class(ordered("bases")) + r"\s?>\s?"
+                         + character_class(ordered("bases"))
+                         + r"|\bamino[ -]acids?\s+\d",
                          re.IGNORECASE)
 #: characters before and after a residue's or base's name that :data:`VARIANT_CUE` is looked for in
 AROUND_BEFORE = 80
@@ -98,42 +98,31 @@ def text_after(annotation: Annotation, doc: Document, length: int = LOOK_AHEAD) 
     return passage.text[at:at + length]
 
 
-@dataclass(frozen=True)
-class SequenceContextRule:
-    """The rule above, as ``linker annotate`` sets it."""
+def drop_sequence_chemicals(annotations: Sequence[Annotation | None],
+                            spans: Sequence[SpanPrediction], docs: Sequence[Document],
+                            abbreviations: Sequence[DocumentAbbreviations],
+                            kb=None) -> list[Annotation | None]:
+    """``annotations`` (one per span; None: a span dropped) without the Chemical spans named
+    as a residue or base of a sequence or naming a sequence element.
 
-    residues: str = "drop"
-
-    def __post_init__(self) -> None:
-        if self.residues not in RESIDUE_CHOICES:
-            raise ValueError(f"sequence_residues must be one of {RESIDUE_CHOICES}, "
-                             f"not {self.residues!r}")
-
-    def apply(self, annotations: Sequence[Annotation | None], spans: Sequence[SpanPrediction],
-              docs: Sequence[Document], abbreviations: Sequence[DocumentAbbreviations],
-              kb=None) -> list[Annotation | None]:
-        """``annotations`` (one per span; None: a span dropped) with the rule applied.
-
-        ``abbreviations``: each document's scan, by the spans' ``doc_index``; ``kb`` answers
-        ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: a "SNP" is judged
-        by the document's definitions only).
-        """
-        if self.residues == "keep":
-            return list(annotations)
-        out = drop_when_followed(annotations, spans, docs, frozenset({"Chemical"}),
-                                 names_a_residue)
-        for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
-            if ann is None or ann.type != "Chemical":
-                continue
-            doc = docs[span.doc_index]
-            if SEQUENCE_ELEMENT.search(ann.text) or (
-                    VARIANT_SHORT_FORM.fullmatch(ann.text)
-                    and ann.text not in abbreviations[span.doc_index].definitions
-                    and not names_linked_concept(ann, doc, kb)) or (
-                    (AMINO_ACID.fullmatch(ann.text) or NUCLEOTIDE.fullmatch(ann.text))
-                    and in_variant_context(ann, doc)):
-                out[k] = None
-        return out
+    ``abbreviations``: each document's scan, by the spans' ``doc_index``; ``kb`` answers
+    ``get(concept_id)`` with a :class:`~data_tools.kb.Concept` (None: a "SNP" is judged
+    by the document's definitions only).
+    """
+    out = drop_when_followed(annotations, spans, docs, frozenset({"Chemical"}),
+                             names_a_residue)
+    for k, (ann, span) in enumerate(zip(out, spans, strict=True)):
+        if ann is None or ann.type != "Chemical":
+            continue
+        doc = docs[span.doc_index]
+        if SEQUENCE_ELEMENT.search(ann.text) or (
+                VARIANT_SHORT_FORM.fullmatch(ann.text)
+                and ann.text not in abbreviations[span.doc_index].definitions
+                and not names_linked_concept(ann, doc, kb)) or (
+                (AMINO_ACID.fullmatch(ann.text) or NUCLEOTIDE.fullmatch(ann.text))
+                and in_variant_context(ann, doc)):
+            out[k] = None
+    return out
 
 
 def in_variant_context(annotation: Annotation, doc: Document) -> bool:

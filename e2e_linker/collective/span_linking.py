@@ -17,11 +17,10 @@ from typing import Protocol
 import numpy as np
 
 from data_tools.documents import Annotation, Document, Passage
-from data_tools.formats.mentions_jsonl import CANDIDATES, format_candidates
+from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
 from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE
 from data_tools.species import preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
-from e2e_linker.collective.settings import ANNOTATOR
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention

@@ -1,12 +1,14 @@
-"""Which scored candidate spans ``linker annotate`` keeps: the lexical gate, weaker spans the
-document or the KB supports, overlap resolution, a kept span grown to the longer KB name
-around it, short forms tagged like their long form.
+"""The rules that choose which scored candidate spans ``linker annotate`` keeps: never a
+mention by its text, the lexical gate, overlap resolution, a kept span grown to the longer KB
+name around it, short forms tagged like their long form.
 
 Why its own module: detection (the model's scores and vectors) and linking (the KB) belong to
 :class:`~e2e_linker.collective.annotator.Annotator`; selection only reads each candidate's
-score, offsets and text, plus two facts the annotator hands in (whether a lexical step links a
-span, whether a text is a KB name). Each rule is a function of its inputs, so evaluations can
-score candidates once and select under many settings, and tests can call it on hand-made spans.
+score, offsets and text, plus two facts handed in (whether a lexical step links a span, whether
+a text is a KB name). Each rule is a function of its inputs; the select steps of
+:mod:`e2e_linker.pipeline.selection_steps` call them in the order a pipeline declares, so
+evaluations can score candidates once and select under many pipelines, and tests can call a
+rule on hand-made spans.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from data_tools.documents import Document
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 from e2e_linker.lexical.text_forms import balanced_brackets, cuts_an_ion
 
-#: per span, whether a lexical step (exact KB name, sieve stack, defined short form) links it
-LexicalCheck = Callable[[Sequence["SpanPrediction"]], list[bool]]
 #: whether a text is an exact KB name of a type
 NameCheck = Callable[[str, str], bool]
 
@@ -38,62 +38,6 @@ class SpanPrediction:
     mention_score: float
     type: str
     vector: np.ndarray
-
-
-@dataclass
-class SelectionRules:
-    """The settings selection applies, as :class:`~e2e_linker.collective.annotator.Annotator`
-    holds them (each documented there); ``keep`` is the mention threshold of this call."""
-
-    keep: float
-    lexical_gate: float | None = None
-    short_forms: bool = False
-    propagation_threshold: float | None = None
-    dictionary_threshold: float | None = None
-    name_extension: float | None = None
-
-    def weak_floors(self) -> list[float]:
-        """The propagation and dictionary thresholds that are on and below :attr:`keep`:
-        the gate and overlap resolution see the candidates down to the lowest of them."""
-        return [f for f in (self.propagation_threshold, self.dictionary_threshold)
-                if f is not None and f < self.keep]
-
-    def detection_floor(self) -> float:
-        """The score candidates must be scored down to: :attr:`keep`, the weak floors, and
-        the name-extension floor (whose weaker candidates only :func:`extend_to_names`
-        reads, so the other steps see what they would without it)."""
-        return min([self.keep, *self.weak_floors(),
-                    *([self.name_extension] if self.name_extension is not None else [])])
-
-    def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
-               lexically_linked: LexicalCheck, is_name: NameCheck | None,
-               abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
-        """The spans annotate keeps from every candidate scored: candidates that are never a
-        mention by their text left out (:func:`never_a_mention`), the lexical gate first (so an
-        overlapping span a lexical step links can win), then the weaker spans with support
-        (:func:`rescue_weak`) or plain overlap resolution above :attr:`keep`, then kept spans
-        grown to the KB names around them (:func:`extend_to_names`), then short forms (from
-        ``abbreviations``, each document's one scan). ``is_name`` is needed only with a
-        dictionary threshold or name extension."""
-        # a span that starts or ends inside a parenthesis ("G6PD) deficiency" from
-        # "glucose-6-phosphate dehydrogenase (G6PD) deficiency") is never a mention (one of
-        # 26,000 gold mentions of BC5CDR train/dev, NCBI disease train/dev and BioRED dev has
-        # one), but the exact-name sieve can link it; without it the overlapping span with the
-        # whole name can win (eval/results/bracket_spans); the same for "Ca2" of "Ca2+", a gene
-        # alias (eval/results/ion_charges)
-        candidates = spans = [s for s in spans if not never_a_mention(s, docs[s.doc_index])]
-        floor = min([self.keep, *self.weak_floors()])  # candidates may have been scored lower
-        spans = [s for s in spans if s.mention_score > floor]
-        if self.lexical_gate:
-            spans = gate_unlinked(spans, lexically_linked(spans), self.lexical_gate)
-        if self.weak_floors():
-            kept = rescue_weak(spans, self.keep, docs, self.propagation_threshold,
-                               self.dictionary_threshold, is_name)
-        else:
-            kept = resolve_overlaps([s for s in spans if s.mention_score > self.keep])
-        if self.name_extension is not None and is_name is not None:
-            kept = extend_to_names(kept, candidates, docs, is_name, self.name_extension)
-        return tag_short_forms(kept, docs, abbreviations) if self.short_forms else kept
 
 
 def never_a_mention(span: SpanPrediction, doc: Document) -> bool:
@@ -119,36 +63,6 @@ def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],
     tagged as chemicals, fragments of longer mentions); the counts are in
     eval/results/lexical_gate. The lookups are text only, so the gate costs no search."""
     return [s for s, ok in zip(spans, linked, strict=True) if ok or s.mention_score >= gate]
-
-
-def rescue_weak(spans: list[SpanPrediction], keep: float, docs: Sequence[Document],
-                propagation_threshold: float | None = None,
-                dictionary_threshold: float | None = None,
-                is_name: NameCheck | None = None) -> list[SpanPrediction]:
-    """The spans above ``keep``, plus weaker ones with support, overlaps resolved.
-
-    Propagation (above ``propagation_threshold``) keeps those whose text, case folded, a kept
-    span has in the same document — a name is often spelled out once with context and repeated
-    bare later ("... cisplatin (CDDP) ... cisplatin"), where the model is less sure; the KB
-    dictionary (above ``dictionary_threshold``, with ``is_name``) keeps those whose text is an
-    exact KB name. Overlaps are resolved after, so a kept span always wins against a weaker one
-    it overlaps (its score is higher)."""
-    strong = resolve_overlaps([s for s in spans if s.mention_score > keep])
-    seen = {(s.doc_index, docs[s.doc_index].text_at(s.start, s.end).casefold())
-            for s in strong}
-    repeat = propagation_threshold
-    dictionary = dictionary_threshold if is_name is not None else None
-    weak = []
-    for s in spans:
-        if s.mention_score > keep:
-            continue
-        text = docs[s.doc_index].text_at(s.start, s.end)
-        if (repeat is not None and s.mention_score > repeat
-                and (s.doc_index, text.casefold()) in seen) or (
-                dictionary is not None and s.mention_score > dictionary
-                and is_name(text, s.type)):
-            weak.append(s)
-    return resolve_overlaps(strong + weak) if weak else strong
 
 
 def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
@@ -199,6 +113,44 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
         # best overlaps no other kept span, so no two kept spans grow into the same one
         out.append(s if best is None else replace(best, type=s.type))
     return out
+
+
+def keep_long_forms(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
+                    docs: Sequence[Document], abbreviations: Sequence[DocumentAbbreviations],
+                    with_short: float, alone: float) -> list[SpanPrediction]:
+    """``kept`` plus, for each ``long form (SF)`` definition whose long form no kept span
+    covers, the candidate that is exactly the long form when it overlaps no kept span and
+    scored above ``with_short`` (a kept span is an occurrence of its short form) or above
+    ``alone`` (none is); in document order.
+
+    Why: a short form is resolved through its long form (its type, its concept, every
+    occurrence alike), and where the detector kept the short form but not the long form (an
+    unusual chemical name, a disease the KB words otherwise) the short form was dropped or
+    linked by its letters to another concept. The definition is document-level evidence that
+    the long form is a mention, so the model's score of the long form is read at a lower
+    floor (docs/decisions/0002-long-forms.md)."""
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for s in kept:
+        by_doc.setdefault(s.doc_index, []).append(s)
+    exact: dict[tuple[int, int, int], SpanPrediction] = {
+        (c.doc_index, c.start, c.end): c for c in candidates}
+    added: list[SpanPrediction] = []
+    for doc_index, abbrs in enumerate(abbreviations):
+        members = by_doc.get(doc_index, [])
+        text = docs[doc_index].text
+        for abbr in abbrs.definitions.values():
+            if any(s.start < abbr.long_end and abbr.long_start < s.end for s in members):
+                continue  # a kept span covers (part of) the long form already
+            candidate = exact.get((doc_index, abbr.long_start, abbr.long_end))
+            if candidate is None:
+                continue
+            short_kept = any(text[s.start:s.end] == abbr.short for s in members)
+            if candidate.mention_score > (with_short if short_kept else alone):
+                added.append(candidate)
+                members = [*members, candidate]
+    if not added:
+        return kept
+    return sorted(kept + added, key=lambda s: (s.doc_index, s.start, s.end))
 
 
 def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],

@@ -31,23 +31,12 @@ from pathlib import Path
 
 import click
 
-from e2e_linker.collective.concept_types import GENE_PRODUCT_CHOICES
-from e2e_linker.collective.gene_context import MODIFIER_CHOICES
-from e2e_linker.collective.sequence_context import RESIDUE_CHOICES
-from e2e_linker.collective.settings import (
-    LINKINGS,
-    MODES,
-    NAME_EXTENSION,
-    UNNAMED_SPECIES_CHOICES,
-    AnnotateSettings,
-)
-from e2e_linker.collective.short_form_rules import (
-    GENE_CHOICES,
-    REDEFINED_CHOICES,
-    SYMBOL_CHOICES,
-)
+from e2e_linker.collective.settings import LINKINGS, AnnotateSettings
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
+
+#: ``--precision int8``: the int8 mention encoder (``AnnotateSettings.quantize``)
+INT8 = "int8"
 
 
 def model_fingerprint(model_dir: str | os.PathLike) -> str:
@@ -84,91 +73,25 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
                    "model's is above the length it was trained with, chosen on dev).")
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Chunks per batch.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
-@click.option("--mode", type=click.Choice(MODES), default="collective", show_default=True,
-              help="collective: one pass per chunk; per-mention: the paper's baseline.")
 @click.option("--linking", type=click.Choice(LINKINGS), default="collective", show_default=True,
               help="How detected spans are linked: collective span vectors, or text: the "
                    "normalizer's text encoder and sieves on each span's text.")
-@click.option("--sieves/--no-sieves", default=True, show_default=True,
-              help="Try the normalizer's lexical steps (in-document abbreviations, the model's "
-                   "mined mentions, letters-and-digits keys, salt-free forms) on a span the "
-                   "exact-name sieve does not resolve, before the dense choice.")
-@click.option("--composites/--no-composites", default=True, show_default=True,
-              help="Link a span that no name or sieve links as a whole to its parts' concepts "
-                   "when every part is a name (\"breast or ovarian cancer\": breast cancer and "
-                   "ovarian cancer).")
 @click.option("--lexical-types", default=None,
               help="Link mentions of these types (comma-separated, e.g. Gene) by their names "
                    "only (exact names, sieves, short forms), never by dense search, and leave "
                    "their KB names unencoded (default: the model's; \"\" for none).")
-@click.option("--lexical-gate", type=click.FloatRange(min=0), default=None,
-              help="Mention score a detected span must reach when no lexical step (exact "
-                   "name, short form, sieves) links it (default: the model's, tuned on dev; 0 "
-                   "keeps every span, above 1 keeps only named spans).")
-@click.option("--propagation-threshold", type=click.FloatRange(0, 1), default=None,
-              help="Keep a weaker span (scored above this) whose text was detected elsewhere in "
-                   "the document (default: the model's; 1 turns it off).")
-@click.option("--dictionary-threshold", type=click.FloatRange(0, 1), default=None,
-              help="Keep a weaker span (scored above this) whose text is an exact KB name "
-                   "(default: the model's, off for the shipped one; 1 turns it off).")
-@click.option("--name-extension", type=click.FloatRange(min=0), default=NAME_EXTENSION,
-              show_default=True,
-              help="Grow a kept span to the longest candidate around it scored above this "
-                   "that is an exact KB name of its type (\"aggressive periodontitis\" for "
-                   "\"periodontitis\"); above 1 turns it off.")
-@click.option("--short-forms/--no-short-forms", default=None,
-              help="Tag every occurrence of a short form defined in the document whose long "
-                   "form was detected (default: the model's).")
 @click.option("--types", default=None,
               help="Write only mentions of these types, comma-separated (e.g. "
                    "Chemical,Disease with a model that also finds genes; default: all).")
-@click.option("--type-from-concept/--no-type-from-concept", default=True, show_default=True,
-              help="A span linked to a concept of the other type (an exact name, a short form) "
-                   "takes the concept's type.")
-@click.option("--gene-products", type=click.Choice(GENE_PRODUCT_CHOICES), default="drop",
-              show_default=True,
-              help="A Chemical linked to a protein or enzyme that MeSH files as a chemical: "
-                   "drop it (other groups annotate these as genes) or keep it.")
-@click.option("--gene-named-chemicals/--no-gene-named-chemicals", default=True,
-              show_default=True,
-              help="With a model that finds genes: a span typed Chemical whose text names a "
-                   "gene of some species and, as a chemical, only proteins or enzymes is a "
-                   "Gene span.")
-@click.option("--redefined-short-forms", type=click.Choice(REDEFINED_CHOICES), default="drop",
-              show_default=True,
-              help="A short form the document defines, linked by its letters (not through its "
-                   "long form) to a concept none of whose names shares a word with the long "
-                   "form (\"OB\" defined as otilonium bromide, linked to Obesity): drop it or "
-                   "keep it.")
-@click.option("--undefined-short-max", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Drop all-capital spans of at most this many characters that the document "
-                   "does not define and only an exact KB name links (\"DM\"); 0: off.")
-@click.option("--gene-short-forms", type=click.Choice(GENE_CHOICES), default="drop",
-              show_default=True,
-              help="A span whose text the document defines as a gene or protein (\"von "
-                   "Hippel-Lindau tumor suppressor gene (VHL)\"): drop it or keep it.")
-@click.option("--disease-symbols", type=click.Choice(SYMBOL_CHOICES), default="drop",
-              show_default=True,
-              help="A Disease written like a gene symbol (\"RB1\", \"IDDM2\") that the document "
-                   "does not define, linked by its letters to a disease that MEDIC lists under "
-                   "its OMIM symbol: drop it (in text the symbol names the gene) or keep it.")
-@click.option("--sequence-residues", type=click.Choice(RESIDUE_CHOICES), default="drop",
-              show_default=True,
-              help="A Chemical named as a residue or base of a sequence (\"arginine residue\", "
-                   "\"tryptophan to arginine substitution\", \"nucleotide polymorphism\") or "
-                   "naming a sequence element itself (\"stop codon\", \"5'UTR\", a \"SNP\" "
-                   "the document does not define): drop it or keep it.")
-@click.option("--gene-modifiers", type=click.Choice(MODIFIER_CHOICES), default="keep",
-              show_default=True,
-              help="A name used inside a gene's or protein's name (\"creatine kinase\", "
-                   "\"thyrotropin receptor\", \"retinoblastoma (Rb) gene\"): drop it as a "
-                   "Chemical or Disease (guidelines that annotate genes: BioRED, GNormPlus), "
-                   "drop only Chemicals, or keep it (BC5CDR's guideline annotates the chemical).")
-@click.option("--unnamed-species", type=click.Choice(UNNAMED_SPECIES_CHOICES), default="drop",
-              show_default=True,
-              help="A gene mention linked only to fly or yeast genes in a document that names "
-                   "neither species (mostly a protein family or a word a fly gene is named "
-                   "by: \"filamin\", \"calmodulin\"): drop it or keep it.")
+@click.option("--pipeline", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A pipeline declaration (TOML) to run instead of the model's pipeline.toml "
+                   "(`linker pipeline show` prints the model's).")
+@click.option("--disable", default=None,
+              help="Steps to leave out, comma-separated (e.g. lexical_gate,short_forms; "
+                   "`linker pipeline show` lists them).")
+@click.option("--set", "overrides", multiple=True, metavar="STEP.PARAM=VALUE",
+              help="Set a step's parameter (repeatable), e.g. --set lexical_gate.gate=0.9; a "
+                   "registered step the pipeline lacks is added (--set dictionary.threshold=0.5).")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "
@@ -182,12 +105,12 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
                    "the KB is not fully encoded, then by KB size and --kb-memory-budget).")
 @click.option("--kb-memory-budget", "kb_memory_budget_mb", type=float, default=None,
               help="MB the KB index may hold in memory; drives --index auto.")
-@click.option("--quantize", is_flag=True,
-              help="int8 mention encoder (CPU; SmoothQuant-scaled with the model's activation "
-                   "statistics, see `linker calibrate`): faster, at a measured accuracy cost.")
-@click.option("--precision", type=click.Choice(PRECISIONS), default="fp32", show_default=True,
-              help="Mention encoder forward: fp32, bf16 autocast, or auto (bf16 on CUDA GPUs, "
-                   "fp32 on CPUs, where bf16 was measured slower).")
+@click.option("--precision", type=click.Choice((*PRECISIONS, INT8)), default="fp32",
+              show_default=True,
+              help="Mention encoder forward: fp32, bf16 autocast, auto (bf16 on CUDA GPUs, fp32 "
+                   "on CPUs, where bf16 was measured slower), or int8 (CPU; SmoothQuant-scaled "
+                   "with the model's activation statistics, see `linker calibrate`: faster, at "
+                   "a measured accuracy cost).")
 @click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise",
               show_default=True,
               help="raise: stop at the first bad document (one-line error, exit 2, no output); "
@@ -223,10 +146,18 @@ def command(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool
                         "directory")
     from e2e_linker.jobs.output_checks import check_output_target  # before the model loads
     check_output_target(inputs, output)  # -o: not an input, a writable directory with room
-    settings = AnnotateSettings(**options)
+    settings = AnnotateSettings(**settings_options(options))
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, fmt, replace, on_error, shard_size, resume, num_processes,
                   lines, settings)
+
+
+def settings_options(options: dict) -> dict:
+    """The command's options as :class:`AnnotateSettings` fields (``--precision int8`` is
+    ``quantize`` with an fp32 forward for what is not quantized)."""
+    if options.get("precision") == INT8:
+        return {**options, "precision": "fp32", "quantize": True}
+    return options
 
 
 #: ``linker annotate``'s canonical name for ``--format jsonl`` (one JSON object per mention)
@@ -243,7 +174,8 @@ def _is_directory_target(output: str) -> bool:
 def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
     """``inputs`` with ``-`` replaced by a temporary copy of standard input, so that it is read
     (twice: checked, then annotated) and detected like any file. Its name is ``stdin`` plus the
-    suffix of the format its first bytes show, ``stdin.txt`` (plain text) when none does."""
+    suffix of the format its first bytes show, ``stdin.txt`` (plain text) when none does.
+    Messages name it ``- (standard input)``, never the temporary path (issue 47, case 10)."""
     if "-" not in inputs:
         yield inputs
         return

@@ -72,6 +72,12 @@ from e2e_linker.serve.config import (
 @click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
 @click.option("--types", default=None,
               help="Answer only mentions of these types, comma-separated (default: all).")
+@click.option("--pipeline", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="A pipeline declaration (TOML) instead of the model's pipeline.toml.")
+@click.option("--disable", default=None,
+              help="Steps to leave out, comma-separated (`linker pipeline show` lists them).")
+@click.option("--set", "overrides", multiple=True, metavar="STEP.PARAM=VALUE",
+              help="Set a step's parameter (repeatable), as `linker annotate --set`.")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
 @click.option("--cache-dir", default=None, help="Where KB vectors are cached.")
 @click.option("--index", "index_kind", type=click.Choice(SEARCH_KINDS), default="auto",

@@ -17,7 +17,8 @@ a writable cache folder each process hashes what it loads (about 0.1 s for the d
 A file that fails is one line naming it and exit code 2: nothing here can be made again, the
 package must be reinstalled. ``linker kb info --verify`` hashes every listed file now
 (:func:`verify_tree`). A model directory without a manifest (one you trained or exported) is
-not checked here.
+not checked here, and neither is a copy of a shipped one outside the installed package
+(its files are yours to change: a manifest counts only inside :data:`PACKAGE_ROOT`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ MANIFEST_FILE = "SHA256SUMS"
 #: shipped files a person may edit, checked by their own reader instead: the pipeline
 #: declaration (e2e_linker/pipeline/declaration.py refuses a bad one with one line)
 EDITABLE = frozenset({"pipeline.toml"})
+#: the installed package: only a manifest inside it lists shipped files (a model folder copied
+#: or assembled elsewhere, with its SHA256SUMS beside changed files, is the user's own)
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: where a shipped file's remembered check lives, inside the cache folder
 STAMP_FOLDER = "shipped"
 #: read size when hashing a file
@@ -101,6 +105,8 @@ def manifest_of(path: str | os.PathLike) -> tuple[Path, str] | None:
     None when no manifest lists it (a model directory of your own)."""
     path = Path(path).resolve()
     for folder in path.parents:
+        if not folder.is_relative_to(PACKAGE_ROOT):
+            return None
         manifest = folder / MANIFEST_FILE
         if manifest.is_file():
             rel = path.relative_to(folder).as_posix()
@@ -176,8 +182,11 @@ def require_shipped_tree(directory: str | os.PathLike, skip: tuple[str, ...] = (
 
 
 def manifest_of_folder(directory: Path) -> tuple[Path, str] | None:
-    """(the manifest at or above ``directory``, the prefix of ``directory``'s files in it)."""
+    """(the manifest at or above ``directory``, the prefix of ``directory``'s files in it);
+    None outside the installed package (:data:`PACKAGE_ROOT`)."""
     for folder in (directory, *directory.parents):
+        if not folder.is_relative_to(PACKAGE_ROOT):
+            return None
         manifest = folder / MANIFEST_FILE
         if manifest.is_file():
             rel = directory.relative_to(folder).as_posix()

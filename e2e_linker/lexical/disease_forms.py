@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import re
 
+from e2e_linker.lexical.lexicon import ordered, words
+
 #: the words a neoplasm's name ends with, interchangeably in text and in MeSH/MEDIC names
-NEOPLASM_HEADS = ("cancer", "carcinoma", "tumor", "neoplasms", "neoplasm")
-_NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | {"tumour", "malignancy", "adenocarcinoma"}
+NEOPLASM_HEADS = ordered("neoplasm_heads")
+_NEOPLASM_WORDS = frozenset(NEOPLASM_HEADS) | words("neoplasm_other_words")
 
 #: leading words that leave the disease the same and that the corpora keep in the mention
-NEUTRAL_MODIFIERS = frozenset({"sporadic"})
+NEUTRAL_MODIFIERS = words("neutral_modifiers")
 
 #: a level: a Roman or Arabic number, maybe with a letter ("IID", "2A"), or a letter alone
 _LEVEL = r"(?:[IVX]+[A-Da-d]?|\d+[A-Da-d]?|[A-D])"

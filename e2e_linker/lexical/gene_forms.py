@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import re
 
+from e2e_linker.lexical.lexicon import character_class, ordered
+
 #: a Latin letter written for a Greek one, and the Greek letter's name
-GREEK_STAND_INS = {"a": "alpha", "b": "beta", "g": "gamma", "d": "delta", "k": "kappa"}
+GREEK_STAND_INS = {letter[0]: letter for letter in ordered("greek_stand_ins")}
 
 # a lone stand-in letter: after the start, a space, hyphen or digit, and before the end, a
 # space, hyphen, slash, digit or (for kappa) the B of NF-kB; or right after an upper-case
 # acronym and before a digit or the end ("TGFb1", "IFNg")
 _GREEK = re.compile(
-    r"(?:(?<=^)|(?<=[\s\-\d]))([abgdk])(?=$|[\s\-/\d]|(?<=k)B)"
-    r"|(?<=[A-Z]{2})([abgdk])(?=\d|$)")
+    r"(?:(?<=^)|(?<=[\s\-\d]))(" + character_class(GREEK_STAND_INS)
+    + r")(?=$|[\s\-/\d]|(?<=k)B)"
+    r"|(?<=[A-Z]{2})(" + character_class(GREEK_STAND_INS) + r")(?=\d|$)")
 _YEAST_PROTEIN = re.compile(r"([A-Z][a-z]{2}\d+)p")
 # a name with its short form in brackets inside it: "interleukin (IL)-6", "cyclin-dependent
 # kinase (CDK) 4", "neurokinin-3 (NK-3) receptor"
@@ -100,7 +103,7 @@ def coordinated_genes(text: str) -> list[str] | None:
 
 
 #: two bases ("AA", "GC", "AT"): a genotype, a dinucleotide or a base pair
-_TWO_BASES = re.compile(r"[ACGTU]{2}")
+_TWO_BASES = re.compile(character_class(ordered("bases")) + "{2}")
 
 
 def too_short_for_a_gene(text: str) -> bool:

@@ -33,30 +33,21 @@ from __future__ import annotations
 
 import re
 
+from e2e_linker.lexical.lexicon import ordered, words
+
 #: the head words of a protein-class name, singular and plural
 CLASS_HEADS = frozenset(
-    f"{word}{suffix}" for word in (
-        "protein", "glycoprotein", "kinase", "phosphatase", "protease", "proteinase",
-        "receptor", "subunit", "enzyme", "factor", "ligase", "polymerase", "helicase",
-        "atpase", "gtpase", "channel", "transporter", "antigen", "cytokine", "lymphokine")
-    for suffix in ("", "s"))
+    f"{word}{suffix}" for word in ordered("protein_class_heads") for suffix in ("", "s"))
 #: the words that may stand beside a head word in a class name: what the protein binds or
 #: carries, where it sits, which residue it acts on
-CLASS_MODIFIERS = frozenset((
-    "binding", "tyrosine", "serine", "threonine", "calcium", "dna", "rna", "gtp", "atp",
-    "actin", "ubiquitin", "small", "cell", "surface", "membrane", "nuclear", "peroxisomal",
-    "transcription", "heavy", "light", "chain"))
+CLASS_MODIFIERS = words("protein_class_modifiers")
 #: Greek letters that name a subunit when alone; tau, rho and pi are proteins' own names
-SUBUNIT_LETTERS = frozenset((
-    "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa",
-    "lambda", "mu", "nu", "xi", "omicron", "sigma", "upsilon", "phi", "chi", "psi", "omega"))
+SUBUNIT_LETTERS = words("greek_letters") - words("greek_protein_names")
 #: the words a subunit's letter may stand with
-SUBUNIT_WORDS = frozenset(("subunit", "subunits", "chain", "chains", "isoform", "isoforms"))
+SUBUNIT_WORDS = words("subunit_words")
 #: protein domains named by an abbreviation (Src homology 2 and 3, high-mobility group box,
 #: pleckstrin homology, PDZ, WD40, ...), lower-cased
-DOMAIN_NAMES = frozenset((
-    "sh2", "sh3", "hmg", "ph", "pdz", "wd40", "bzip", "bhlh", "ring", "lim", "card", "kh",
-    "rrm", "px", "fyve", "btb", "poz", "tir", "pest"))
+DOMAIN_NAMES = words("domain_names")
 _WORD_BREAK = re.compile(r"[\s\-/]+")
 
 
@@ -88,5 +79,5 @@ def names_a_domain(text: str) -> bool:
 def names_no_single_gene(text: str) -> bool:
     """Whether ``text`` names a class of proteins, a subunit by its letter alone or a domain:
     a span that ends up Gene with such a text is dropped after linking
-    (:class:`~e2e_linker.collective.concept_types.ConceptTypeRules`)."""
+    (:func:`~e2e_linker.collective.concept_types.drop_no_single_gene`)."""
     return names_a_protein_class(text) or names_a_subunit_alone(text) or names_a_domain(text)

@@ -16,14 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from e2e_linker.lexical.lexicon import words
+
 #: counter-ions and salt words that end a MeSH chemical name ("X hydrochloride", "X sodium")
-SALT_WORDS = frozenset("""
-hydrochloride dihydrochloride trihydrochloride monohydrochloride hydrobromide hydroiodide
-bromide chloride iodide sodium disodium potassium calcium magnesium lithium
-sulfate sulphate bisulfate mesylate mesilate tosylate besylate maleate fumarate tartrate
-bitartrate citrate succinate acetate lactate gluconate phosphate nitrate oxalate malate
-hemihydrate monohydrate dihydrate trihydrate anhydrous hyclate napsylate pamoate
-""".split())
+SALT_WORDS = words("salt_words")
 
 MIN_BASE_LENGTH = 4
 

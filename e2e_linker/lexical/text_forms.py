@@ -17,6 +17,8 @@ import string
 import unicodedata
 from dataclasses import dataclass
 
+from e2e_linker.lexical.lexicon import words
+
 _SPACES = re.compile(r"\s+")
 _ASCII_PUNCT = set(string.punctuation)
 
@@ -112,8 +114,7 @@ def balanced_brackets(text: str, opening: str = "([{", closing: str = ")]}") -> 
 
 
 #: elements whose ions are written with their charge ("Ca2+", "Mg2+", "Fe3+")
-_ION_ELEMENTS = frozenset(
-    "Ag Al Au Ba Ca Cd Co Cr Cu Eu Fe Gd Hg La Li Mg Mn Na Ni Pb Pt Sn Sr Tb Tl Zn".split())
+_ION_ELEMENTS = words("ion_elements")
 _ION_WITHOUT_CHARGE = re.compile(r"(?P<element>[A-Z][a-z]?)\d")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from eval import bench
 from tests.helpers.synthetic import synthetic_docs
-from tests.helpers.tiny_linker import settings_changed, tiny_annotator
+from tests.helpers.tiny_linker import tiny_annotator
 
 KEYS = ("encoder_tokens_per_s", "annotate_tokens_per_s", "annotate_mentions_per_s",
         "per_mention_mentions_per_s", "ratio_annotate_vs_encoder",
@@ -34,11 +34,12 @@ class FirstCandidate:
 
 def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     docs = synthetic_docs(7)
-    with settings_changed(annotator, lexical_gate=0.5):  # the plain stages turn it off
-        totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
-                                 text_linker=FirstCandidate(), compare_plain=True,
-                                 baseline=annotator)
-        assert annotator.settings.lexical_gate == 0.5  # ... and put it back
+    pipeline, settings = annotator.pipeline, annotator.settings
+    totals = bench.run_bench(annotator, docs, slice_docs=3, warmup_docs=2,
+                             text_linker=FirstCandidate(), compare_plain=True,
+                             baseline=annotator)
+    # the stages run pipelines of their own: the annotator's is as it was
+    assert annotator.pipeline is pipeline and annotator.settings is settings
     assert set(totals) == set(bench.STAGES)
     assert totals["baseline"].mentions == totals["annotate_plain"].mentions
     assert totals["annotate_text"].mentions == totals["annotate"].mentions
@@ -69,3 +70,24 @@ def test_rss_sampler_sees_the_current_process():
     with bench.RssSampler() as rss:
         pass
     assert rss.peak > 1
+
+
+def test_each_stage_runs_its_own_pipeline_and_linker(annotator):
+    text_linker = FirstCandidate()
+    runners = bench.stage_runners(annotator, text_linker, baseline=annotator)
+    assert set(runners) == set(bench.STAGE_SETTINGS)
+    assert runners["annotate"] is annotator and runners["per_mention"] is annotator
+    # the plain stages: every rule step of the declaration off, only the required steps left
+    for stage in ("annotate_plain", "baseline"):
+        assert runners[stage].pipeline.names == ["score_floor", "overlaps", "link"]
+        assert runners[stage].linker.names is None and runners[stage].linker.sieves is None
+        assert runners[stage].linker.text_linker is None
+    # the text stage: the declared pipeline, every span linked by the text linker
+    assert runners["annotate_text"].pipeline.names == annotator.pipeline.names
+    assert runners["annotate_text"].linker.text_linker is text_linker
+    assert annotator.linker.text_linker is None
+    # an annotator loaded with a text linker (--text-linking) runs annotate without it
+    with_text = annotator.with_pipeline(annotator.pipeline, text_linker=text_linker)
+    plain_runners = bench.stage_runners(with_text)
+    assert plain_runners["annotate"].linker.text_linker is None
+    assert set(plain_runners) == {"annotate", "annotate_plain", "per_mention"}

@@ -23,3 +23,29 @@ def test_diseases_only_keeps_the_disease_annotations_and_the_text(tmp_path):
     assert [(a.text, a.type) for a in doc.annotations] == [("asthma", "Disease"),
                                                             ("Asthma", "Disease")]
     assert doc.text == next(iter(read_documents(source))).text
+
+
+def test_the_annotate_run_takes_the_pipeline_options_as_annotate_parses_them(tmp_path):
+    """The command built is one ``linker annotate`` accepts, with the pipeline changes given."""
+    import argparse
+
+    from e2e_linker.commands.annotate import command
+    from eval.cross_corpus import annotate_command
+    from eval.ood_dev import add_pipeline_options
+
+    parser = argparse.ArgumentParser()
+    add_pipeline_options(parser)
+    parser.add_argument("--annotate-options", default="")
+    args = parser.parse_args(["--disable", "short_forms,lexical_gate", "--set",
+                              "propagation.threshold=0.2", "--threshold", "0.4",
+                              "--annotate-options", "--types Disease"])
+    gold = tmp_path / "gold.pubtator"
+    gold.write_text(PUBTATOR)
+    (tmp_path / "model").mkdir()
+    argv = annotate_command(gold, tmp_path / "out.pubtator", str(tmp_path / "model"), args)
+    assert argv[0] == "annotate"
+    params = command.make_context("annotate", argv[1:]).params
+    assert params["disable"] == "short_forms,lexical_gate"
+    assert params["overrides"] == ("propagation.threshold=0.2",)
+    assert params["threshold"] == 0.4 and params["types"] == "Disease"
+    assert params["model_dir"] == str(tmp_path / "model") and params["replace"]

@@ -78,3 +78,36 @@ def test_a_wrong_link_a_written_form_or_gene_name_step_decided_is_a_sieve_error(
     out = classify([gold], [pred], _kb())
     assert out["linking"] == {("sieve wrong (written_form)", "Chemical"): 1,
                               ("sieve wrong (name_form)", "Chemical"): 1}
+
+
+def test_disabled_steps_reach_the_annotator_and_the_report(monkeypatch, tmp_path):
+    """``--disable`` is annotate's: the annotator runs without those steps and the report
+    names the steps it ran."""
+    import json
+
+    import data_tools.registry
+    import e2e_linker.collective.loading
+    from eval import errors
+    from tests.helpers.synthetic import synthetic_docs
+    from tests.helpers.tiny_linker import tiny_annotator
+
+    annotator = tiny_annotator(tmp_path / "tiny", threshold=0.3)
+    seen = []
+
+    def load_annotator(settings):
+        seen.append(settings)
+        return annotator.with_pipeline(annotator.pipeline.changed(settings.disable))
+
+    monkeypatch.setattr(e2e_linker.collective.loading, "load_annotator", load_annotator)
+    monkeypatch.setattr(data_tools.registry, "load_corpus",
+                        lambda spec, max_docs=None: synthetic_docs(3))
+    monkeypatch.setattr(errors, "model_with_names_from", lambda *args, **kwargs: None)
+    out = tmp_path / "out"
+    assert errors.main(["--disable", "sieve_stack,name_extension", "--out", str(out)]) == 0
+    assert seen[0].disable == ("sieve_stack", "name_extension")
+    result = json.loads((out / "results.json").read_text())
+    assert result["disabled"] == ["sieve_stack", "name_extension"]
+    assert result["steps"] == [n for n in annotator.pipeline.names
+                               if n not in ("sieve_stack", "name_extension")]
+    assert "steps gene_named_chemicals, never_a_mention, score_floor" in \
+        (out / "results.md").read_text()

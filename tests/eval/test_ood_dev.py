@@ -33,14 +33,67 @@ def test_biored_dev_arrives_in_our_types():
     assert {a.type for d in docs for a in d.annotations} == {"Chemical", "Disease", "Gene"}
 
 
-def test_annotate_options_are_json_values_by_key():
-    from eval.ood_dev import settings_overrides
+def test_pipeline_options_read_as_annotate_reads_them():
+    import argparse
 
-    assert settings_overrides('lexical_gate=0.9 short_forms=false kb=\\"bc5cdr\\"') == {
-        "lexical_gate": 0.9, "short_forms": False, "kb": "bc5cdr"}
-    assert settings_overrides("") == {}
-    assert settings_overrides("gene_modifiers=keep threshold=0.3") == {
-        "gene_modifiers": "keep", "threshold": 0.3}
+    import pytest
+
+    from e2e_linker.collective.settings import AnnotateSettings
+    from e2e_linker.errors import UserError
+    from eval.ood_dev import add_pipeline_options, annotate_flags, pipeline_settings
+
+    parser = argparse.ArgumentParser()
+    add_pipeline_options(parser)
+    args = parser.parse_args(["--disable", "lexical_gate,short_forms", "--set",
+                              "propagation.threshold=0.3", "--set", "dictionary.threshold=0.1",
+                              "--threshold", "0.25"])
+    settings = AnnotateSettings(**pipeline_settings(args))
+    assert settings.disable == ("lexical_gate", "short_forms")
+    assert settings.overrides == ("propagation.threshold=0.3", "dictionary.threshold=0.1")
+    assert settings.threshold == 0.25 and settings.max_span_len is None
+    assert annotate_flags(args) == ["--disable", "lexical_gate,short_forms",
+                                    "--set", "propagation.threshold=0.3",
+                                    "--set", "dictionary.threshold=0.1", "--threshold", "0.25"]
+    none = parser.parse_args([])
+    assert annotate_flags(none) == [] and AnnotateSettings(**pipeline_settings(none)) \
+        == AnnotateSettings()
+    with pytest.raises(UserError, match="no step named gate"):
+        AnnotateSettings(**pipeline_settings(parser.parse_args(["--set", "gate.x=1"])))
+
+
+def test_main_hands_the_options_to_annotate_settings(monkeypatch, tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from e2e_linker.api import Linker
+    from eval import ood_dev
+
+    seen = []
+
+    class Loaded:
+        annotator = SimpleNamespace(
+            model=SimpleNamespace(config=SimpleNamespace(types=["Chemical", "Disease"])),
+            pipeline=SimpleNamespace(names=["score_floor", "overlaps", "link"]))
+
+        def annotate(self, docs, replace):
+            return docs
+
+    def load(settings):
+        seen.append(settings)
+        return Loaded()
+
+    monkeypatch.setattr(Linker, "load", staticmethod(load))
+    monkeypatch.setattr(ood_dev, "load_kb", lambda name: SimpleNamespace(resolve=None))
+    ood_dev.main(["--corpora", "biored:dev", "--max-docs", "1", "--disable", "short_forms",
+                  "--set", "propagation.threshold=0.3", "--out", str(tmp_path)])
+    (settings,) = seen
+    assert settings.disable == ("short_forms",)
+    assert settings.overrides == ("propagation.threshold=0.3",)
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["annotate_options"] == "--disable short_forms --set propagation.threshold=0.3"
+    assert result["steps"] == ["score_floor", "overlaps", "link"]
+    assert "`--disable short_forms --set propagation.threshold=0.3`" in \
+        (tmp_path / "results.md").read_text()
 
 
 def test_a_gene_corpus_is_scored_on_genes_with_its_confusion():

@@ -1,50 +1,57 @@
-"""eval.setting_rows: one detection pass scored low enough for every row."""
+"""eval.setting_rows: rows are changes of the declared pipeline, read from the declaration,
+scored from one detection pass low enough for every row."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import pytest
 
-from data_tools.documents import Document, Passage
-from e2e_linker.collective.settings import AnnotateSettings
-from eval.setting_rows import setting_rows
-
-
-class FakeAnnotator:
-    """Records the threshold candidates were scored at; finds nothing."""
-
-    def __init__(self, settings: AnnotateSettings):
-        self.settings = settings
-        self.linker = SimpleNamespace(sieves=None, text_linker=None, composites=True)
-        self.detected_at: list[float] = []
-
-    def detect(self, docs, threshold=None, resolve=True):
-        self.detected_at.append(threshold)
-        return [], []
-
-    def select(self, candidates, docs):
-        return []
-
-    def link(self, spans, docs):
-        return []
+from eval.setting_rows import Row, ablation_rows, plain_row, setting_rows
+from tests.helpers.synthetic import synthetic_docs
+from tests.helpers.tiny_linker import tiny_annotator
 
 
-def rows_detected_at(settings: AnnotateSettings, grid: list[dict]) -> float:
-    annotator = FakeAnnotator(settings)
-    docs = [Document(id="d", passages=[Passage(offset=0, text="Aspirin.")])]
-    rows = setting_rows(annotator, docs, grid)
-    assert len(rows) == len(grid)
-    return annotator.detected_at[0]
+@pytest.fixture(scope="module")
+def annotator(tmp_path_factory):
+    annotator = tiny_annotator(tmp_path_factory.mktemp("tiny"), threshold=0.3)
+    annotator.pipeline = annotator.pipeline.changed(overrides=("propagation.threshold=0.2",))
+    return annotator
 
 
-def test_the_annotators_own_propagation_threshold_lowers_the_detection_pass():
-    """A grid that does not set the propagation threshold still selects at the model's 0.2:
-    the one detection pass must score candidates down to it, not to γ alone."""
-    settings = AnnotateSettings(threshold=0.3, propagation_threshold=0.2, name_extension=None)
-    assert rows_detected_at(settings, [{"gene_products": "drop"}, {"gene_products": "keep"}]) \
-        == 0.2
-    assert rows_detected_at(settings, [{"dictionary_threshold": 0.1}]) == 0.1
-    assert rows_detected_at(settings, [{"propagation_threshold": None}]) == 0.3
-    # the name extension's floor (on by default) too
-    assert rows_detected_at(AnnotateSettings(threshold=0.3, propagation_threshold=0.2),
-                            [{"gene_products": "drop"}]) == 0.02
-    assert rows_detected_at(settings, [{"name_extension": 0.05}]) == 0.05
+def test_the_ablation_rows_come_from_the_declaration(annotator):
+    rows = ablation_rows(annotator.pipeline)
+    declared = annotator.pipeline.rule_steps()
+    assert [r.label for r in rows] == ["all declared steps",
+                                       *(f"without {n}" for n in declared),
+                                       "every rule step off"]
+    assert rows[-1].disable == tuple(declared) and "propagation" in declared
+    # the plain row leaves only the steps the pipeline cannot run without
+    plain = annotator.pipeline.changed(plain_row(annotator.pipeline).disable)
+    assert plain.names == ["score_floor", "overlaps", "link"]
+
+
+def test_one_detection_pass_low_enough_for_every_row(annotator, monkeypatch):
+    floors = []
+    real = annotator.detect
+
+    def detect(docs, threshold=None, resolve=True):
+        floors.append(threshold)
+        return real(docs, threshold=threshold, resolve=resolve)
+
+    monkeypatch.setattr(annotator, "detect", detect)
+    docs = synthetic_docs(3)
+    rows = [Row("declared"), Row("no extension", ("name_extension",)),
+            Row("dictionary", ("name_extension",), ("dictionary.threshold=0.1",)),
+            Row("higher γ", ("name_extension", "propagation"), (), 0.6)]
+    out = setting_rows(annotator, docs, rows)
+    assert floors == [0.02]  # the name extension's floor, the lowest of all rows
+    assert [r["row"] for r in out] == [r.label for r in rows]
+    assert "dictionary" in out[2]["steps"] and "name_extension" not in out[1]["steps"]
+    assert out[3]["threshold"] == 0.6 and out[0]["threshold"] == 0.3
+    floors.clear()
+    setting_rows(annotator, docs, rows[3:])
+    assert floors == [0.6]  # no row reads below its γ
+    # a row is what annotating with that pipeline gives
+    runner = annotator.with_pipeline(annotator.pipeline.changed(("name_extension",)))
+    expected = sum(len([a for a in d.annotations if a.infons.get("annotator") == "e2e_linker"])
+                   for d in runner.annotate(docs, replace=True))
+    assert out[1]["spans"] == expected

@@ -66,6 +66,18 @@ def tiny_annotator(directory: Path, threshold: float = 0.0):
 
 
 @contextmanager
+def pipeline_changed(annotator, disable=(), overrides=()) -> Iterator[None]:
+    """``annotator`` with its pipeline changed (``--disable``, ``--set``) for a ``with``
+    block."""
+    saved = annotator.pipeline
+    annotator.pipeline = saved.changed(disable, (), overrides)
+    try:
+        yield
+    finally:
+        annotator.pipeline = saved
+
+
+@contextmanager
 def settings_changed(annotator, **changes) -> Iterator[None]:
     """``annotator`` with some settings replaced for the duration of a ``with`` block."""
     from dataclasses import replace

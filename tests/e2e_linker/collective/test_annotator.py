@@ -1,6 +1,6 @@
 """annotate keeps every document, passage and annotation; spans and links are well formed;
-selection applies the annotator's settings with its own KB lookups (the lexical gate,
-propagation, the dictionary threshold), defaulting to the model's config."""
+selection runs the annotator's pipeline with its own KB lookups (the lexical gate,
+propagation, the dictionary threshold), declared by the model's config unless changed."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.sieves import choose_concept
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
-from tests.helpers.tiny_linker import settings_changed, tiny_annotator
+from tests.helpers.tiny_linker import pipeline_changed, settings_changed, tiny_annotator
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,9 @@ def _select_gated(annotator, spans, text: str, gate: float) -> list[tuple[int, i
     from data_tools.documents import Document, Passage
 
     doc = Document(id="g", passages=[Passage(offset=0, text=text)])
-    with settings_changed(annotator, lexical_gate=gate):
+    changes = {"disable": ("lexical_gate",)} if gate is None \
+        else {"overrides": (f"lexical_gate.gate={gate}",)}
+    with pipeline_changed(annotator, **changes):
         return [(s.start, s.end) for s in annotator.select(spans, [doc], keep=0.5)]
 
 
@@ -204,7 +206,7 @@ def test_lexical_gate_keeps_short_forms_of_named_or_detected_long_forms(annotato
         (asa, asa + 3), (zorblatin, zorblatin + 17), (zh, zh + 2)]
 
 
-def test_document_level_steps_default_to_the_model_config(annotator):
+def test_the_pipeline_defaults_to_the_model_config(annotator):
     from e2e_linker.collective.annotator import Annotator
     from e2e_linker.collective.settings import AnnotateSettings
 
@@ -214,16 +216,17 @@ def test_document_level_steps_default_to_the_model_config(annotator):
     (config.short_forms, config.propagation_threshold, config.lexical_gate,
      config.dictionary_threshold) = True, 0.3, 0.9, 0.1
     try:
-        fresh = Annotator(annotator.model, annotator.linker)
-        assert (fresh.settings.short_forms, fresh.settings.propagation_threshold,
-                fresh.settings.lexical_gate, fresh.settings.dictionary_threshold) == \
-            (True, 0.3, 0.9, 0.1)
+        fresh = Annotator(annotator.model, annotator.linker).pipeline
+        assert fresh.has("short_forms") and fresh.get("propagation").threshold == 0.3
+        assert fresh.get("lexical_gate").gate == 0.9
+        assert fresh.get("dictionary").threshold == 0.1
         override = Annotator(annotator.model, annotator.linker, AnnotateSettings(
-            short_forms=False, propagation_threshold=0.5, lexical_gate=0.0,
-            dictionary_threshold=0.05))
-        assert (override.settings.short_forms, override.settings.propagation_threshold,
-                override.settings.lexical_gate, override.settings.dictionary_threshold) == \
-            (False, 0.5, 0.0, 0.05)
+            disable="short_forms", overrides=("propagation.threshold=0.5",
+                                              "lexical_gate.gate=0", "dictionary.threshold=0.05"
+                                              ))).pipeline
+        assert not override.has("short_forms")
+        assert (override.get("propagation").threshold, override.get("lexical_gate").gate,
+                override.get("dictionary").threshold) == (0.5, 0.0, 0.05)
     finally:
         (config.short_forms, config.propagation_threshold, config.lexical_gate,
          config.dictionary_threshold) = saved
@@ -239,9 +242,9 @@ def test_select_propagates_only_above_the_propagation_threshold(annotator):
     spans = [SpanPrediction(0, starts[0], starts[0] + 9, 0.9, "Chemical", vec),
              SpanPrediction(0, starts[1], starts[1] + 9, 0.45, "Chemical", vec),
              SpanPrediction(0, starts[2], starts[2] + 9, 0.25, "Chemical", vec)]
-    with settings_changed(annotator, propagation_threshold=0.4):  # scored down to 0.2
+    with pipeline_changed(annotator, overrides=("propagation.threshold=0.4",)):
         assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts[:2]
-    with settings_changed(annotator, propagation_threshold=0.2):
+    with pipeline_changed(annotator, overrides=("propagation.threshold=0.2",)):
         assert [s.start for s in annotator.select(spans, [doc], keep=0.6)] == starts
 
 
@@ -258,17 +261,17 @@ def test_dictionary_threshold_keeps_weak_exact_kb_names_only(annotator):
              _chemical(z, z + 9, 0.15),                  # weak, no KB name: dropped
              _chemical(q, q + 9, 0.7)]                   # strong: kept
     def kept(dictionary: float | None) -> list[int]:
-        with settings_changed(annotator, propagation_threshold=None,
-                              dictionary_threshold=dictionary):
+        changes = () if dictionary is None else (f"dictionary.threshold={dictionary}",)
+        with pipeline_changed(annotator, ("propagation", "dictionary"), changes):
             return [s.start for s in annotator.select(spans, [doc], keep=0.5)]
 
     assert kept(None) == [q]
     assert kept(0.1) == [0, q]
     assert kept(0.2) == [q]  # the name is scored below it
     assert kept(1.0) == [q]  # not below keep: off
-    with settings_changed(annotator, propagation_threshold=None, dictionary_threshold=1.0,
-                          name_extension=None):
-        assert annotator.settings.selection_rules(0.5).weak_floors() == []
+    with pipeline_changed(annotator, ("propagation", "name_extension"),
+                          ("dictionary.threshold=1.0",)):
+        assert annotator.pipeline.detection_floor(0.5) == 0.5
 
 
 def test_max_span_len_bounds_the_spans_scored_above_the_training_length(annotator):

@@ -1,4 +1,5 @@
-"""ConceptTypeRules: a linked span's type settled against its concept's."""
+"""take_concept_types, drop_gene_products and drop_no_single_gene (formerly
+ConceptTypeRules): a linked span's type settled against its concept's."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import pytest
 
 from data_tools.documents import Annotation
 from data_tools.kb import KB, Concept
-from e2e_linker.collective.concept_types import ConceptTypeRules
+from e2e_linker.collective.concept_types import (
+    concept_of,
+    drop_gene_products,
+    drop_no_single_gene,
+    take_concept_types,
+)
 
 TYPES = ("Chemical", "Disease")
 
@@ -24,36 +30,57 @@ def linked(text: str, type_: str, cid: str | None) -> Annotation:
     return Annotation(0, len(text), text, type_, [cid] if cid else [])
 
 
+def all_rules(annotations, kb, model_types) -> list[Annotation | None]:
+    """The three rules in the order the default pipeline runs them, on a copy of the list."""
+    out = list(annotations)
+    take_concept_types(out, kb, model_types)
+    drop_gene_products(out, kb)
+    drop_no_single_gene(out, kb)
+    return out
+
+
 def test_a_span_takes_the_type_of_the_concept_it_was_linked_to(kb):
     anns = [linked("PDB", "Chemical", "D010001"), linked("famotidine", "Disease", "D015738"),
             linked("both", "Disease", "D000001"), linked("nothing", "Chemical", None),
             linked("unknown", "Chemical", "D999999"), None]
-    out = ConceptTypeRules(gene_products="keep").apply(anns, kb, TYPES)
-    assert [a.type if a else None for a in out] == [
+    assert take_concept_types(anns, kb, TYPES) is None  # in place
+    assert [a.type if a else None for a in anns] == [
         "Disease", "Chemical", "Disease", "Chemical", "Chemical", None]
 
 
 def test_a_concept_type_the_model_does_not_predict_changes_nothing(kb):
-    out = ConceptTypeRules().apply([linked("TP53", "Chemical", "1234")], kb, TYPES)
+    out = all_rules([linked("TP53", "Chemical", "1234")], kb, TYPES)
     assert out[0].type == "Chemical"
 
 
 def test_chemicals_linked_to_gene_products_are_dropped_or_kept(kb):
     anns = [linked("transgelin", "Chemical", "C051615"), linked("famotidine", "Chemical",
                                                                  "D015738")]
-    dropped = ConceptTypeRules().apply(anns, kb, TYPES)
+    dropped = list(anns)
+    assert drop_gene_products(dropped, kb) is None  # in place
     assert dropped[0] is None and dropped[1].concept_ids == ["D015738"]
-    kept = ConceptTypeRules(gene_products="keep").apply(anns, kb, TYPES)
+    # the step disabled: the other two rules keep it
+    kept = list(anns)
+    take_concept_types(kept, kb, TYPES)
+    drop_no_single_gene(kept, kb)
     assert kept[0] is not None
 
 
 def test_rules_off_or_no_kb_change_nothing(kb):
     anns = [linked("PDB", "Chemical", "D010001"), linked("transgelin", "Chemical", "C051615")]
-    off = ConceptTypeRules(type_from_concept=False, gene_products="keep").apply(anns, kb, TYPES)
+    # retyping and the gene-product drop disabled: only the Gene drop runs
+    off = list(anns)
+    drop_no_single_gene(off, kb)
     assert [a.type for a in off] == ["Chemical", "Chemical"]
-    assert ConceptTypeRules().apply(anns, None, TYPES) == anns
-    with pytest.raises(ValueError, match="gene_products"):
-        ConceptTypeRules(gene_products="retype")
+    assert all_rules(anns, None, TYPES) == anns
+
+
+def test_concept_of_reads_the_first_linked_concept(kb):
+    assert concept_of(linked("PDB", "Chemical", "D010001"), kb).id == "D010001"
+    assert concept_of(None, kb) is None
+    assert concept_of(linked("nothing", "Chemical", None), kb) is None
+    assert concept_of(linked("unknown", "Chemical", "D999999"), kb) is None
+    assert concept_of(linked("PDB", "Chemical", "D010001"), None) is None
 
 
 def test_a_gene_span_linked_to_a_gene_product_stays_a_gene(kb):
@@ -61,9 +88,9 @@ def test_a_gene_span_linked_to_a_gene_product_stays_a_gene(kb):
     (a Chemical that is a gene product) keeps Gene and is not dropped; typed Chemical it is
     dropped as before; a Gene span linked to a plain chemical takes Chemical."""
     types = ("Chemical", "Disease", "Gene")
-    out = ConceptTypeRules().apply([linked("transgelin", "Gene", "C051615"),
-                                    linked("transgelin", "Chemical", "C051615"),
-                                    linked("famotidine", "Gene", "D015738")], kb, types)
+    out = all_rules([linked("transgelin", "Gene", "C051615"),
+                     linked("transgelin", "Chemical", "C051615"),
+                     linked("famotidine", "Gene", "D015738")], kb, types)
     assert out[0] is not None and out[0].type == "Gene"
     assert out[1] is None
     assert out[2].type == "Chemical"
@@ -73,18 +100,17 @@ def test_a_disease_span_linked_to_a_gene_product_becomes_a_gene_in_a_gene_model(
     """"transgelin" typed Disease and linked to MeSH's transgelin: Chemical and Gene are both
     its types, so a gene model calls it a Gene; a Chemical/Disease model takes Chemical and
     drops it as a gene product."""
-    gene_model = ConceptTypeRules().apply([linked("transgelin", "Disease", "C051615")], kb,
-                                          ("Chemical", "Disease", "Gene"))
+    gene_model = all_rules([linked("transgelin", "Disease", "C051615")], kb,
+                           ("Chemical", "Disease", "Gene"))
     assert gene_model[0] is not None and gene_model[0].type == "Gene"
-    assert ConceptTypeRules().apply([linked("transgelin", "Disease", "C051615")], kb,
-                                    TYPES) == [None]
+    assert all_rules([linked("transgelin", "Disease", "C051615")], kb, TYPES) == [None]
 
 
 def test_a_span_of_one_letter_that_becomes_a_gene_is_dropped(kb):
     """"G" of "c.686C>G" kept as a chemical's name and linked to a gene whose alias it is."""
     anns = [linked("G", "Chemical", "1234"), linked("p53", "Chemical", "1234"),
             linked("G", "Chemical", "D015738")]
-    out = ConceptTypeRules().apply(anns, kb, ("Chemical", "Disease", "Gene"))
+    out = all_rules(anns, kb, ("Chemical", "Disease", "Gene"))
     assert out[0] is None
     assert out[1].type == "Gene"
     assert out[2].type == "Chemical"  # a chemical of one letter is not the gene rule's
@@ -96,7 +122,7 @@ def test_a_protein_class_name_that_becomes_a_gene_is_dropped(kb):
             linked("protein kinase C", "Gene", "1234"),
             linked("calcium", "Chemical", "D015738"), linked("zeta", "Gene", "1234"),
             linked("SH3", "Gene", "1234")]
-    out = ConceptTypeRules().apply(anns, kb, ("Chemical", "Disease", "Gene"))
+    out = all_rules(anns, kb, ("Chemical", "Disease", "Gene"))
     assert out[0] is None and out[1] is None
     assert out[2].type == "Gene"
     assert out[3].type == "Chemical"

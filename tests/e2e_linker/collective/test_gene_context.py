@@ -1,4 +1,5 @@
-"""GeneContextRule: a chemical's or disease's name used as part of a gene's name."""
+"""drop_gene_modifiers (formerly GeneContextRule): a chemical's or disease's name used as
+part of a gene's name."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import numpy as np
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.collective.gene_context import GeneContextRule, names_a_gene_part
+from e2e_linker.collective.gene_context import (
+    DROPPED_TYPES,
+    drop_gene_modifiers,
+    names_a_gene_part,
+)
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.pipeline.declaration import OFF_UNLESS_DECLARED
 
 TITLE = "Creatine kinase and the retinoblastoma (Rb) gene"
 ABSTRACT = ("Serum creatine kinase rose in retinoblastoma patients given creatine 5 g daily. "
@@ -31,19 +37,25 @@ PAIRS = [span("Creatine", "Chemical"), span("retinoblastoma", "Disease", 0),
          span("thyrotropin", "Chemical")]
 
 
-def run(rule: GeneContextRule) -> list[bool]:
+def run(**types) -> list[bool]:
     anns, spans = zip(*PAIRS, strict=True)
-    return [a is None for a in rule.apply(list(anns), list(spans), [DOC])]
+    return [a is None for a in drop_gene_modifiers(list(anns), list(spans), [DOC], **types)]
 
 
 def test_names_inside_gene_names_are_dropped_the_rest_kept():
-    assert run(GeneContextRule("drop")) == [True, True, True, False, False, False, True]
+    assert run(types="all") == [True, True, True, False, False, False, True]
+    assert run() == run(types="all")  # "all" is the default
 
 
-def test_chemicals_only_keeps_diseases_and_keep_keeps_all():
-    assert run(GeneContextRule("chemicals")) == [True, False, True, False, False, False, True]
-    assert not any(run(GeneContextRule("keep")))
-    assert not any(run(GeneContextRule()))  # off by default
+def test_chemicals_only_keeps_diseases_and_the_step_disabled_keeps_all():
+    assert run(types="chemicals") == [True, False, True, False, False, False, True]
+    assert set(DROPPED_TYPES) == {"all", "chemicals"}
+    # the step disabled: the rule returns a new list and the annotations it was given (what
+    # the pipeline hands on without it) hold every span
+    anns, spans = (list(x) for x in zip(*PAIRS, strict=True))
+    drop_gene_modifiers(anns, spans, [DOC])
+    assert anns == [a for a, _ in PAIRS] and all(a is not None for a in anns)
+    assert "gene_modifiers" in OFF_UNLESS_DECLARED  # off by default
 
 
 def test_the_patterns():
@@ -60,5 +72,8 @@ def test_the_patterns():
 
 
 def test_a_bad_setting_fails():
+    anns, spans = zip(*PAIRS, strict=True)
     with pytest.raises(ValueError, match="gene_modifiers"):
-        GeneContextRule("retype")
+        drop_gene_modifiers(list(anns), list(spans), [DOC], types="retype")
+    with pytest.raises(ValueError, match="gene_modifiers"):
+        drop_gene_modifiers(list(anns), list(spans), [DOC], types="keep")

@@ -1,4 +1,5 @@
-"""SequenceContextRule: a chemical's name used for a residue or base of a sequence."""
+"""drop_sequence_chemicals (formerly SequenceContextRule): a chemical's name used for a
+residue or base of a sequence."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
-from e2e_linker.collective.sequence_context import SequenceContextRule, names_a_residue
+from e2e_linker.collective.sequence_context import drop_sequence_chemicals, names_a_residue
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations
 
@@ -26,21 +27,28 @@ def chemical(text: str, nth: int = 0, type_: str = "Chemical"):
     return ann, SpanPrediction(0, ann.start, ann.end, 0.9, type_, np.zeros(2))
 
 
-def run(rule: SequenceContextRule, pairs) -> list[Annotation | None]:
+def run(pairs) -> list[Annotation | None]:
     anns, spans = zip(*pairs, strict=True)
-    return rule.apply(list(anns), list(spans), [DOC], [DocumentAbbreviations.scan(DOC.text)])
+    return drop_sequence_chemicals(list(anns), list(spans), [DOC],
+                                   [DocumentAbbreviations.scan(DOC.text)])
 
 
 def test_residues_and_exchanges_are_dropped_doses_and_levels_kept():
     pairs = [chemical("arginine", 0), chemical("tryptophan"), chemical("arginine", 1),
              chemical("glycine", 0), chemical("glycine", 1), chemical("Arginine")]
-    out = run(SequenceContextRule(), pairs)
+    out = run(pairs)
     assert [a is None for a in out] == [True, True, True, False, False, False]
 
 
-def test_keep_and_other_types_change_nothing():
-    assert run(SequenceContextRule("keep"), [chemical("arginine")])[0] is not None
-    assert run(SequenceContextRule(), [chemical("arginine", type_="Disease")])[0] is not None
+def test_the_input_and_other_types_are_left_alone():
+    """The rule returns a new list: the annotations it was given (what the step disabled
+    leaves) still hold the residue; a Disease span is not the rule's."""
+    ann, span = chemical("arginine")
+    given = [ann]
+    assert drop_sequence_chemicals(given, [span], [DOC],
+                                   [DocumentAbbreviations.scan(DOC.text)]) == [None]
+    assert given == [ann] and given[0] is ann
+    assert run([chemical("arginine", type_="Disease")])[0] is not None
 
 
 def test_the_patterns():
@@ -51,11 +59,6 @@ def test_the_patterns():
     assert not names_a_residue(" 20 mg per day")
     assert not names_a_residue(" receptor agonists")
     assert not names_a_residue(" to the patients")
-
-
-def test_a_bad_setting_fails():
-    with pytest.raises(ValueError, match="sequence_residues"):
-        SequenceContextRule("retype")
 
 
 class OneConceptKB:
@@ -91,16 +94,17 @@ def test_a_chemical_whose_own_text_names_a_sequence_element(text, span, kept):
     doc = doc_of(text)
     ann, pred = linked(doc, span)
     abbreviations = [DocumentAbbreviations.scan(doc.text)]
-    out = SequenceContextRule().apply([ann], [pred], [doc], abbreviations, OneConceptKB())
+    given = [ann]
+    out = drop_sequence_chemicals(given, [pred], [doc], abbreviations, OneConceptKB())
     assert (out[0] is not None) == kept
-    assert SequenceContextRule("keep").apply([ann], [pred], [doc], abbreviations)[0] is ann
+    assert given[0] is ann  # the step disabled: the annotation as it was
 
 
 def test_without_a_kb_an_undefined_snp_is_a_variant():
     doc = doc_of("Infusion of sodium nitroprusside (SNP, n = 7). The SNP group fell.")
     ann, pred = linked(doc, "SNP")
-    assert SequenceContextRule().apply([ann], [pred], [doc],
-                                       [DocumentAbbreviations.scan(doc.text)])[0] is None
+    assert drop_sequence_chemicals([ann], [pred], [doc],
+                                   [DocumentAbbreviations.scan(doc.text)])[0] is None
 
 
 @pytest.mark.parametrize("text, span, kept", [
@@ -122,6 +126,6 @@ def test_without_a_kb_an_undefined_snp_is_a_variant():
 def test_an_amino_acid_or_base_in_a_variant_description(text, span, kept):
     doc = doc_of(text)
     ann, pred = linked(doc, span, "D001120")
-    out = SequenceContextRule().apply([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
+    out = drop_sequence_chemicals([ann], [pred], [doc], [DocumentAbbreviations.scan(doc.text)])
     assert (out[0] is not None) == kept
 

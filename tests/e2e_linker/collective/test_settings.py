@@ -6,16 +6,14 @@ import pytest
 
 from e2e_linker.collective.model import LinkerConfig
 from e2e_linker.collective.settings import AnnotateSettings
-from e2e_linker.collective.short_form_rules import ShortFormRules
 from e2e_linker.errors import UserError
 
 
 def test_unset_settings_take_the_models_values_and_set_ones_stay():
     config = LinkerConfig(threshold=0.3, lexical_gate=1.01, propagation_threshold=0.2,
                           short_forms=True, types=["Chemical", "Disease", "Gene"])
-    resolved = AnnotateSettings(lexical_gate=0.0, types="Chemical, Disease").for_model(config)
-    assert (resolved.threshold, resolved.lexical_gate, resolved.propagation_threshold,
-            resolved.short_forms, resolved.dictionary_threshold) == (0.3, 0.0, 0.2, True, None)
+    resolved = AnnotateSettings(types="Chemical, Disease").for_model(config)
+    assert resolved.threshold == 0.3
     assert resolved.types == ("Chemical", "Disease")
     assert resolved.max_span_len == config.max_span_len
     assert AnnotateSettings(max_span_len=16).for_model(config).max_span_len == 16
@@ -33,18 +31,18 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(linking="normalizer")
     with pytest.raises(ValueError, match="mode"):
         AnnotateSettings(mode="fast")
-    with pytest.raises(ValueError, match="gene_products"):
-        AnnotateSettings(gene_products="retype")
-    with pytest.raises(ValueError, match="redefined_short_forms"):
-        AnnotateSettings(redefined_short_forms="retype")
-    with pytest.raises(ValueError, match="whole number"):
-        AnnotateSettings(undefined_short_max=2.5)
+    with pytest.raises(UserError, match="--disable gene_product: no such step"):
+        AnnotateSettings(disable="lexical_gate,gene_product")
+    with pytest.raises(UserError, match="cannot run without it"):
+        AnnotateSettings(disable=("overlaps",))
+    with pytest.raises(UserError, match="has no parameter level .its parameters: gate"):
+        AnnotateSettings(overrides=("lexical_gate.level=2",))
+    with pytest.raises(UserError, match="not a value of type int"):
+        AnnotateSettings(overrides=("undefined_short_forms.max_length=2.5",))
+    with pytest.raises(UserError, match="gene_modifiers.types must be one of all, chemicals"):
+        AnnotateSettings(overrides=("gene_modifiers.types=genes",))
     with pytest.raises(ValueError, match="max_span_len"):
         AnnotateSettings(max_span_len=0)
-    with pytest.raises(ValueError, match="sequence_residues"):
-        AnnotateSettings(sequence_residues="retype")
-    with pytest.raises(ValueError, match="unnamed_species"):
-        AnnotateSettings(unnamed_species="human")
     with pytest.raises(UserError, match="max-span-len 478"):
         AnnotateSettings(max_span_len=478).for_model(LinkerConfig(max_length=512,
                                                                   chunk_overlap=32))
@@ -56,19 +54,20 @@ def test_bad_settings_fail_before_anything_loads():
         AnnotateSettings(lexical_types="Gene").for_model(LinkerConfig(types=["Chemical"]))
 
 
-def test_selection_rules_carry_the_settings():
-    rules = AnnotateSettings(threshold=0.4, lexical_gate=0.9, short_forms=True,
-                             propagation_threshold=0.2).selection_rules()
-    assert (rules.keep, rules.lexical_gate, rules.short_forms,
-            rules.propagation_threshold) == (0.4, 0.9, True, 0.2)
-    assert AnnotateSettings(threshold=0.4).selection_rules(0.7).keep == 0.7
-
-
-def test_short_form_rules_carry_the_settings():
-    """The sweep's ``undefined_short_max=2`` arrives as 2.0 and is held as 2."""
-    settings = AnnotateSettings(redefined_short_forms="keep", undefined_short_max=2.0)
-    assert settings.undefined_short_max == 2 and isinstance(settings.undefined_short_max, int)
-    assert settings.short_form_rules() == ShortFormRules("keep", 2, "drop")
-    assert AnnotateSettings(gene_short_forms="keep").short_form_rules() == ShortFormRules(
-        "drop", 0, "keep")
-    assert AnnotateSettings(sequence_residues="keep").sequence_rule().residues == "keep"
+def test_the_pipeline_is_the_models_with_the_settings_changes(tmp_path):
+    config = LinkerConfig(lexical_gate=0.9, propagation_threshold=None, short_forms=False,
+                          types=["Chemical"])
+    plain = AnnotateSettings().resolved_pipeline(config, None)
+    assert plain.get("lexical_gate").gate == 0.9
+    assert not plain.has("propagation") and not plain.has("short_forms")
+    with pytest.raises(UserError, match="not a value of type float"):
+        AnnotateSettings(overrides=("name_extension.floor_score=none",))
+    changed = AnnotateSettings(disable="lexical_gate", overrides=(
+        "propagation.threshold=0.1",)).resolved_pipeline(config, None)
+    assert not changed.has("lexical_gate") and changed.get("propagation").threshold == 0.1
+    declared = tmp_path / "pipeline.toml"
+    declared.write_text('steps = ["score_floor", "overlaps", "link"]\n')
+    assert AnnotateSettings().resolved_pipeline(config, tmp_path).names == [
+        "score_floor", "overlaps", "link"]
+    assert AnnotateSettings(pipeline=str(declared)).resolved_pipeline(config, None).names == [
+        "score_floor", "overlaps", "link"]

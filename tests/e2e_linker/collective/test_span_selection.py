@@ -1,7 +1,7 @@
 """Selection rules on hand-made spans: overlap resolution makes the plain greedy rule's
-choice (and fast on huge documents), propagation keeps weak repeats, kept spans grow to the KB
-names around them, short forms are tagged like their long form, and the floors candidates must
-be scored down to."""
+choice (and fast on huge documents), kept spans grow to the KB names around them, short forms
+are tagged like their long form. (The select steps that call them, in a pipeline's order:
+tests/e2e_linker/pipeline/test_selection_steps.py.)"""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ import re
 import numpy as np
 
 from e2e_linker.collective.span_selection import (
-    SelectionRules,
     SpanPrediction,
     extend_to_names,
-    rescue_weak,
     resolve_overlaps,
     tag_short_forms,
 )
@@ -81,28 +79,6 @@ def test_overlap_resolution_reads_each_span_a_bounded_number_of_times():
     assert reads <= 12 * len(spans), reads
 
 
-def test_propagation_keeps_weak_repeats_of_a_detected_surface_form():
-    from data_tools.documents import Document, Passage
-
-    text = "cisplatin and aspirin; later Cisplatin again, cisplatin-induced"
-    doc = Document(id="p", passages=[Passage(offset=0, text=text)])
-    vec = np.zeros(4, np.float32)
-
-    def span(start, end, p):
-        return SpanPrediction(0, start, end, p, "Chemical", vec)
-
-    later = text.index("Cisplatin")
-    induced = text.index("cisplatin-induced")
-    spans = [span(0, 9, 0.9),                      # detected: the surface form
-             span(14, 21, 0.3),                    # weak, never detected strongly: dropped
-             span(later, later + 9, 0.3),          # weak repeat, other case: kept
-             span(induced, induced + 17, 0.95),    # strong, overlaps the weak repeat below
-             span(induced, induced + 9, 0.35)]     # weak repeat inside a strong span: loses
-    kept = rescue_weak(spans, 0.6, [doc], propagation_threshold=0.2)
-    assert [(s.start, s.end) for s in kept] == [(0, 9), (later, later + 9),
-                                                (induced, induced + 17)]
-
-
 def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence():
     from data_tools.documents import Document, Passage
 
@@ -119,39 +95,6 @@ def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence
     assert sorted(found) == sorted([(0, 13, "Chemical", 0.9),
                                     (occupied, occupied + 8, "Disease", 0.8), *expected])
     assert len(expected) == 3  # "(PB)", "PB levels", the last "PB"; not PBX, not inside serum-PB
-
-
-def test_weak_floors_are_the_thresholds_on_and_below_keep():
-    assert SelectionRules(0.5).weak_floors() == []
-    assert SelectionRules(0.5, propagation_threshold=0.2,
-                          dictionary_threshold=0.1).weak_floors() == [0.2, 0.1]
-    assert SelectionRules(0.5, propagation_threshold=0.7,
-                          dictionary_threshold=0.5).weak_floors() == []
-    assert SelectionRules(0.5, name_extension=0.05).weak_floors() == []
-    assert SelectionRules(0.5, 0.99, propagation_threshold=0.2,
-                          name_extension=0.05).detection_floor() == 0.05
-    assert SelectionRules(0.5, propagation_threshold=0.2).detection_floor() == 0.2
-    assert SelectionRules(0.5, name_extension=0.7).detection_floor() == 0.5
-
-
-def test_the_gate_asks_for_lexical_links_and_spares_the_spans_it_links():
-    from data_tools.documents import Document, Passage
-
-    doc = Document(id="g", passages=[Passage(offset=0, text="alpha beta gamma")])
-    vec = np.zeros(1, np.float32)
-    spans = [SpanPrediction(0, 0, 5, 0.7, "Chemical", vec),
-             SpanPrediction(0, 6, 10, 0.7, "Chemical", vec),
-             SpanPrediction(0, 11, 16, 0.995, "Chemical", vec)]
-    asked = []
-
-    def linked(found):
-        asked.append([s.start for s in found])
-        return [s.start == 0 for s in found]
-
-    kept = SelectionRules(0.5, lexical_gate=0.99).select(spans, [doc], linked, None, scan_documents([doc]))
-    assert [s.start for s in kept] == [0, 11] and asked == [[0, 6, 11]]
-    assert [s.start for s in SelectionRules(0.5).select(spans, [doc], linked, None, scan_documents([doc]))] == [0, 6, 11]
-    assert len(asked) == 1  # no gate: no lookups
 
 
 def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
@@ -191,40 +134,3 @@ def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
                                                 (head.start, head.end)]
 
 
-def test_a_candidate_with_an_unbalanced_bracket_is_never_kept():
-    from data_tools.documents import Document, Passage
-
-    text = "glucose-6-phosphate dehydrogenase (G6PD) deficiency and 1,25-(OH)2D3 levels"
-    doc = Document(id="b", passages=[Passage(offset=0, text=text)])
-    vec = np.zeros(1, np.float32)
-
-    def at(phrase, p):
-        start = text.index(phrase)
-        return SpanPrediction(0, start, start + len(phrase), p, "Disease", vec)
-
-    inside = at("G6PD) deficiency", 0.9)
-    whole = at("glucose-6-phosphate dehydrogenase (G6PD) deficiency", 0.6)
-    chemical = at("1,25-(OH)2D3", 0.8)
-    every_one_linked = lambda found: [True] * len(found)  # noqa: E731
-    kept = SelectionRules(0.5).select([inside, whole, chemical], [doc], every_one_linked, None,
-                                      scan_documents([doc]))
-    assert [text[s.start:s.end] for s in kept] == [
-        "glucose-6-phosphate dehydrogenase (G6PD) deficiency", "1,25-(OH)2D3"]
-
-
-def test_an_ion_cut_before_its_charge_is_never_kept():
-    from data_tools.documents import Document, Passage
-
-    text = "the Ca2+/calmodulin kinase and CA2 levels"
-    doc = Document(id="c", passages=[Passage(offset=4, text=text)])
-    vec = np.zeros(1, np.float32)
-
-    def at(phrase, p, type_="Gene"):
-        start = text.index(phrase) + 4
-        return SpanPrediction(0, start, start + len(phrase), p, type_, vec)
-
-    cut, ion, gene = at("Ca2", 0.9), at("Ca2+", 0.6, "Chemical"), at("CA2", 0.9)
-    every_one_linked = lambda found: [True] * len(found)  # noqa: E731
-    kept = SelectionRules(0.5).select([cut, ion, gene], [doc], every_one_linked, None,
-                                      scan_documents([doc]))
-    assert [doc.text_at(s.start, s.end) for s in kept] == ["Ca2+", "CA2"]

@@ -150,9 +150,10 @@ def test_worker_arguments_parse_back_into_the_same_parameters(tmp_path, monkeypa
     defaults = annotate_command.make_context("annotate", ["b.xml", "-o", "x"]).params
     params = {**defaults, "inputs": ("-odd name.txt", "b.xml"), "output": "out dir",
               "model_dir": "m", "fmt": "biocjson", "threshold": 0.25, "batch_size": 8,
-              "mode": "per-mention", "replace": True, "on_error": "skip", "shard_size": 3,
-              "num_processes": 4, "sieves": False, "short_forms": False,
-              "lexical_gate": 0.5, "propagation_threshold": 0.3, "dictionary_threshold": 0.1}
+              "replace": True, "on_error": "skip", "shard_size": 3,
+              "num_processes": 4, "disable": "sieve_stack,short_forms",
+              "overrides": ("lexical_gate.gate=0.5", "propagation.threshold=0.3",
+                            "dictionary.threshold=0.1")}
     argv = render_argv(annotate_command, params, drop=("num_processes",))
     assert "--num-processes" not in argv
     ctx = annotate_command.make_context("annotate", argv)

@@ -8,7 +8,7 @@ import pytest
 
 from e2e_linker.defaults import DEFAULT_MODEL_DIR
 from e2e_linker.errors import UserError
-from e2e_linker.kb_search import integrity
+from e2e_linker.kb_search import integrity, shipped
 from e2e_linker.kb_search.shipped import (
     MANIFEST_FILE,
     check_shipped,
@@ -37,7 +37,9 @@ def test_the_manifest_matches_the_shipped_tree():
 def tree(tmp_path, monkeypatch):
     monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(integrity, "_CHECKED_WHOLE", set())
-    root = tmp_path / "model"
+    # the tree stands in for the installed package's model folder
+    monkeypatch.setattr(shipped, "PACKAGE_ROOT", (tmp_path / "package").resolve())
+    root = tmp_path / "package" / "model"
     (root / "normalizer").mkdir(parents=True)
     (root / "heads.safetensors").write_bytes(bytes(range(256)) * 400)
     (root / "kb_index.safetensors").write_bytes(b"\x07" * 300_000)
@@ -81,3 +83,14 @@ def test_a_rewritten_file_updates_its_manifest_entry(tree, tmp_path):
     assert check_shipped(mine / "heads.safetensors").state == "unverified"
     update_manifest(mine / "heads.safetensors")  # no manifest: nothing written
     assert not (mine / MANIFEST_FILE).exists()
+
+
+def test_a_copy_outside_the_package_is_the_users_own(tree, tmp_path):
+    """A model folder copied (or assembled from links) elsewhere keeps its SHA256SUMS beside
+    files its user changes (mined names rebuilt, the packed index left out): not shipped."""
+    copy = tmp_path / "elsewhere" / "model"
+    shutil.copytree(tree, copy)
+    (copy / "kb_index.safetensors").unlink()
+    poke(copy / "heads.safetensors", 0, bytes(10))
+    require_shipped_tree(copy)  # nothing raised
+    assert check_shipped(copy / "heads.safetensors").state == "unverified"

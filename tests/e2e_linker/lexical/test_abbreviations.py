@@ -190,14 +190,13 @@ def test_the_scan_keeps_the_first_definition_that_passes_the_filter():
 def test_an_annotate_call_scans_each_document_once(monkeypatch, tmp_path):
     """Selection (gate, short forms), linking (sieves, short forms) and a text linker all
     read one scan per document per call."""
-    from dataclasses import replace
-
     from e2e_linker.lexical import abbreviations
     from tests.helpers.tiny_linker import tiny_annotator
 
     annotator = tiny_annotator(tmp_path)
     # every reader of the scan on: the gate, short-form tagging, short-form linking
-    annotator.settings = replace(annotator.settings, lexical_gate=0.5, short_forms=True)
+    annotator.pipeline = annotator.pipeline.changed(
+        enable=("short_forms", "abbreviation_links"), overrides=("lexical_gate.gate=0.5",))
     calls: list[str] = []
     real = abbreviations.find_abbreviations
 

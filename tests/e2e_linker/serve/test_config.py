@@ -11,7 +11,8 @@ from e2e_linker.serve.config import ServeConfig
 
 def test_the_options_travel_as_json_unchanged():
     config = ServeConfig(port=9000, max_batch=8, threads=3, settings=AnnotateSettings(
-        threshold=0.4, types=("Chemical",), batch_size=1, cache_dir="/tmp/c"))
+        threshold=0.4, types=("Chemical",), batch_size=1, cache_dir="/tmp/c",
+        disable=("lexical_gate",), overrides=("propagation.threshold=0.3",)))
     assert ServeConfig.from_json(config.to_json()) == config
 
 

@@ -1,0 +1,79 @@
+"""The link stage: the linker and its switchable parts.
+
+:class:`~e2e_linker.collective.span_linking.SpanLinker` links every kept span in one batched
+search and tries its parts in a fixed order (exact name, sieve stack, dense ranking,
+composites, short forms through their long forms); each part is a step here so a declaration
+can switch it off, and the linker is built with the parts the pipeline declares
+(:meth:`~e2e_linker.pipeline.declaration.Pipeline.has`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from e2e_linker.pipeline.batch import Batch
+from e2e_linker.pipeline.step import Step, register
+
+
+@register
+@dataclass(frozen=True)
+class ExactName(Step):
+    """The exact-name sieve: a KB name of the span's type (case and spelling folds) decides,
+    the dense ranking breaking ties between concepts that share the name."""
+
+    name = "exact_name"
+    stage = "link"
+    summary = "a span that is a KB name of its type takes that concept (linker part)"
+
+
+@register
+@dataclass(frozen=True)
+class SieveStack(Step):
+    """The normalizer's lexical steps on a span the exact name does not resolve, before the
+    dense choice: in-document short forms expanded, the model's mined names, a unique
+    letters-and-digits key, salt-free forms (:mod:`e2e_linker.lexical.sieve_stack`)."""
+
+    name = "sieve_stack"
+    stage = "link"
+    summary = "expanded short forms, mined names, compact keys, salt-free forms (linker part)"
+
+
+@register
+@dataclass(frozen=True)
+class Composites(Step):
+    """A span no name or sieve links as a whole takes its parts' concepts when every part is
+    one ("breast or ovarian cancer";
+    :meth:`~e2e_linker.collective.span_linking.SpanLinker.composite_ids`)."""
+
+    name = "composites"
+    stage = "link"
+    summary = "a coordination (\"breast or ovarian cancer\") links to each part (linker part)"
+
+
+@register
+@dataclass(frozen=True)
+class AbbreviationLinks(Step):
+    """A short form defined in the document takes its long form's concept
+    (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link_short_forms`)."""
+
+    name = "abbreviation_links"
+    stage = "link"
+    summary = "a defined short form takes the concept of its long form (linker part)"
+
+
+@register
+@dataclass(frozen=True)
+class Link(Step):
+    """Every kept span linked: one batched dense search, species order, then the parts
+    above (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link`)."""
+
+    name = "link"
+    stage = "link"
+    summary = "link each kept span (dense search, species order, the parts switched on)"
+    reads = ("kept", "abbreviations")
+    writes = ("annotations",)
+    required = True
+
+    def run(self, batch: Batch) -> None:
+        batch.annotations = batch.linker.link(batch.kept, batch.docs, batch.abbreviations,
+                                              explain=batch.explain)

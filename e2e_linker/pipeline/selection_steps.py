@@ -1,0 +1,232 @@
+"""The select stage: which scored candidates become spans to link.
+
+Each step calls the rule it names in :mod:`e2e_linker.collective.span_selection` (or the
+linker's KB lookups); the order that reproduces the shipped output is declared in the model's
+``pipeline.toml``. The decisions and their figures: docs/decisions/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from e2e_linker.collective.span_selection import (
+    SpanPrediction,
+    extend_to_names,
+    gate_unlinked,
+    keep_long_forms,
+    never_a_mention,
+    resolve_overlaps,
+    tag_short_forms,
+)
+from e2e_linker.pipeline.batch import Batch
+from e2e_linker.pipeline.step import Step, register
+
+
+@register
+@dataclass(frozen=True)
+class GeneNamedChemicals(Step):
+    """A Chemical span whose text names a gene and no chemical but gene products becomes a
+    Gene span (:meth:`~e2e_linker.collective.span_linking.SpanLinker.gene_named_chemicals`);
+    only with a model whose genes are a name-only type."""
+
+    name = "gene_named_chemicals"
+    summary = "a Chemical span named only by a gene (and gene products) becomes Gene"
+    reads = ("spans",)
+    writes = ("spans",)
+
+    def run(self, batch: Batch) -> None:
+        batch.replace_spans(batch.linker.gene_named_chemicals(
+            batch.spans, [batch.text(s) for s in batch.spans]))
+
+
+@register
+@dataclass(frozen=True)
+class NeverAMention(Step):
+    """Candidates whose text is never a mention of any type (an unbalanced bracket, an ion
+    cut before its charge: :func:`~e2e_linker.collective.span_selection.never_a_mention`)
+    leave the running."""
+
+    name = "never_a_mention"
+    summary = "drop candidates with an unbalanced bracket or an ion cut before its charge"
+    reads = ("spans",)
+    writes = ("spans",)
+
+    def run(self, batch: Batch) -> None:
+        batch.replace_spans([s for s in batch.spans
+                             if not never_a_mention(s, batch.docs[s.doc_index])])
+
+
+@register
+@dataclass(frozen=True)
+class ScoreFloor(Step):
+    """Candidates scored at most the pipeline's floor (γ, or the lowest threshold a rescue
+    step reads below it) leave the running; the candidates as they stand before it are those
+    name extension may grow a span into."""
+
+    name = "score_floor"
+    summary = "keep the candidates scored above γ or a rescue step's lower threshold"
+    reads = ("spans",)
+    writes = ("spans", "candidates")
+    required = True
+
+    def run(self, batch: Batch) -> None:
+        batch.candidates = batch.spans
+        batch.replace_spans([s for s in batch.spans if s.mention_score > batch.floor])
+
+
+@register
+@dataclass(frozen=True)
+class LexicalGate(Step):
+    """A candidate no lexical step links (exact name, short form, sieves) stays only when
+    scored at least ``gate`` (:func:`~e2e_linker.collective.span_selection.gate_unlinked`);
+    above 1 only named spans stay."""
+
+    gate: float = 1.01
+
+    name = "lexical_gate"
+    summary = "a candidate no name, short form or sieve links must score at least `gate`"
+    reads = ("spans", "abbreviations")
+    writes = ("spans",)
+
+    def run(self, batch: Batch) -> None:
+        linked = batch.linker.lexically_linked(batch.spans, [batch.text(s) for s in batch.spans],
+                                               batch.abbreviations)
+        batch.replace_spans(gate_unlinked(batch.spans, linked, self.gate))
+
+
+@dataclass(frozen=True)
+class RescueStep(Step):
+    """A step that keeps weaker candidates (above ``threshold``, at most γ) it finds support
+    for (:meth:`supports`); off when ``threshold`` is not below γ."""
+
+    threshold: float = 0.5
+
+    reads = ("spans",)
+    writes = ("rescued",)
+    rescues = True
+
+    def floor(self, keep: float) -> float | None:
+        return self.threshold if self.threshold < keep else None
+
+    def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
+        """What makes a weaker candidate of ``batch`` worth keeping."""
+        raise NotImplementedError
+
+    def run(self, batch: Batch) -> None:
+        if self.threshold >= batch.keep:
+            return
+        supported = self.supports(batch)
+        batch.rescued.update(id(s) for s in batch.spans
+                             if self.threshold < s.mention_score <= batch.keep and supported(s))
+
+
+@register
+@dataclass(frozen=True)
+class Propagation(RescueStep):
+    """A weaker candidate whose text, case folded, a span above γ has in the same document is
+    kept too (a name spelled out once and repeated bare)."""
+
+    threshold: float = 0.2
+
+    name = "propagation"
+    summary = "keep a weaker repeat (score > `threshold`) of a text kept in the document"
+
+    def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
+        seen = {(s.doc_index, batch.text(s).casefold()) for s in batch.strong()}
+        return lambda s: (s.doc_index, batch.text(s).casefold()) in seen
+
+
+@register
+@dataclass(frozen=True)
+class Dictionary(RescueStep):
+    """A weaker candidate whose text is an exact KB name of its type is kept too."""
+
+    threshold: float = 0.5
+
+    name = "dictionary"
+    summary = "keep a weaker candidate (score > `threshold`) that is an exact KB name"
+
+    def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
+        return lambda s: batch.linker.is_name(batch.text(s), s.type)
+
+
+@register
+@dataclass(frozen=True)
+class Overlaps(Step):
+    """The spans above γ and the rescued ones, the most probable of overlapping spans kept
+    (:func:`~e2e_linker.collective.span_selection.resolve_overlaps`)."""
+
+    name = "overlaps"
+    summary = "keep the most probable of overlapping spans (above γ, or rescued)"
+    reads = ("spans", "rescued")
+    writes = ("kept",)
+    required = True
+
+    def run(self, batch: Batch) -> None:
+        strong = batch.strong()
+        weak = [s for s in batch.spans if id(s) in batch.rescued]
+        batch.kept = resolve_overlaps(strong + weak) if weak else strong
+
+
+@register
+@dataclass(frozen=True)
+class NameExtension(Step):
+    """A kept span grows to the longest candidate around it scored above ``floor_score``
+    that is an exact KB name of its type ("aggressive periodontitis" for "periodontitis":
+    :func:`~e2e_linker.collective.span_selection.extend_to_names`)."""
+
+    floor_score: float = 0.02
+
+    name = "name_extension"
+    summary = "grow a kept span to the longest KB name around it scored above `floor_score`"
+    reads = ("kept", "candidates")
+    writes = ("kept",)
+
+    def floor(self, keep: float) -> float | None:
+        return self.floor_score
+
+    def run(self, batch: Batch) -> None:
+        batch.kept = extend_to_names(batch.kept, batch.candidates, batch.docs,
+                                     batch.linker.is_name, self.floor_score)
+
+
+@register
+@dataclass(frozen=True)
+class LongForms(Step):
+    """The long form of a ``long form (SF)`` definition that no kept span covers is kept when
+    the model scored it above ``with_short`` (its short form was kept) or ``alone`` (it was
+    not): :func:`~e2e_linker.collective.span_selection.keep_long_forms`. Short-form tagging
+    and abbreviation links then give every occurrence of the short form its type and
+    concept."""
+
+    with_short: float = 0.05
+    alone: float = 0.2
+
+    name = "long_forms"
+    summary = "keep a defined long form scored above `with_short` (short form kept) or `alone`"
+    reads = ("kept", "candidates", "abbreviations")
+    writes = ("kept",)
+
+    def floor(self, keep: float) -> float | None:
+        return min(self.with_short, self.alone)
+
+    def run(self, batch: Batch) -> None:
+        batch.kept = keep_long_forms(batch.kept, batch.candidates, batch.docs,
+                                     batch.abbreviations, self.with_short, self.alone)
+
+
+@register
+@dataclass(frozen=True)
+class ShortForms(Step):
+    """Every occurrence of a short form defined in the document whose long form a kept span
+    covers is a span too, of that span's type
+    (:func:`~e2e_linker.collective.span_selection.tag_short_forms`)."""
+
+    name = "short_forms"
+    summary = "tag each occurrence of a defined short form like its kept long form"
+    reads = ("kept", "abbreviations")
+    writes = ("kept",)
+
+    def run(self, batch: Batch) -> None:
+        batch.kept = tag_short_forms(batch.kept, batch.docs, batch.abbreviations)

@@ -1,0 +1,138 @@
+"""The annotate steps on hand-made annotations, run as a pipeline runs them: each calls its
+rule on the batch's annotations (one per kept span) and leaves the others alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from data_tools.documents import Annotation, Document, Passage
+from data_tools.kb import KB, Concept
+from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.lexical.abbreviations import scan_documents
+from e2e_linker.pipeline.annotation_steps import AnnotationStep
+from e2e_linker.pipeline.batch import Batch
+from e2e_linker.pipeline.step import STEPS
+
+KB_ = KB([Concept("D010001", "Osteitis Deformans", ["PDB"], "Disease"),
+          Concept("C051615", "transgelin", [], "Chemical", gene_product=True),
+          Concept("D015738", "Famotidine", [], "Chemical"),
+          Concept("D009765", "Obesity", ["OB"], "Disease"),
+          Concept("1234", "TP53", [], "Gene", taxon="9606")])
+
+
+class FakeLinker:
+    """The species check: drops the annotations linked to ``FLY`` (and records the call)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def drop_unnamed_species(self, annotations, spans, docs):
+        self.calls += 1
+        assert len(annotations) == len(spans) and len(docs) == 1
+        return [None if a is not None and a.concept_ids == ["FLY"] else a
+                for a in annotations]
+
+
+def batch(text: str, *mentions: tuple, model_types=("Chemical", "Disease")) -> Batch:
+    """A batch of one document whose kept spans are ``mentions``: (text, type, concept ID,
+    link method), each the first occurrence of its text not yet taken."""
+    docs = [Document(id="d", passages=[Passage(offset=0, text=text)])]
+    anns, kept, taken = [], [], set()
+    for mention, type_, cid, method in mentions:
+        start = text.index(mention)
+        while start in taken:
+            start = text.index(mention, start + 1)
+        taken.add(start)
+        anns.append(Annotation(start, start + len(mention), mention, type_, [cid],
+                               infons={"link_method": method}))
+        kept.append(SpanPrediction(0, start, start + len(mention), 0.9, type_, np.zeros(2)))
+    return Batch(docs, scan_documents(docs), FakeLinker(), 0.5, 0.5, kb=KB_,
+                 model_types=model_types, kept=kept, annotations=anns)
+
+
+def run(name: str, b: Batch, **params) -> list[Annotation | None]:
+    STEPS[name](**params).run(b)
+    return b.annotations
+
+
+def test_every_annotate_step_is_tested_here():
+    annotate = {n for n, c in STEPS.items() if issubclass(c, AnnotationStep)}
+    assert all(STEPS[n].stage == "annotate" for n in annotate)
+    assert annotate == {"type_from_concept", "gene_products", "no_single_gene",
+                        "gene_short_forms", "undefined_short_forms", "disease_symbols",
+                        "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
+                        "unnamed_species"}
+
+
+def test_type_from_concept():
+    out = run("type_from_concept", batch("PDB was seen.", ("PDB", "Chemical", "D010001", "exact")))
+    assert out[0].type == "Disease"
+
+
+def test_gene_products():
+    out = run("gene_products", batch("transgelin and famotidine",
+                                     ("transgelin", "Chemical", "C051615", "exact"),
+                                     ("famotidine", "Chemical", "D015738", "exact")))
+    assert out[0] is None and out[1] is not None
+
+
+def test_no_single_gene():
+    out = run("no_single_gene", batch("c.686C>G and p53", ("G", "Gene", "1234", "exact"),
+                                      ("p53", "Gene", "1234", "exact"),
+                                      model_types=("Chemical", "Disease", "Gene")))
+    assert out[0] is None and out[1] is not None
+
+
+def test_gene_short_forms():
+    text = "The von Hippel-Lindau tumor suppressor gene (VHL) is lost in VHL."
+    out = run("gene_short_forms", batch(text, ("VHL", "Disease", "D006623", "exact"),
+                                        ("VHL", "Disease", "D006623", "exact")))
+    assert out == [None, None]
+
+
+def test_undefined_short_forms_reads_its_max_length():
+    def one():
+        return batch("DM patients.", ("DM", "Disease", "D003920", "exact"))
+
+    assert run("undefined_short_forms", one()) == [None]
+    assert run("undefined_short_forms", one(), max_length=1)[0] is not None
+
+
+def test_disease_symbols():
+    out = run("disease_symbols", batch("Loss of RB1 in retinoblastoma.",
+                                       ("RB1", "Disease", "D012175", "exact"),
+                                       ("retinoblastoma", "Disease", "D012175", "exact")))
+    assert out[0] is None and out[1] is not None
+
+
+def test_redefined_short_forms():
+    text = "Otilonium bromide (OB) was compared with placebo. OB was well tolerated."
+    out = run("redefined_short_forms", batch(text, ("OB", "Disease", "D009765", "exact"),
+                                             ("OB", "Disease", "D009765", "exact")))
+    assert out == [None, None]
+
+
+def test_sequence_chemicals():
+    out = run("sequence_chemicals", batch("The arginine residue; glycine 5 mg daily.",
+                                          ("arginine", "Chemical", "D001120", "exact"),
+                                          ("glycine", "Chemical", "D005998", "exact")))
+    assert out[0] is None and out[1] is not None
+
+
+def test_gene_modifiers_reads_its_types():
+    def one():
+        return batch("Serum creatine kinase and the retinoblastoma gene.",
+                     ("creatine", "Chemical", "D003401", "exact"),
+                     ("retinoblastoma", "Disease", "D012175", "exact"))
+
+    assert run("gene_modifiers", one()) == [None, None]
+    out = run("gene_modifiers", one(), types="chemicals")
+    assert out[0] is None and out[1] is not None
+
+
+def test_unnamed_species_asks_the_linker():
+    b = batch("rosy and white", ("rosy", "Gene", "FLY", "exact"),
+              ("white", "Gene", "1234", "exact"))
+    out = run("unnamed_species", b)
+    assert b.linker.calls == 1
+    assert out[0] is None and out[1] is not None
