@@ -14,11 +14,39 @@ BioC JSON) can express, so that a round trip through any of them loses nothing:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 #: PubTator's marker for "no concept"; readers turn it into an empty ``concept_ids`` list.
 NO_CONCEPT = "-1"
+
+
+#: how messages name a path that is not the user's own: standard input's temporary copy
+#: (see :func:`shown_as`)
+_SHOWN_AS: dict[str, str] = {}
+
+
+def display_path(path: str | os.PathLike) -> str:
+    """``path`` as messages name it: itself, or the name :func:`shown_as` gave it."""
+    return _SHOWN_AS.get(str(path), str(path))
+
+
+@contextmanager
+def shown_as(path: str | os.PathLike, name: str) -> Iterator[None]:
+    """Inside the block, messages (:class:`FormatError`, :meth:`Skipped.describe`) name
+    ``path`` as ``name``.
+
+    Why: ``linker annotate -`` reads standard input through a temporary copy (it is read
+    twice); an error must say ``-`` (standard input), not a temporary path the user never
+    saw and that is gone when the message is read (issue 47, case 10).
+    """
+    _SHOWN_AS[str(path)] = name
+    try:
+        yield
+    finally:
+        _SHOWN_AS.pop(str(path), None)
 
 
 class FormatError(ValueError):
@@ -33,7 +61,7 @@ class FormatError(ValueError):
         self.where = where
         prefix = ""
         if path:
-            prefix = f"{path}: "
+            prefix = f"{display_path(path)}: "
         if where:
             prefix += f"{where}: "
         super().__init__(prefix + message)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Protocol
 
-from data_tools.documents import Document, FormatError, Skipped
+from data_tools.documents import Annotation, Document, FormatError, Skipped, display_path
 from data_tools.formats.atomic import atomic_output
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.textio import head_bytes
@@ -174,15 +174,73 @@ def read_records(path: str | os.PathLike, fmt: str | None = None, *, strict: boo
     elif fmt == "pubtator":
         from data_tools.formats.pubtator import read_pubtator
 
-        yield from read_pubtator(path, strict=strict, skip=skip)
+        yield from _warn_mismatches(path, read_pubtator(path, strict=strict, skip=skip))
     elif fmt == "bioc":
         from data_tools.formats.biocxml import read_biocxml
 
-        yield from read_biocxml(path, strict=strict, skip=skip)
+        yield from _warn_mismatches(path, read_biocxml(path, strict=strict, skip=skip))
     else:
         from data_tools.formats.biocjson import read_biocjson
 
-        yield from read_biocjson(path, strict=strict, skip=skip)
+        yield from _warn_mismatches(path, read_biocjson(path, strict=strict, skip=skip))
+
+
+#: files whose mismatching annotations were reported in this process: (path, size, mtime)
+_WARNED: set[tuple[str, int, int]] = set()
+
+
+def text_mismatches(doc: Document) -> Iterator[tuple[Annotation, str]]:
+    """``(annotation, the document's text at its span)`` for each annotation whose own text
+    differs from the text at its span.
+
+    BioC composite parts (``IndividualMention``: BC5CDR gives them their part's name as text)
+    and discontinuous mentions (their text joins several pieces) are not checked, as the
+    readers' ``strict`` mode does not check them.
+    """
+    for passage, ann in doc.iter_annotations():
+        if ann.extra_locations or ann.infons.get("CompositeRole") == "IndividualMention":
+            continue
+        actual = passage.text[ann.start - passage.offset: ann.end - passage.offset]
+        if actual != ann.text:
+            yield ann, actual
+
+
+def _warn_mismatches(path: Path, records: Iterator[Document | Skipped]
+                     ) -> Iterator[Document | Skipped]:
+    """``records``, then one warning line on stderr when some annotations' texts differ from
+    the document text at their spans: their count and the first one.
+
+    Why a warning, not an error: released corpora have such rows (NCBI train, GNormPlus) and
+    reading them must not fail (``strict=True`` makes it an error); but keeping them silently
+    hid damage such as shifted offsets (issue 47, case 10). Once per file and process: a run
+    reads its inputs twice (checked, then annotated).
+    """
+    count = 0
+    first = ""
+    for record in records:
+        if isinstance(record, Document):
+            for ann, actual in text_mismatches(record):
+                if not count:
+                    first = (f"document {record.id}: {ann.text!r} at {ann.start}-{ann.end}, "
+                             f"where the text reads {actual!r}")
+                count += 1
+        yield record
+    if not count:
+        return
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    except OSError:
+        key = (str(path), 0, 0)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    import sys
+
+    what = ("annotation whose text differs from the document text at its span" if count == 1
+            else "annotations whose texts differ from the document text at their spans")
+    sys.stderr.write(f"warning: {display_path(path)}: {count} {what} (first: {first}); kept "
+                     "as written\n")
 
 
 def read_documents(path: str | os.PathLike, fmt: str | None = None, *,
@@ -278,14 +336,17 @@ def _output(path: str | os.PathLike) -> Iterator[IO[bytes]]:
 
 @contextlib.contextmanager
 def open_writer(path: str | os.PathLike, fmt: str | None = None,
-                collection_info: dict | None = None) -> Iterator[Writer]:
+                collection_info: dict | None = None, *, lossy: bool = True) -> Iterator[Writer]:
     """A writer with ``.write(doc)``; the file appears only when the ``with`` block succeeds.
 
     Output goes to a temporary file beside ``path`` that is renamed into place on success and
     deleted on any exception, so a crash never leaves a truncated file that looks complete.
     ``collection_info`` (see :func:`read_collection_info`) fills BioC's source/date/key/infons;
     without it they are ``e2e_linker``/empty, never today's date, so output is byte-stable.
-    A ``.jsonl`` target gets JSON Lines; a ``.gz`` one is gzip-compressed.
+    A ``.jsonl`` target gets JSON Lines; a ``.gz`` one is gzip-compressed. ``lossy=False``
+    makes the PubTator writer refuse a document it cannot hold whole (``linker convert``
+    without ``--lossy``; see :func:`data_tools.formats.pubtator.pubtator_losses`) instead of
+    dropping what does not fit; the BioC writers hold everything.
     """
     fmt = canonical_format(fmt) if fmt else detect_format(path, for_writing=True)
     if fmt in TEXT_FORMATS:
@@ -310,7 +371,7 @@ def open_writer(path: str | os.PathLike, fmt: str | None = None,
         else:
             from data_tools.formats.pubtator import PubTatorWriter
 
-            writer = PubTatorWriter(handle, path=label)
+            writer = PubTatorWriter(handle, path=label, lossy=lossy)
         yield writer
         writer.close()
 

@@ -19,6 +19,14 @@ The title passage is at offset 0 (``type=title``), the abstract at ``len(title) 
 (``type=abstract``). Blank lines (NCBI starts with one) are ignored. We write our own rows:
 bioc's PubTator writer adds a trailing tab after the ID.
 
+Writing says what PubTator cannot hold (issue 47): :func:`pubtator_losses` names it (infons,
+scores, discontinuous mentions, passages beyond title + abstract or at other offsets, line
+breaks in the text, relations no row reads back as); ``format_document(doc, lossy=False)``
+(``linker convert`` without ``--lossy``) refuses such a document, the default drops it
+(``linker annotate --format pubtator``, ``normalize``, ``merge``: documented there). IDs that
+would make the file unreadable or read back otherwise are refused either way
+(:func:`check_writable`). What PubTator holds reads back identically.
+
 Text mismatches: a row whose text differs from the document text at its offsets is an error
 only with ``strict=True``. By default it is kept as written and the document's text at those
 offsets is recorded in the ``text_mismatch`` infon, because real data has such rows (NCBI train,
@@ -40,7 +48,7 @@ from data_tools.documents import (
     Relation,
     Skipped,
 )
-from data_tools.formats.ids import RAW_ID, parse_ids, written_id
+from data_tools.formats.ids import RAW_ID, id_key, parse_ids, written_id
 from data_tools.formats.textio import iter_lines_checked
 
 _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
@@ -205,19 +213,33 @@ def read_pubtator(path: str | os.PathLike, strict: bool = False,
         yield Skipped.from_error(error)
 
 
+#: characters PubTator's columns are cut at: a mention text or ID holding one changes on the way
+_BREAKS = re.compile(r"[\t\n\r]")
+#: ... and its ``|t|``/``|a|`` lines (a tab is kept there: the Linnaeus corpus has some)
+_LINE_BREAKS = re.compile(r"[\n\r]")
+#: what a PubTator document ID (its PMID field) cannot hold: the reader would reject the file
+_BAD_ID = re.compile(r"[|\t\n\r]")
+#: annotation infons PubTator holds in its own columns, or that only record how it wrote them
+_HELD_ANNOTATION_INFONS = {RAW_ID, TEXT_MISMATCH}
+#: what ``--lossy`` does, for the refusal's hint
+LOSSY_HINT = "pass --lossy to write it without them (linker convert --help lists the losses)"
+
+
 def _flat(text: str) -> str:
     """PubTator is line- and tab-based: tabs and line breaks become spaces (same length)."""
     return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
 
 
-def _rows(annotations: list[Annotation]) -> Iterator[tuple[Annotation, list[str] | None]]:
-    """Annotations to write, each with its composite parts (the 7th column), if any.
+def _flat_line(text: str) -> str:
+    """A title or abstract on its one line: line breaks become spaces, tabs stay (the reader
+    keeps everything after ``|a|``)."""
+    return text.replace("\n", " ").replace("\r", " ")
 
-    BioC (BC5CDR's release) stores a composite as a ``CompositeRole=CompositeMention``
-    annotation followed by one ``IndividualMention`` per part. PubTator has no rows for parts:
-    they become the composite's 7th column, as in the PubTator release, when there is one part
-    per ``|``-separated ID; otherwise every annotation is written as a row of its own.
-    """
+
+def _composites(annotations: list[Annotation]
+                ) -> Iterator[tuple[Annotation, list[Annotation] | None]]:
+    """Each annotation written as a row, with the BioC ``IndividualMention`` annotations that
+    become its composite parts (see :func:`_rows`), or ``None``."""
     i = 0
     while i < len(annotations):
         ann = annotations[i]
@@ -229,20 +251,146 @@ def _rows(annotations: list[Annotation]) -> Iterator[tuple[Annotation, list[str]
                 parts.append(annotations[i + len(parts)])
             if parts and len(parts) == len(written_id(ann).split("|")):
                 i += len(parts)
-                yield ann, [p.text for p in parts]
+                yield ann, parts
                 continue
-        yield ann, ann.composite_texts
+        yield ann, None
 
 
-def format_document(doc: Document) -> str:
+def _rows(annotations: list[Annotation]) -> Iterator[tuple[Annotation, list[str] | None]]:
+    """Annotations to write, each with its composite parts (the 7th column), if any.
+
+    BioC (BC5CDR's release) stores a composite as a ``CompositeRole=CompositeMention``
+    annotation followed by one ``IndividualMention`` per part. PubTator has no rows for parts:
+    they become the composite's 7th column, as in the PubTator release, when there is one part
+    per ``|``-separated ID; otherwise every annotation is written as a row of its own.
+    """
+    for ann, parts in _composites(annotations):
+        yield ann, [p.text for p in parts] if parts is not None else ann.composite_texts
+
+
+def _relation_row(doc_id: str, rel: Relation, number: int, lossy: bool) -> list[str] | None:
+    """The row ``rel`` is written as, or ``None`` when no row reads back as it (lossy: as a
+    relation at all; a row the reader would reject or take for a mention is never written)."""
+    if (rel.nodes and not lossy) or "relation" not in rel.infons:  # lossy: nodes dropped
+        return None
+    values = [rel.infons["relation"]] + [v for k, v in rel.infons.items() if k != "relation"]
+    fields = [doc_id, *(_flat(v) if lossy else v for v in values)]
+    if len(fields) not in (4, 5) or _is_int(fields[1]) or _is_int(fields[2]):
+        return None
+    if not lossy and (_relation(fields, number).infons != rel.infons
+                      or any(_BREAKS.search(v) for v in values)):
+        return None
+    return fields
+
+
+def check_writable(doc: Document) -> None:
+    """Refuse what would make a PubTator file its own reader rejects or reads differently.
+
+    Why even with ``--lossy`` (and in ``linker annotate``): a document ID holding ``|``, a
+    tab or a line break breaks the ``PMID|t|`` line and every row, and a concept ID holding
+    ``|`` or ``+`` (PubTator's ID separators) or a composite part holding ``|`` would read back
+    as other IDs or parts; those are corrupt files, not lost details.
+    """
+    if not doc.id or _BAD_ID.search(doc.id):
+        raise FormatError(f"document ID {doc.id!r} cannot be written as PubTator: its PMID "
+                          "field holds no '|', tab or line break and is not empty",
+                          where=f"document {doc.id}")
+    for ann, parts in _rows(doc.annotations):
+        written = written_id(ann)
+        if ann.concept_ids and (parse_ids(written) != ann.concept_ids
+                                or _BREAKS.search(written)):
+            raise FormatError(f"concept IDs {ann.concept_ids!r} of the mention at "
+                              f"{ann.start}-{ann.end} cannot be written as PubTator: '|' and "
+                              "'+' separate IDs there, and '-1' means none",
+                              where=f"document {doc.id}")
+        if parts and any("|" in p for p in parts):
+            raise FormatError(f"a composite part of the mention at {ann.start}-{ann.end} "
+                              f"holds '|', PubTator's part separator ({parts!r})",
+                              where=f"document {doc.id}")
+
+
+def _passage_losses(doc: Document) -> list[str]:
+    passages = sorted(doc.passages, key=lambda p: p.offset)
+    losses = []
+    if len(passages) > 2:
+        losses.append(f"{len(passages)} passages (it holds a title and an abstract)")
+    elif passages and passages[0].offset != 0:
+        losses.append(f"a first passage at offset {passages[0].offset} (its title is at 0)")
+    elif len(passages) == 2 and passages[1].offset != len(passages[0].text) + 1:
+        losses.append(f"a second passage at offset {passages[1].offset} (its abstract is at "
+                      f"len(title) + 1 = {len(passages[0].text) + 1})")
+    for passage, role in zip(passages, ("title", "abstract"), strict=False):
+        if passage.infons not in ({}, {"type": role}):
+            losses.append(f"passage infons {passage.infons!r} (it holds type={role} only)")
+            break
+    if any(p.relations for p in passages):
+        losses.append("passage relations")
+    if any(_LINE_BREAKS.search(p.text) for p in passages):
+        losses.append("line breaks in the text (they would become spaces)")
+    return losses
+
+
+def _annotation_losses(doc: Document) -> list[str]:
+    losses: set[str] = set()
+    for ann, parts in _composites(doc.annotations):
+        for a in [ann, *(parts or [])]:
+            held = {*_HELD_ANNOTATION_INFONS, id_key(a.infons)}
+            if parts is not None or (a.composite_texts is not None
+                                     and a.infons.get(COMPOSITE_ROLE) == "CompositeMention"):
+                held.add(COMPOSITE_ROLE)  # BioC's composite as PubTator's 7th column
+            extra = sorted(k for k in a.infons if k not in held)
+            if extra:
+                losses.add(f"annotation infons ({', '.join(extra)})")
+            if a.mention_score is not None or a.link_score is not None:
+                losses.add("mention and link scores")
+            if a.extra_locations:
+                losses.add("discontinuous mentions (only their outer bounds would be kept)")
+            if _BREAKS.search(a.text) or _BREAKS.search(a.type) \
+                    or any(_BREAKS.search(t) for t in a.composite_texts or []):
+                losses.add("tabs or line breaks in mention texts or types")
+    return sorted(losses)
+
+
+def pubtator_losses(doc: Document) -> list[str]:
+    """What of ``doc`` a PubTator file cannot hold, one phrase each (empty: nothing is lost).
+
+    Why: ``linker convert`` to PubTator must not drop data silently (issue 47); it refuses a
+    document with any of these unless ``--lossy``. PubTator holds a title at offset 0 and an
+    abstract at ``len(title) + 1`` (``type`` infons only), mentions (span, text, type, IDs,
+    composite parts) and document relations of two or three arguments; what the reader
+    derives itself (``pubtator_id``, ``text_mismatch``) and annotation and relation ids (the
+    BioC writer numbers them anew) do not count.
+    """
+    losses = []
+    if doc.infons:
+        losses.append(f"document infons ({', '.join(sorted(doc.infons))})")
+    losses += _passage_losses(doc)
+    losses += _annotation_losses(doc)
+    dropped = [rel.id or f"#{n}" for n, rel in enumerate(doc.relations)
+               if _relation_row(doc.id, rel, n, lossy=False) is None]
+    if dropped:
+        losses.append(f"relations {', '.join(dropped[:3])}{' …' if len(dropped) > 3 else ''} "
+                      "(it holds a relation type and two or three arguments, no BioC nodes)")
+    return losses
+
+
+def format_document(doc: Document, lossy: bool = True) -> str:
     """One document as PubTator lines, ending with a blank line.
 
-    Documents with more than two passages (BioC full text) keep their offsets: everything
-    after the title becomes the "abstract" (the passages laid out at their offsets). What
-    PubTator cannot hold is dropped: infons, passage-level relations, relations without a
-    ``relation`` infon, extra locations of discontinuous mentions. BioC composite parts
-    become the 7th column (see :func:`_rows`).
+    ``lossy=False`` (``linker convert`` without ``--lossy``) refuses a document with anything
+    :func:`pubtator_losses` names. Otherwise what PubTator cannot hold is dropped: infons,
+    passage-level relations and relations no row reads back as, extra locations of
+    discontinuous mentions, scores; documents with more than two passages (BioC full text)
+    keep their offsets: everything after the title becomes the "abstract" (the passages laid
+    out at their offsets), and line breaks become spaces (tabs too, in mention texts, types
+    and relation rows; a title or abstract keeps its tabs, as the reader does). IDs that
+    would break the file are refused either way (:func:`check_writable`). BioC composite
+    parts become the 7th column (see :func:`_rows`).
     """
+    check_writable(doc)
+    if not lossy and (losses := pubtator_losses(doc)):
+        raise FormatError(f"PubTator cannot hold its {'; '.join(losses)}; {LOSSY_HINT}",
+                          where=f"document {doc.id}")
     passages = sorted(doc.passages, key=lambda p: p.offset)
     title, rest = "", passages
     if passages and passages[0].offset == 0:
@@ -252,7 +400,7 @@ def format_document(doc: Document) -> str:
                           "without a gap; PubTator needs the abstract at len(title) + 1",
                           where=f"document {doc.id}")
     abstract = doc.text[len(title) + 1:] if rest else ""
-    lines = [f"{doc.id}|t|{_flat(title)}", f"{doc.id}|a|{_flat(abstract)}"]
+    lines = [f"{doc.id}|t|{_flat_line(title)}", f"{doc.id}|a|{_flat_line(abstract)}"]
     for ann, parts in _rows(doc.annotations):
         row = [doc.id, str(ann.start), str(ann.end), _flat(ann.text), _flat(ann.type)]
         if not ann.no_id or ann.concept_ids:
@@ -260,26 +408,31 @@ def format_document(doc: Document) -> str:
             if parts:
                 row.append("|".join(_flat(t) for t in parts))
         lines.append("\t".join(row))
+    number = 0
     for rel in doc.relations:
-        if "relation" not in rel.infons:
-            continue
-        values = [rel.infons["relation"]] + [v for k, v in rel.infons.items() if k != "relation"]
-        lines.append("\t".join([doc.id, *map(_flat, values)]))
+        fields = _relation_row(doc.id, rel, number, lossy=True)
+        if fields is not None:
+            lines.append("\t".join(fields))
+            number += 1
     return "\n".join(lines) + "\n\n"
 
 
 class PubTatorWriter:
-    """Writes documents one at a time; ``close`` exists for symmetry with the BioC writers."""
+    """Writes documents one at a time; ``close`` exists for symmetry with the BioC writers.
 
-    def __init__(self, handle: IO[str], path: str | None = None):
+    ``lossy=False`` refuses a document PubTator cannot hold whole (see :func:`format_document`).
+    """
+
+    def __init__(self, handle: IO[str], path: str | None = None, lossy: bool = True):
         self.handle = handle
         self.path = path
+        self.lossy = lossy
 
     def write(self, doc: Document) -> None:
         try:
-            self.handle.write(format_document(doc))
+            self.handle.write(format_document(doc, self.lossy))
         except FormatError as exc:
-            raise FormatError(str(exc), path=self.path) from None
+            raise FormatError(exc.message, path=self.path, where=exc.where) from None
 
     def close(self) -> None:
         pass

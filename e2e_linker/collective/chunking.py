@@ -64,7 +64,15 @@ def sentence_starts(text: str) -> list[int]:
 
 
 def tokenize_document(doc: Document, tokenizer, doc_index: int = 0) -> DocTokens:
-    """Tokenize every passage with offsets and lay them out as one document-level stream."""
+    """Tokenize every passage with offsets and lay them out as one document-level stream.
+
+    The tokenizer reads each text with its control characters and separators as spaces
+    (:func:`~e2e_linker.encoder.wordpiece.separators_as_spaces`: one character for one, so
+    the offsets are offsets into the passage text itself): a form feed between two words
+    must separate them, not glue them (BERT's normalizer deletes it).
+    """
+    from e2e_linker.encoder.wordpiece import separators_as_spaces  # torch-free callers stay so
+
     ids: list[int] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -75,7 +83,7 @@ def tokenize_document(doc: Document, tokenizer, doc_index: int = 0) -> DocTokens
     passages = [p for p in doc.passages if p.text]
     if passages:
         encodings = tokenizer(
-            [p.text for p in passages],
+            [separators_as_spaces(p.text) for p in passages],
             add_special_tokens=False,
             return_offsets_mapping=True,
             return_attention_mask=False,

@@ -31,6 +31,7 @@ from e2e_linker.collective.model_dir import (
     MANIFEST_FILE,
     NORMALIZER_SETTINGS_FILE,
     load_stats,
+    read_json_object,
 )
 from e2e_linker.collective.span_scorer import (
     BioTagger,
@@ -89,12 +90,58 @@ class LinkerConfig:
     lexical_types: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_dict(cls, data: dict) -> LinkerConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
+    def from_dict(cls, data: dict, source: str | os.PathLike | None = None) -> LinkerConfig:
+        """The config a ``linker_config.json`` holds; a key it does not know, or a value of
+        the wrong kind (``"types": 5``, ``"threshold": "x"``), is a :class:`UserError` naming
+        ``source`` and the key, not an ``AttributeError`` at load or a ``TypeError`` mid-run
+        (issue 47, case 10)."""
+        where = f"{source}: " if source is not None else ""
+        if not isinstance(data, dict):
+            raise UserError(f"{where}expected a JSON object ({{...}}), found "
+                            f"{type(data).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        unknown = set(data) - set(known)
         if unknown:
-            raise UserError(f"unknown model config keys: {', '.join(sorted(unknown))}")
+            raise UserError(f"{where}unknown model config keys: {', '.join(sorted(unknown))}")
+        for key, value in data.items():
+            if not _same_kind(value, str(known[key].type)):
+                raise UserError(f"{where}{key} is {value!r}; expected "
+                                f"{_kind_name(str(known[key].type))}")
         return cls(**data)
+
+
+def _kind(annotation: str) -> tuple[str, bool]:
+    """A field's annotation (a string: ``from __future__ import annotations``) as its base
+    type's name and whether it takes None."""
+    parts = [p.strip() for p in annotation.split("|")]
+    return next((p for p in parts if p != "None"), "None"), "None" in parts
+
+
+def _same_kind(value: object, annotation: str) -> bool:
+    """Whether a config value fits the field's annotation (an int is a float too)."""
+    base, nullable = _kind(annotation)
+    if value is None:
+        return nullable
+    if base == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    if base == "float":
+        return isinstance(value, (int, float))
+    if base == "int":
+        return isinstance(value, int)
+    if base == "str":
+        return isinstance(value, str)
+    if base == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return True  # a kind this check does not know: the constructor decides
+
+
+def _kind_name(annotation: str) -> str:
+    base, nullable = _kind(annotation)
+    name = {"bool": "true or false", "int": "an integer", "float": "a number",
+            "str": "a string", "list[str]": "a list of strings"}.get(base, base)
+    return f"{name} or null" if nullable else name
 
 
 class CollectiveLinker(nn.Module):
@@ -336,7 +383,7 @@ class CollectiveLinker(nn.Module):
             raise UserError(f"{directory}: refusing pickle files {', '.join(pickles)}; use safetensors")
         # the package's own model: every file checked against its manifest (issue 47)
         require_shipped_tree(directory, skip=("normalizer",))
-        config = LinkerConfig.from_dict(json.loads(config_path.read_text()))
+        config = LinkerConfig.from_dict(read_json_object(config_path), config_path)
         encoder = TextEncoder.from_pretrained(directory / "encoder", pooling=config.entity_pooling,
                                               max_length=config.name_max_length)
         entity = None
@@ -348,10 +395,16 @@ class CollectiveLinker(nn.Module):
                                                  max_length=config.name_max_length)
         model = cls(config, encoder, entity)
         model.apply_freeze()
-        heads = load_file(str(directory / HEADS_FILE))
+        heads_path = directory / HEADS_FILE
+        heads = load_file(str(heads_path))
         for prefix, module in (("span_scorer", model.span_scorer), ("type_head", model.type_head)):
             sub = {k[len(prefix) + 1:]: v for k, v in heads.items() if k.startswith(prefix + ".")}
-            module.load_state_dict(sub)
+            try:
+                module.load_state_dict(sub)
+            except RuntimeError as exc:  # missing, unexpected or resized tensors
+                detail = " ".join(str(exc).split())
+                raise UserError(f"{heads_path}: its {prefix} tensors do not fit the model "
+                                f"{CONFIG_FILE} describes ({detail[:300]})") from exc
         model.float()
         model.activation_stats = load_stats(directory)
         model.directory = directory

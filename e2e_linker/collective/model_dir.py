@@ -41,10 +41,27 @@ def packed_index_file(directory: str | os.PathLike) -> Path:
     return Path(directory) / PACKED_INDEX_FILE
 
 
+def read_json_object(path: str | os.PathLike) -> dict:
+    """A model directory's JSON file that must hold one object (``{...}``).
+
+    Why: a hand-edited or damaged file that is valid JSON of the wrong shape (``[]``, a
+    string) otherwise fails later as an ``AttributeError`` that names no file; this is one
+    :class:`UserError` naming the file and what it holds (issue 47, case 10).
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object ({{...}}), found "
+                        f"{type(data).__name__ if data is not None else 'null'}")
+    return data
+
+
 def read_manifest(directory: str | os.PathLike) -> dict:
     """The KB manifest of a model directory (empty when it has none)."""
     path = Path(directory) / MANIFEST_FILE
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_json_object(path) if path.is_file() else {}
 
 
 #: Activation statistics of a model directory's mention encoder (safetensors).

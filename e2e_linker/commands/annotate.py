@@ -170,6 +170,10 @@ def _is_directory_target(output: str) -> bool:
     return corpus_run.is_directory_target(output)
 
 
+#: how messages name standard input (``-``), whose temporary copy the run reads
+STDIN_NAME = "- (standard input)"
+
+
 @contextmanager
 def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
     """``inputs`` with ``-`` replaced by a temporary copy of standard input, so that it is read
@@ -179,7 +183,7 @@ def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
     if "-" not in inputs:
         yield inputs
         return
-    from data_tools.documents import FormatError
+    from data_tools.documents import FormatError, shown_as
     from data_tools.formats.detect import detect_format
 
     folder = Path(tempfile.mkdtemp(prefix="linker-stdin-"))
@@ -193,7 +197,16 @@ def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
         except FormatError:
             suffix = ".txt"
         path = path.rename(path.with_suffix(suffix))
-        yield tuple(str(path) if item == "-" else item for item in inputs)
+        try:
+            with shown_as(path, STDIN_NAME):
+                yield tuple(str(path) if item == "-" else item for item in inputs)
+        except Exception as exc:  # a one-line message built from the path: name stdin there too
+            from e2e_linker.errors import EXPECTED_ERRORS, UserError
+
+            if (not isinstance(exc, EXPECTED_ERRORS) or isinstance(exc, FormatError)
+                    or str(path) not in str(exc)):
+                raise
+            raise UserError(str(exc).replace(str(path), STDIN_NAME)) from exc
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -227,6 +240,8 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
         raise UserError(f"--resume needs -o to be a shard directory, not the file {output} "
                         f"(nor a file whose shard directory {shard_directory_for(output)} is left "
                         "from an interrupted run with several processes)")
+    if to_directory and not distributed.launched_distributed():
+        corpus_run.check_run_directory(output, resume)  # before the model loads (issue 47)
     if num_processes > 1 and not distributed.launched_distributed():
         params = {**click.get_current_context().params, "output": output,
                   "fmt": "jsonl" if fmt == MENTIONS else fmt}

@@ -142,6 +142,9 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
     from e2e_linker.kb_search.shipped import verify_tree
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()
+    if root.exists() and not root.is_dir():  # not "empty": a file is no cache (issue 47)
+        where = "--cache-dir" if cache_dir else "the cache folder (E2E_LINKER_CACHE)"
+        raise UserError(f"{where} {root} is a file, not a folder; name the KB cache folder")
     entries = describe_cache(root) if root.is_dir() else []
     compiled = list_compiled(root)
     checked = verify_cache(root) if verify and root.is_dir() else []

@@ -269,9 +269,13 @@ def read_json(path: Path) -> dict[str, Any]:
     """A model folder's JSON file (config, tokenizer files); a damaged one is a
     :class:`~e2e_linker.errors.UserError` naming the file, not a traceback."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: cannot read it as JSON ({exc})") from exc
+    if not isinstance(data, dict):  # valid JSON of the wrong shape: name the file (issue 47)
+        raise UserError(f"{path}: expected a JSON object ({{...}}), found "
+                        f"{type(data).__name__ if data is not None else 'null'}")
+    return data
 
 
 def read_config(folder: str | os.PathLike) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ BERT WordPiece are refused by :func:`load_wordpiece`, and the caller uses transf
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Sequence
@@ -149,6 +150,32 @@ class WordPieceTokenizer:
             path = self.source / name
             if path.is_file() and path.resolve() != (directory / name).resolve():
                 shutil.copyfile(path, directory / name)
+
+
+@functools.cache
+def _separator_table() -> dict[int, str]:
+    """Every control character (Unicode category Cc) and separator (Zs, Zl, Zp) but the space,
+    mapped to a space (all of them lie in the Basic Multilingual Plane)."""
+    import unicodedata
+
+    return {code: " " for code in range(0x10000)
+            if code != 0x20 and unicodedata.category(chr(code)) in ("Cc", "Zs", "Zl", "Zp")}
+
+
+def separators_as_spaces(text: str) -> str:
+    """``text`` with every control character and Unicode separator turned into a space, one
+    character for one, so offsets into the result are offsets into ``text``.
+
+    Why: BERT's normalizer (``clean_text``) treats tab, CR, LF and the Zs/Zl/Zp separators as
+    spaces but *deletes* the other control characters, so ``"treated with\\fcisplatin"`` (a
+    form feed: what pdftotext writes between pages), ``\\v``, NEL (U+0085) or U+001C glued the
+    words on both sides into one word and the mention was lost (issue 47, case 8). Mapped to a
+    space first, they separate words as a space does; text without them is returned as is,
+    so its ids and offsets do not change.
+    """
+    if text.isprintable():  # no Cc, Zl, Zp and no Zs but the space: nothing to map (fast)
+        return text
+    return text.translate(_separator_table())
 
 
 def load_wordpiece(folder: str | os.PathLike) -> WordPieceTokenizer | None:

@@ -50,7 +50,9 @@ _SYNTAX = ("malformed XML", "invalid JSON", "not valid UTF-8", "JSON nested too 
 def media_type(content_type: str | None, body: bytes) -> str:
     """The request's media type, lower case and without parameters; a missing (or curl's
     default form) type is guessed from the body's first byte: ``{`` JSON, ``<`` BioC XML.
-    A charset other than UTF-8 is refused (415)."""
+    A charset other than UTF-8 is refused (415); a gzip body is refused (400) whatever its
+    type, before any parser sees it (a JSON one read "malformed JSON": issue 47, case 10)."""
+    refuse_compressed(body)
     kind, _, params = (content_type or "").partition(";")
     kind = kind.strip().lower()
     for param in params.split(";"):
@@ -65,6 +67,16 @@ def media_type(content_type: str | None, body: bytes) -> str:
         if head == b"<":
             return "application/xml"
     return kind
+
+
+def refuse_compressed(body: bytes) -> None:
+    """The documented 400 for a gzip-compressed body (its magic bytes), for every media type.
+
+    Why refused, not inflated: the readers would inflate it past the request size limit.
+    """
+    if body.startswith(_GZIP):
+        raise RequestError(400, "compressed bodies are not accepted: send the document "
+                                "uncompressed")
 
 
 def document_format(kind: str) -> str | None:
@@ -114,9 +126,7 @@ def read_body(body: bytes, fmt: str, max_documents: int) -> tuple[list[Document]
     """The documents of a BioC XML / BioC JSON / PubTator body, and its collection info
     (source, date, key, infons), read as ``linker annotate`` reads a file: every problem is
     a :class:`RequestError` naming the document or line (400 unparsable, 422 invalid)."""
-    if body.startswith(_GZIP):
-        raise RequestError(400, "compressed bodies are not accepted: send the document "
-                                "uncompressed")
+    refuse_compressed(body)
     if not body.strip():
         raise RequestError(400, f"{fmt} body: no documents (the body is empty)")
     with tempfile.TemporaryDirectory(prefix="linker-serve-") as folder:

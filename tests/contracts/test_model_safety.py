@@ -81,8 +81,10 @@ def test_external_encoder_with_pickle_weights_only_is_refused(model, tmp_path):
     (lambda m: (m / "heads.safetensors").write_bytes(pickle.dumps({"w": 1})), "SafetensorError"),
     (lambda m: (m / "encoder" / "model.safetensors").write_bytes(
         (m / "encoder" / "model.safetensors").read_bytes()[:1000]), "SafetensorError"),
-    (lambda m: (m / "linker_config.json").write_text("{broken"), "JSONDecodeError"),
-    (lambda m: (m / "kb_manifest.json").write_text("[]"), "cannot load the model"),
+    (lambda m: (m / "linker_config.json").write_text("{broken"),
+     "linker_config.json: cannot read it as JSON"),
+    (lambda m: (m / "kb_manifest.json").write_text("[]"),
+     "kb_manifest.json: expected a JSON object"),  # the file named (issue 47)
     (lambda m: (m / "heads.safetensors").unlink(), "heads.safetensors"),
 ])
 def test_damaged_model_directory_is_one_clear_line(model, tmp_path, damage, message):
