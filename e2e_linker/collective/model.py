@@ -288,13 +288,15 @@ class CollectiveLinker(nn.Module):
     def type_logits(self, span_vecs: torch.Tensor) -> torch.Tensor:
         """Scores of each configured entity type for each span vector.
 
-        A single span goes through the head as two equal rows: on the CPU one row takes a
-        matrix-vector kernel whose last bits differ from the same row inside a larger product,
-        and a span's scores must not depend on how many spans share its batch
-        (eval/results/batch_identity)."""
-        if span_vecs.shape[0] == 1:
-            return self.type_head(span_vecs.repeat(2, 1))[:1]
-        return self.type_head(span_vecs)
+        Computed in float64 and returned in the vectors' dtype: a span's scores must not
+        depend on how many spans share its batch (eval/results/batch_identity), and float32
+        kernels for one row, a few rows and many round the last bits differently on some
+        CPUs (two rows against 64 did on this project's machine); float64 sums of 384 terms
+        agree to far below float32's last bit, so the rounding back gives the same float32."""
+        head = self.type_head
+        logits = torch.nn.functional.linear(span_vecs.double(), head.weight.double(),
+                                            head.bias.double())
+        return logits.to(span_vecs.dtype)
 
     def quantize_mention_encoder(self) -> None:
         """int8 inference of the mention encoder's linear layers (CPU): SmoothQuant scaling
