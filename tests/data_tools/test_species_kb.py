@@ -266,28 +266,6 @@ def test_mining_keeps_consistent_forms_of_three_documents(tmp_path):
     assert path.read_text().startswith("# written forms of species annotated in")
 
 
-def test_new_presets_name_the_files_they_read(monkeypatch):
-    """As test_registry's table test, with the new loaders stubbed too (the compiled KB is
-    keyed by these files)."""
-    import data_tools.registry as registry
-
-    read: list[tuple[str, ...]] = []
-
-    def recording_path(*parts: str) -> Path:
-        read.append(parts)
-        return Path("/nowhere", *parts)
-
-    monkeypatch.setattr(registry, "vocab_path", recording_path)
-    for loader in ("load_medic", "load_mesh_descriptors", "load_mesh_supplementary",
-                   "load_gene_info", "load_hgnc", "load_homologene", "load_species"):
-        monkeypatch.setattr(registry, loader, lambda *args, **kwargs: KB())
-    assert set(registry.PRESET_FILES) == set(registry.PRESETS)
-    for name, build in registry.PRESETS.items():
-        read.clear()
-        build()
-        assert set(read) == set(registry.PRESET_FILES[name]), name
-
-
 def _real_species_files() -> tuple[Path, Path]:
     from data_tools.registry import SPECIES_OBO, SPECIES_UNIPROT, vocab_path
 
