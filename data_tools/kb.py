@@ -38,7 +38,7 @@ class Concept:
     taxon: str = ""
     #: MeSH files this chemical under proteins or enzymes (D12.776, D08.811): a gene product,
     #: which other groups' guidelines annotate as a gene, not a chemical (annotate's
-    #: ``gene_products`` setting; eval/results/concept_type_rules)
+    #: ``gene_products`` setting; docs/decisions/0011-gene-products.md)
     gene_product: bool = False
 
     def all_names(self) -> list[str]:

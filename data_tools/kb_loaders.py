@@ -111,7 +111,7 @@ def is_gene_product(trees: Iterable[str]) -> bool:
 
     Why any, not all: a protein is filed under further branches too (hormones, biological
     factors, "Chemical|Disease" tumour markers); one protein branch already makes BioRED and
-    BC5CDR annotators treat it as a gene product (eval/results/concept_type_rules)."""
+    BC5CDR annotators treat it as a gene product (docs/decisions/0011-gene-products.md)."""
     return any(t.startswith(GENE_PRODUCT_BRANCHES) for t in trees)
 
 
@@ -741,7 +741,7 @@ def names_from_corpus(documents: Iterable[Document], types: Iterable[str] | None
     Why ``coordinated``: BC5CDR also gives several concepts to a mention that coordinates
     nothing, split into a modifier and a head ("bone marrow oedema" → "bone marrow" |
     "oedema"); as names those parts linked "bone marrow (BM)" to myelosuppression
-    (eval/results/composite_part_names). What a coordination is belongs to the linker
+    (docs/decisions/0018-sieve-stack.md). What a coordination is belongs to the linker
     (:func:`e2e_linker.lexical.text_forms.is_composite`), which passes it in.
     """
     wanted = set(types) if types is not None else None

@@ -19,8 +19,7 @@ that the linker takes no fly or yeast gene in a document that names neither
 Why counts, not "any named non-human species first" nor "always human": on the gold gene IDs
 of the gene corpora's training splits and BioRED dev, the taxon this rule ranks first is the
 gold gene's more often than with either, except on GNormPlus, mostly human genes in papers
-that mention model organisms in passing (eval/results/species_rule, ``python -m
-eval.species_rule``).
+that mention model organisms in passing (docs/decisions/0025-gene-ranking.md).
 
 Technique phrases that name an organism without being about its genes ("yeast two-hybrid",
 "mouse monoclonal antibody", fission yeast) are not counted.
@@ -29,7 +28,7 @@ A mention may say more than its document: a species named right before it ("the 
 cDNA", "mouse Nkx6-2": :func:`species_before`) or a mutant allele written after it ("Shh(-/-)
 mutants", "Mk2(+/+)": :func:`mutant_mark_after`, mice being where alleles are written so). The
 linker puts such a species first for that mention only
-(``GeneRanking.mention_species``; eval/results/gene_forms).
+(``GeneRanking.mention_species``; docs/decisions/0025-gene-ranking.md).
 
 Yeast: the gene_info file files S. cerevisiae genes under strain S288C (559292) and a few
 mitochondrial ones under the species (4932), so a yeast document yields both, 559292 first.

@@ -1,6 +1,6 @@
 """The ``linker`` command run as a user runs it, from an evaluation.
 
-Why its own module: the first-run, cross-corpus and annotate-linking evaluations time and score
+Why its own module: the first-run evaluation times and scores
 whole ``linker`` processes (a fresh cache, the user's command line) rather than calling the
 library, and read ``linker score --json`` back.
 """

@@ -44,8 +44,8 @@ def ceiling(gold_path: Path, kb_spec: str) -> dict:
 
     The KB is the one ``linker normalize`` searches (the spec alone, no mined names), and
     mentions without IDs (``-1``) are left out as the accuracy leaves them out; so for BC5CDR
-    the figures differ from ``eval.kb_coverage``, which counts every mention and adds the names
-    mined from train/dev that ``linker annotate``'s KB has."""
+    the figures differ from the annotate KB's reach (docs/results.md at 94e8e08, "KB ceiling"),
+    which counts every mention and adds the names mined from train/dev."""
     from data_tools.formats import read_documents
     from data_tools.registry import load_kb
     from e2e_linker.normalizer.pools import TYPE_ALIASES

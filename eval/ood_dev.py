@@ -21,7 +21,7 @@ does (the model's own KB and declared pipeline, changed by the options given: ``
   partial, mentions, per type, Chemical precision), the **gene confusion** (share of gold gene
   spans that a Chemical or Disease prediction overlaps), and, when the model predicts genes,
   Gene mention and strict F1 (NCBI Gene IDs);
-* NCBI disease dev: Disease only, IDs through MEDIC's alternatives (as ``eval.cross_corpus``);
+* NCBI disease dev: Disease only, IDs through the KB's alternative IDs;
 * BC5CDR dev (the shipped KB holds dev's mined names: the default ``--kb-names-from``
   rebuilds them from training splits, :data:`FAIR_NAMES`, for a fair figure);
 * the gene corpora (GNormPlus, NLM-Gene; ``:dev`` folds, ``:train`` or ``:test``): Gene only —

@@ -115,7 +115,7 @@ class Annotator:
         spans: list[SpanPrediction] = []
         device = self.model.device
         # one padded length per batch: a chunk's forward does not depend on its batch
-        # (collective/batches.py says why; the check is eval/results/batch_identity)
+        # (collective/batches.py says why; the check is docs/decisions/0034-padded-length-batches.md)
         for group in length_batches(chunks, settings.batch_size, settings.max_batch_tokens,
                                     PAD_MULTIPLE):
             batch_chunks = [chunks[i] for i in group]

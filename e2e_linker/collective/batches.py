@@ -6,7 +6,7 @@ differ in their last bits), so ``linker annotate``'s scores used to depend on wh
 shared a batch, and ``linker serve`` could not batch requests and still give the command's
 bytes. Padding every chunk to a multiple of :data:`PAD_MULTIPLE` tokens and batching only
 chunks of the same padded length makes each chunk's forward the same whatever shares its batch
-(the check: ``python -m eval.batch_identity``, eval/results/batch_identity).
+(the check: docs/decisions/0034-padded-length-batches.md).
 """
 
 from __future__ import annotations

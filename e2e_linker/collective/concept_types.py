@@ -1,7 +1,7 @@
 """After linking: a span's type made to agree with the concept it was linked to.
 
 Why: the type head and the KB disagree in two ways that cost precision on text we were not
-tuned on (eval/results/concept_type_rules):
+tuned on (docs/decisions/0010-type-from-concept.md):
 
 * an exact name, a sieve or a short form may link a span to a concept of the other type (the
   exact-name sieve falls back to every concept of a name when none has the span's type), and

@@ -6,7 +6,7 @@ retinoblastoma (Rb) gene" the chemical or disease names what the enzyme acts on,
 receptor binds or what the gene's mutation causes; the mention is the gene or protein, and
 corpora that annotate genes do not annotate the name inside it as a chemical or disease. On
 the gene corpora's train splits these are most of the gold gene spans still predicted as
-Chemical or Disease once the other rules have run (eval/results/gene_context). A span followed
+Chemical or Disease once the other rules have run (docs/decisions/0023-gene-modifiers.md). A span followed
 by a gene or protein head word — an enzyme word ("dehydrogenase", "kinase", "N-methyl-
 transferase"), receptor, transporter, channel, antigen, gene, (binding) protein — with at most
 two protein-name words between ("-binding", "-associated", "DNA", "zinc-finger", "receptor
@@ -18,7 +18,7 @@ a gene's modifier). The words are read from the text after the span
 
 Not in the shipped pipeline: BC5CDR's guideline annotates the chemical in "aspartate
 aminotransferase", "serotonin receptor antagonist" or "calcium channel blocker", and on the dev
-table the rule's loss on BC5CDR outweighs its gain on BioRED (eval/results/gene_context);
+table the rule's loss on BC5CDR outweighs its gain on BioRED (docs/decisions/0023-gene-modifiers.md);
 ``--set gene_modifiers.types=all`` is for text whose guideline annotates genes.
 """
 

@@ -7,8 +7,7 @@ same-symbol gene of that species (ortholog), the gene the document otherwise nam
 steps grew inside :class:`~e2e_linker.collective.span_linking.SpanLinker`, which now holds one
 :class:`GeneRanking` and keeps only what every type goes through (dense search, sieves,
 composites, short forms). The species order (:meth:`GeneRanking.species_first`) also reorders
-a dense ranking's gene concepts. Each step's figures: eval/results/gene_forms,
-eval/results/gene_names, eval/results/species_rule.
+a dense ranking's gene concepts. Each step's figures: docs/decisions/0025-gene-ranking.md.
 """
 
 from __future__ import annotations
@@ -69,7 +68,7 @@ class GeneRanking:
         Why: an alias is shared by several genes of one species ("p62" is an alias of
         SQSTM1 and of GTF2H1); the gene whose official symbol the text is, and then the
         better-described gene, was the gold one more often than the KB's order on every gene
-        corpus's training split and on BioRED dev (eval/results/gene_names)."""
+        corpus's training split and on BioRED dev (docs/decisions/0025-gene-ranking.md)."""
         return self.name_ranking_of(
             text, self.names.lookup(text, type_) if self.names is not None else [])
 
@@ -97,7 +96,7 @@ class GeneRanking:
         own concepts, and empty when none is found.
 
         Why: a name-only span that no name links is dropped, and many genes are written in a
-        form no KB name spells (eval/results/gene_forms). Unlike the sieve stack's
+        form no KB name spells (docs/decisions/0025-gene-ranking.md). Unlike the sieve stack's
         compact key, several concepts may share the letters: the species rule then chooses,
         as it does among an exact name's concepts."""
         keys = self.keys
@@ -127,7 +126,7 @@ class GeneRanking:
         mostly a protein family or class ("PKC", "integrin", "tyrosine kinase") or no gene
         at all ("Alu" repeats, "SNPs"). Dropping it gained Gene mention and strict F1 on the
         gene dev rows; mouse genes are kept, their names being the human ones written
-        another way (the figures: eval/results/unnamed_species)."""
+        another way (the figures: docs/decisions/0024-unnamed-species.md)."""
         return bool(ids) and self.taxa is not None and all(
             self.taxa.get(cid) in NAMED_ONLY_TAXA and self.taxa[cid] not in named
             for cid in ids)
@@ -145,7 +144,7 @@ class GeneRanking:
         Why: the document's species is the gold gene's for most gene mentions, not for all:
         abstracts about mouse models name human genes and the reverse. Each cue moved more
         gold genes first than it moved away on the gene corpora's training splits and
-        BioRED dev (eval/results/gene_forms)."""
+        BioRED dev (docs/decisions/0025-gene-ranking.md)."""
         named = {self.taxa[cid] for cid, _ in ranked if cid in self.taxa}
         if not named:  # no gene candidate: nothing to order
             return list(preferred)
@@ -170,7 +169,7 @@ class GeneRanking:
         Why: an alias is shared by genes of one species ("PAI-1": Serpine1 and Serpine2), and
         a document that names a gene by an alias usually names it otherwise too ("plasminogen
         activator inhibitor-1", "Serpine1"); this chose the gold gene more often than the
-        symbol-and-names order alone on every gene dev set (eval/results/gene_forms)."""
+        symbol-and-names order alone on every gene dev set (docs/decisions/0025-gene-ranking.md)."""
         if self.taxa is None or self.concepts is None or len(ranked) < 2:
             return ranked
         taxon = self.taxa.get(ranked[0][0])
@@ -198,7 +197,7 @@ class GeneRanking:
         gene its text names while its ortholog does; orthologs mostly share their symbol.
         Linking the preferred species' gene of that symbol was right more often than the
         other species' gene on the gene corpora's training splits and BioRED dev
-        (eval/results/gene_forms)."""
+        (docs/decisions/0025-gene-ranking.md)."""
         if self.taxa is None or self.concepts is None or self.names is None:
             return None
         own = self.taxa.get(cid)

@@ -18,7 +18,7 @@ from e2e_linker.collective.span_linking import TextLinker
 from e2e_linker.errors import UserError
 from e2e_linker.lexical.sieve_stack import SieveStack, SieveSwitches
 
-#: annotate's lexical steps by default: all of them (eval/results/linking_ablation_fair)
+#: annotate's lexical steps by default: all of them (docs/decisions/0018-sieve-stack.md)
 DEFAULT_SIEVES = SieveSwitches()
 
 
@@ -72,7 +72,7 @@ def collection_paused() -> Iterator[None]:
     Why: loading makes the name lists of the entity index (744k names for ``bc5cdr``) and the
     model's tensors; every full collection during the load walks all of them and frees
     nothing (about a second of a start on this project's 2-core machine,
-    eval/results/startup_after). The collector is turned back on as it was."""
+    docs/decisions/0035-startup.md). The collector is turned back on as it was."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -70,14 +70,14 @@ class LinkerConfig:
     resolve_abbreviations: bool = True
     #: a detected span that no lexical step links (exact name, short form, sieve stack) is
     #: kept only with a mention score of at least this; None or 0: every span is kept, above
-    #: 1: none (chosen on dev by eval.lexical_gate)
+    #: 1: none (chosen on dev: docs/decisions/0003-lexical-gate.md)
     lexical_gate: float | None = None
     #: a candidate scored above this (below ``threshold``) is kept when its text was detected
-    #: above ``threshold`` elsewhere in the document; None: off (eval.mention_propagation)
+    #: above ``threshold`` elsewhere in the document; None: off (docs/decisions/0005-propagation.md)
     propagation_threshold: float | None = None
     #: a candidate scored above this (below ``threshold``) is kept when its text is an exact
-    #: KB name — KB dictionary matches as candidate spans; None: off (eval/results/
-    #: dictionary_candidates: recall and precision traded evenly on dev, so off by default)
+    #: KB name — KB dictionary matches as candidate spans; None: off (docs/decisions/
+    #: 0006-dictionary.md: recall and precision traded evenly on dev, so off by default)
     dictionary_threshold: float | None = None
     #: every occurrence of a short form defined in the document whose long form is a kept
     #: span is tagged like it ("phenobarbital (PB) ... PB")
@@ -86,7 +86,7 @@ class LinkerConfig:
     #: forms; the species rule orders a name's genes), never by dense search, and their KB
     #: names are not encoded: a gene KB's 850k symbols and aliases would more than double
     #: the encode and the packed index for names a frozen general-English tower tells apart
-    #: poorly (eval/results/lexical_genes)
+    #: poorly (docs/decisions/0027-genes-linked-by-name.md)
     lexical_types: list[str] = field(default_factory=list)
 
     @classmethod
@@ -289,7 +289,7 @@ class CollectiveLinker(nn.Module):
         """Scores of each configured entity type for each span vector.
 
         Computed in float64 and returned in the vectors' dtype: a span's scores must not
-        depend on how many spans share its batch (eval/results/batch_identity), and float32
+        depend on how many spans share its batch (docs/decisions/0034-padded-length-batches.md), and float32
         kernels for one row, a few rows and many round the last bits differently on some
         CPUs (two rows against 64 did on this project's machine); float64 sums of 384 terms
         agree to far below float32's last bit, so the rounding back gives the same float32."""

@@ -5,7 +5,7 @@ Why: amino acids and nucleotides are chemicals, but in "an arginine residue at p
 "a single nucleotide polymorphism" the name denotes a position in a protein or DNA sequence:
 part of a sequence variant, which curation guidelines annotate as a variant or not at all,
 never as the chemical. On BioRED dev every one of these Chemical spans was a false positive,
-and BC5CDR dev has none (eval/results/post_link_rules). A Chemical followed by a sequence word
+and BC5CDR dev has none (docs/decisions/0016-sequence-chemicals.md). A Chemical followed by a sequence word
 ("residue", "codon", "substitution", "polymorphism", "position", "mutation", "variant",
 "sequence"; a three-letter code in brackets may come between), or by "to <name>
 substitution" (change, replacement, mutation), is dropped (:func:`drop_sequence_chemicals`, the
@@ -16,7 +16,7 @@ codon, UTR, untranslated region or polymorphism ("stop codon", "5'UTR"; MeSH fil
 codons under nucleic acids), or it is "SNP"/"SNV" and the document neither defines it nor
 names the chemical it was linked to otherwise — "SNP" is also sodium nitroprusside, which
 BC5CDR's abstracts name in full ("sodium nitroprusside (SNP, n = 7)"). On BioRED dev every such
-span was a false positive (eval/results/sequence_terms).
+span was a false positive (docs/decisions/0016-sequence-chemicals.md).
 
 An amino acid's name or three-letter code (or "amino acid" itself), and a base ("T", "AG") or
 "nucleotide"/"nt", is dropped when the text around it describes a sequence variant —
@@ -28,9 +28,9 @@ position, variant or variation, an arrow, a protein or DNA change ("p.R229G", "c
 "A>G") within :data:`AROUND_BEFORE` characters
 before or :data:`AROUND_AFTER` after it in the same sentence. In BC5CDR train and dev almost no
 amino acid's name has such words near it (one, not annotated); in BioRED dev 35 do, none
-annotated (eval/results/sequence_terms). Of the gold chemicals these patterns name, 2 of 69 in
+annotated (docs/decisions/0016-sequence-chemicals.md). Of the gold chemicals these patterns name, 2 of 69 in
 BC5CDR train stand in such a sentence ("nucleotide analogues" beside "resistance mutations"),
-none in BC5CDR or BioRED dev (eval/results/variant_bases).
+none in BC5CDR or BioRED dev (docs/decisions/0016-sequence-chemicals.md).
 """
 
 from __future__ import annotations

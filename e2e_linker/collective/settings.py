@@ -20,7 +20,7 @@ from e2e_linker.pipeline.declaration import Pipeline, check_changes
 MODES = ("collective", "per-mention")
 #: how detected spans are linked: the collective span vectors (the model's own dense step), or
 #: the normalizer's text encoder and sieves on each span's text (issue 17's dev comparison:
-#: eval/results/linking_ablation_fair)
+#: docs/decisions/0018-sieve-stack.md)
 LINKINGS = ("collective", "text")
 #: the settings the model's config supplies when they are left unset (None)
 MODEL_DEFAULTS = ("threshold", "max_span_len", "lexical_types")

@@ -1,7 +1,7 @@
 """After linking: short forms whose link the document does not support.
 
 Why: a short form means what its document says it means. Three kinds of span were wrong on
-the dev corpora (eval/results/post_link_rules):
+the dev corpora (docs/decisions/0012-redefined-short-forms.md):
 
 * a short form the document *defines* ("otilonium bromide (OB)", "hormone therapy (HT)")
   whose long form was neither detected nor a KB name, so short-form linking
@@ -18,7 +18,7 @@ the dev corpora (eval/results/post_link_rules):
   chemical it shares letters with: such a span is dropped whatever linked it
   (:func:`drop_gene_short_forms`, the step ``gene_short_forms``), unless it is a Gene span (a
   model that finds genes: "insulin receptor related receptor (IRR)" is the gene it names;
-  eval/results/gene_short_forms);
+  docs/decisions/0013-gene-short-forms.md);
 * a short all-capital span the document does not define ("DM", "TD"), linked by the
   exact-name sieve: two letters name many things. :func:`drop_undefined_short_forms` (the step
   ``undefined_short_forms``) drops those of at most ``max_length`` characters; it lost on
@@ -29,7 +29,7 @@ the dev corpora (eval/results/post_link_rules):
   18 of the 171 exact MEDIC names of that shape its abstracts contain (those it annotates are
   defined or named in full nearby, "spinocerebellar ataxia type 3"), and BioRED annotates them
   as genes; on the dev corpora every such span was a false positive
-  (eval/results/disease_symbols). :func:`drop_disease_symbols` (the step ``disease_symbols``)
+  (docs/decisions/0015-disease-symbols.md). :func:`drop_disease_symbols` (the step ``disease_symbols``)
   drops them.
 
 All but the gene rule leave alone spans linked through their long form (``link_method``

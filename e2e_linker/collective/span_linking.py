@@ -95,7 +95,7 @@ class SpanLinker:
         stimulating hormone receptor"); such a span was dropped, as a Chemical linked to a
         gene product or as no chemical name at all, and its short form with it, though a gene
         name links it. Names of classes only ("cytokine") lost precision on every gene dev
-        corpus (eval/results/gene_named_chemicals)."""
+        corpus (docs/decisions/0020-gene-named-chemicals.md)."""
         if GENE_TYPE not in self.lexical_types or self.names is None or self.concepts is None:
             return list(spans)
         out = []
@@ -139,7 +139,7 @@ class SpanLinker:
                 abbr = abbreviations[span.doc_index].definitions.get(text)
                 # a short form counts when its long form is named or detected, as
                 # :meth:`link_short_forms` links it (short forms of undetected, unnamed things
-                # were mostly junk: eval/results/lexical_gate)
+                # were mostly junk: docs/decisions/0003-lexical-gate.md)
                 ok = abbr is not None and (named(abbr.long, span.type, found) or any(
                     start >= abbr.long_start
                     for start in ends[span.doc_index].get(abbr.long_end, ())))
@@ -247,7 +247,7 @@ class SpanLinker:
         ``D001943|D010051``), and one mean-pooled span vector can only find one of them; the
         parts are ordinary names. :meth:`link` asks only when no exact name or sieve linked
         the whole span: a whole name ("Duchenne and Becker muscular dystrophy") wins, as in
-        the normalizer's composite policy "auto" (eval/results/composite_links).
+        the normalizer's composite policy "auto" (docs/decisions/0008-composites.md).
 
         A span of a name-only type may also be numbered genes written together ("JNK1/2":
         :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
@@ -353,7 +353,7 @@ class SpanLinker:
 
         Why: a short form took its long form's concept and type, so such a short form became
         a Chemical linked to a gene product, and the rule after linking dropped both
-        (eval/results/gene_short_forms)."""
+        (docs/decisions/0013-gene-short-forms.md)."""
         if short_form.type not in self.lexical_types or not short_form.concept_ids \
                 or self.concepts is None or self.taxa is None \
                 or short_form.concept_ids[0] not in self.taxa:

@@ -61,7 +61,7 @@ def gate_unlinked(spans: Sequence[SpanPrediction], linked: Sequence[bool],
     were right when dense search linked them alone: a span whose text no KB name, short form
     or sieve accounts for is mostly a span the gold does not have (protein and gene names
     tagged as chemicals, fragments of longer mentions); the counts are in
-    eval/results/lexical_gate. The lookups are text only, so the gate costs no search."""
+    docs/decisions/0003-lexical-gate.md. The lookups are text only, so the gate costs no search."""
     return [s for s, ok in zip(spans, linked, strict=True) if ok or s.mention_score >= gate]
 
 
@@ -77,7 +77,7 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
     "aggressive periodontitis", "lymphocytic leukemia" in "chronic lymphocytic leukemia",
     "hypothyroidism" in "congenital hypothyroidism"), while every corpus we score annotates the
     whole name when the KB has it; overlap resolution alone keeps the higher-scored head. The
-    counts per corpus are in eval/results/name_extension."""
+    counts per corpus are in docs/decisions/0007-name-extension.md."""
     by_doc: dict[int, list[SpanPrediction]] = {}
     for c in candidates:
         by_doc.setdefault(c.doc_index, []).append(c)

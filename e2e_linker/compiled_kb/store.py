@@ -17,7 +17,7 @@ one machine share them through the page cache. No pickle anywhere.
 
 ``E2E_LINKER_COMPILED_KB=off`` bypasses all of this (the KB and the sieves' dictionaries are
 built from the vocabulary files, as before compiled KBs existed): it exists only to check that
-outputs with and without a compiled KB are byte-identical (tests, eval/results/startup_after).
+outputs with and without a compiled KB are byte-identical (tests, docs/decisions/0035-startup.md).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ The LoRA layers, their merge and the files are the ``peft`` library's, so an ada
 ``peft.PeftModel.from_pretrained(AutoModel.from_pretrained(base), folder)``. What peft does not
 keep, the sha256 of the base weights, rides in the safetensors header metadata, which peft
 ignores. Folders in this package's earlier format (``adapter.json`` + ``adapter.safetensors``)
-still load: they are converted in memory. ``python -m eval.adapter_peft`` shows that peft's
+still load: they are converted in memory. ``python -m eval.adapter_peft`` (at 94e8e08, docs/history.md) showed that peft's
 merge gives the same weights, bit for bit, as the hand-written LoRA it replaced.
 
 The adapter is merged into the base weights when loaded (``W += (α/r)·B·A``), so inference runs

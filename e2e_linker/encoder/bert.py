@@ -3,7 +3,7 @@ transformers.
 
 Why: importing ``transformers``' BERT pulls in torch.distributed.tensor, torch._dynamo and sympy
 through its masking and loading utilities, which was about half of a warm ``Linker.load()`` on
-this project's CPU (eval/results/startup_after). A BERT encoder is a few dozen lines of torch,
+this project's CPU (docs/decisions/0035-startup.md). A BERT encoder is a few dozen lines of torch,
 and most biomedical encoders (BioBERT, PubMedBERT, SapBERT, MiniLM) are BERTs.
 
 Output identity: the modules, their names and the order of every floating-point operation are

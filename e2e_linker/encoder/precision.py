@@ -2,14 +2,14 @@
 
 Why: the encoder forward is the pipeline's limit (``eval.bench``), and on CUDA GPUs a bf16
 autocast forward runs on tensor cores while the span scores and vectors move by far less than
-the decisions they feed (``eval.speed_accuracy --bf16`` measures the F1 change, on any device).
+the decisions they feed (docs/decisions/0033-encoder-precision.md has the F1 change).
 Only the transformer runs in bf16; the states are returned as fp32, so span scoring, pooling
 and KB search stay fp32, and KB name vectors (cached, entity tower) are never computed in bf16.
 
 ``auto`` takes bf16 on CUDA GPUs that support it and fp32 on CPUs: on this project's
 AVX512-BF16 CPU (no AMX tiles) the bf16 forward of the default model was *slower* than fp32,
 with autocast and with bf16 weights alike, as oneDNN's fp32 kernels already run near the
-cores' peak there (eval/results/encoder_variants). On CPUs, ``--quantize`` (int8) is the faster
+cores' peak there (docs/decisions/0033-encoder-precision.md). On CPUs, ``--quantize`` (int8) is the faster
 path.
 """
 

@@ -25,7 +25,7 @@ from torch import nn
 
 #: Migration strength; chosen on BC5CDR dev as the value that kept the span vectors closest to
 #: fp32 and changed the fewest detected spans (the α sweep is described in docs/results.md,
-#: "Which encoder forward pays on a CPU"; eval/results/encoder_variants).
+#: "Which encoder forward pays on a CPU"; docs/decisions/0033-encoder-precision.md).
 DEFAULT_ALPHA = 0.7
 
 

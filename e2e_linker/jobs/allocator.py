@@ -4,7 +4,7 @@ Why: a `linker annotate` run allocates differently sized buffers for every group
 (token states, span scores, KB search blocks). glibc raises its mmap threshold each time a
 large mmapped block is freed, so later large buffers come from the heap instead, and with one
 arena per thread the freed pieces stay resident: with the default model, peak RSS grew from 1k
-to 10k documents although nothing is kept (eval/results/memory/NOTES.md). A fixed mmap
+to 10k documents although nothing is kept (docs/decisions/0035-startup.md). A fixed mmap
 threshold sends every large buffer straight back to the OS when it is freed, and few arenas
 keep the small ones in one place. The same can be set from outside the process with
 ``GLIBC_TUNABLES``/``MALLOC_*`` variables; when the user has set any of those, they win and
@@ -63,7 +63,7 @@ def release_freed_memory() -> None:
     Called by the corpus engine after every group of documents: glibc otherwise keeps freed
     blocks of each group's differently sized buffers in its arenas (with the default model the
     anonymous peak went 2343 → 2856 MiB from 1k to 10k documents before this and
-    :func:`bound_heap`; eval/results/memory/NOTES.md).
+    :func:`bound_heap`; docs/decisions/0035-startup.md).
     """
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:

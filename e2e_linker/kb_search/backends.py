@@ -13,7 +13,7 @@ BC5CDR KB is about as much as encoding the mention's share of its chunk, and for
 
 The approximate kinds return a shortlist that is re-ranked exactly against the fp16 vectors
 (memory-mapped from disk), so scores are always true inner products and only the shortlist's
-recall is approximate (``eval.kb_scale`` measures recall@1 against exact search). Under a
+recall is approximate (docs/decisions/0032-kb-backends.md: recall@1 against exact search). Under a
 memory budget the fp16 file is a disk-resident store, as in DiskANN: the shortlisted rows are
 read with ``pread`` (:class:`RowReader`), so what this process holds is the index alone,
 whatever the size of the KB. Without a budget the file stays memory-mapped, which is faster
@@ -51,14 +51,14 @@ SEARCH_KINDS = ("auto", "exact", "hnsw", "ivfpq", "packed")
 #: Above this many names ``auto`` leaves exact search for HNSW: on the bc5cdr KB HNSW links an
 #: order of magnitude faster than exact search (after a one-time build, cached on disk) for a
 #: strict F1 within noise and nearly every span given the same concept
-#: (eval/results/speed_accuracy, ``python -m eval.speed_accuracy --kinds hnsw``). Below a few
+#: (docs/decisions/0032-kb-backends.md). Below a few
 #: hundred thousand names exact search is cheap enough and loses nothing.
 EXACT_MAX_NAMES = 200_000
 
 
 @dataclass
 class SearchParams:
-    """Build and search knobs of the approximate indexes (defaults tuned in eval.kb_scale)."""
+    """Build and search knobs of the approximate indexes (defaults tuned on 1M synthetic concepts: docs/decisions/0032-kb-backends.md)."""
 
     hnsw_m: int = 32
     hnsw_ef_construction: int = 40
@@ -90,7 +90,7 @@ def choose_kind(n: int, dim: int, memory_budget_mb: float | None = None,
 
     Exact search for KBs up to :data:`EXACT_MAX_NAMES` names (no recall loss at all), then
     HNSW (much faster linking at the bc5cdr KB's size for a strict F1 within noise:
-    eval/results/speed_accuracy), then IVF-PQ, the
+    docs/decisions/0032-kb-backends.md), then IVF-PQ, the
     smallest; IVF-PQ is returned even if it does not fit, as nothing smaller exists.
     """
     candidates = ["hnsw", "ivfpq"]

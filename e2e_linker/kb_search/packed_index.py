@@ -2,7 +2,7 @@
 model directory.
 
 Why: the first ``linker annotate`` on a new machine would otherwise encode every KB name
-(the bc5cdr KB's whole encode: eval/results/kb_build) before it links anything. A product-quantised index of
+(the bc5cdr KB's whole encode: docs/decisions/0031-packed-index.md) before it links anything. A product-quantised index of
 those vectors is ~30 MB: it proposes a shortlist for each mention at once, and only the
 shortlisted names are then encoded exactly (:mod:`e2e_linker.kb_search.partial_matrix`) and
 re-ranked, so scores are true inner products and only the shortlist's recall is approximate.
@@ -41,10 +41,10 @@ PACKED_FORMAT = "e2e_linker.ivfpq.v1"
 #: (a share of the KB's) and names dropped (a share of the packed index's), each. Why 10 %:
 #: the added names are all encoded before the first output and searched exactly for every
 #: query, so their cost grows with their number (at 10 % of the BC5CDR KB, about a tenth of the
-#: whole encode of eval/results/kb_build), and every dropped name still takes a place in the
+#: whole encode of docs/decisions/0031-packed-index.md), and every dropped name still takes a place in the
 #: IVF-PQ shortlist, so the shortlist that reaches the re-rank shrinks by about that share.
 #: Beyond that the KB is another KB: it is encoded whole (and ``linker kb pack`` can ship an
-#: index for it). eval/results/kb_growth measures the one-concept case.
+#: index for it). docs/decisions/0031-packed-index.md has the one-concept case.
 MAX_CHANGE = 0.10
 
 
@@ -123,7 +123,7 @@ def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
     Why: the default model's KB is its packed index's list plus the names it mined, so every
     load asked which names the index holds and hashed every name to answer: most of what the
     gene model's start-up cost over the Chemical/Disease model's
-    (eval/results/gene_default_model/NOTES.md)."""
+    (docs/decisions/0028-default-model.md)."""
     from safetensors.numpy import save
 
     data = save({"kb_rows": np.ascontiguousarray(covered.kb_rows, dtype=np.int64),

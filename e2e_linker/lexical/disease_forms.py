@@ -4,12 +4,12 @@ the exact-name sieve misses is also looked up under (the sieve stack's ``written
 Why: the lexical gate keeps only spans a name links, so a correct disease span written in a
 form no KB name spells is dropped. Among the gold Disease mentions of NCBI disease dev and
 BioRED dev whose text is no KB name, these forms recur, after the sieves of D'Souza & Ng (2015)
-(eval/results/written_forms); British spellings ("phaeochromocytoma") are the compact key's
+(docs/decisions/0022-disease-written-forms.md); British spellings ("phaeochromocytoma") are the compact key's
 (:func:`~e2e_linker.lexical.sieves.compact_key`), which each form is also looked up by:
 
 * the head noun of a neoplasm in another of its usual words ("prostate carcinoma" → "prostate
   cancer", "pancreatic tumors" → "pancreatic cancer"; "prostate adenocarcinoma" too: the
-  corpora link an organ's adenocarcinoma to the organ's neoplasm, eval/results/adenocarcinoma);
+  corpora link an organ's adenocarcinoma to the organ's neoplasm, docs/decisions/0022-disease-written-forms.md);
 * the last word in the singular ("renal oncocytomas", "fatty livers");
 * a leading "sporadic", which leaves the disease the same ("sporadic lymphoid malignancies").
   Not "primary", "idiopathic" or "progressive": BC5CDR and NCBI disease leave those words out
@@ -18,7 +18,7 @@ BioRED dev whose text is no KB name, these forms recur, after the sieves of D'So
   ovarian cancer).
 * a leading subtype or stage named by a level ("type IID von Willebrand disease", "stage II and
   III colorectal carcinomas"): the corpora keep it in the mention ("type" always, "stage"
-  mostly: eval/results/disease_levels), and the vocabularies have no concept for most such
+  mostly: docs/decisions/0022-disease-written-forms.md), and the vocabularies have no concept for most such
   subtypes, so the mention is linked to the level without its letter ("type II von Willebrand
   disease", a MEDIC name) or else to the disease itself.
 

@@ -4,7 +4,7 @@ is also looked up under.
 Why: a gene span is linked by its names only (``lexical_types``), so a span whose text is no
 gene name is dropped by the lexical gate even when it is one written differently. The forms
 below are the ones that recur among the gold gene mentions of the gene corpora's training
-splits and BioRED dev whose text names no gene (how many: eval/results/gene_forms):
+splits and BioRED dev whose text names no gene (how many: docs/decisions/0025-gene-ranking.md):
 
 * Greek letters written as Latin ones (a text converted to ASCII loses them): "TGF-b1",
   "IFN-a", "PGC-1a", "NF-kB", "integrin b2", "b-actin" → "TGF-beta1", "IFN-alpha", ...;
@@ -75,7 +75,7 @@ def written_variants(text: str) -> list[str]:
     if m := _PLURAL_ACRONYM.fullmatch(text):
         forms.append(m.group(1))
     # no form of one letter or without letters: "t(4;11)", a chromosomal translocation, is
-    # no "t" (a gene's symbol) with the short form "4;11" (eval/results/ion_charges)
+    # no "t" (a gene's symbol) with the short form "4;11" (docs/decisions/0025-gene-ranking.md)
     return [form for form in forms
             if not too_short_for_a_gene(form) and any(ch.isalpha() for ch in form)]
 
@@ -114,6 +114,6 @@ def too_short_for_a_gene(text: str) -> bool:
     Why: a gene symbol of one character is an alias of many genes in the vocabularies, and the
     spans of one character the model typed Gene were wrong on every gene dev corpus, while
     their gold gene mentions of one character are a handful in thousands
-    (eval/results/written_forms); two bases are a genotype ("AA"), a base pair or GC content,
-    and no gold gene of the gene dev corpora is one (eval/results/two_bases)."""
+    (docs/decisions/0021-no-single-gene.md); two bases are a genotype ("AA"), a base pair or GC content,
+    and no gold gene of the gene dev corpora is one (docs/decisions/0021-no-single-gene.md)."""
     return sum(ch.isalnum() for ch in text) < 2 or _TWO_BASES.fullmatch(text) is not None

@@ -9,7 +9,7 @@ genes (ERVK-8, ERVK-9, ...), "protein kinase" of WEE1, "GTPase" of mouse Racgap1
 of mouse Il10 — so the exact-name step links the class word in "a protein kinase
 phosphorylates" to one gene. The corpora that annotate genes annotate such a name as a family
 or not at all; on the gene dev rows these spans were false positives almost without exception
-(eval/results/protein_classes).
+(docs/decisions/0021-no-single-gene.md).
 
 A class name here is made only of protein-class head words (protein, kinase, phosphatase,
 receptor, polymerase, GTPase, cytokine, ...) and words that say what such a protein binds,
@@ -21,12 +21,12 @@ number or Greek letter makes a name specific ("protein kinase C", "DNA polymeras
 A Greek letter alone, or with only "subunit", "chain" or "isoform" ("zeta", "the beta
 subunit"), names a part of a protein the sentence names elsewhere ("the T cell receptor zeta
 chain ... zeta"); gene_info lists such letters as aliases ("delta" of several genes), and on
-the gene dev rows the spans were false positives only (eval/results/greek_subunits). Not tau,
+the gene dev rows the spans were false positives only (docs/decisions/0021-no-single-gene.md). Not tau,
 rho or pi: each is a protein's own name (tau protein, Rho GTPases, protease inhibitor).
 
 A protein domain's name alone ("SH3 domain", "the SH2 and SH3 of Src", "HMG box") names a part
 shared by many proteins; gene_info lists some as aliases, and on the gene dev rows these spans
-were false positives only (eval/results/domain_names).
+were false positives only (docs/decisions/0021-no-single-gene.md).
 """
 
 from __future__ import annotations

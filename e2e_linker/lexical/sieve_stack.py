@@ -20,7 +20,7 @@ detected span, after annotate's own exact-name sieve found nothing, the same cha
    (:func:`~e2e_linker.lexical.disease_forms.disease_forms`) when exactly one concept of the
    span's type bears that form as a KB name or as its compact key.
 
-Each step is a switch of :class:`SieveSwitches`, so ``eval.linking_ablation`` can measure each.
+Each step is a switch of :class:`SieveSwitches`, so each can be measured (docs/decisions/0018-sieve-stack.md).
 """
 
 from __future__ import annotations

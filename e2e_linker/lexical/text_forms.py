@@ -124,6 +124,6 @@ def cuts_an_ion(text: str, following: str) -> bool:
 
     Why: "Ca2" is also a gene's alias (carbonic anhydrase 2), and the gene model took the
     calcium of "Ca2+/calmodulin" for it; such a span is no mention of any type
-    (eval/results/ion_charges)."""
+    (docs/decisions/0017-never-a-mention.md)."""
     m = _ION_WITHOUT_CHARGE.fullmatch(text)
     return m is not None and m.group("element") in _ION_ELEMENTS and following.startswith("+")

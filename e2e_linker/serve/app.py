@@ -97,7 +97,7 @@ def load_linker(settings: AnnotateSettings, threads: int | None = None) -> Any:
 
     Why a thread count of its own: the server's calls are small (a few sentences), and on a
     CPU whose cores are also busy (its clients, other jobs) the intra-op threads of such a
-    call spend more time waiting for each other than computing (eval/results/serve_load)."""
+    call spend more time waiting for each other than computing (docs/decisions/0036-serve-one-thread.md)."""
     import torch
 
     from e2e_linker.api import Linker

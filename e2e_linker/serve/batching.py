@@ -34,7 +34,7 @@ mode), so its answers are the same bits.
 Outputs do not depend on the batching because the annotator's do not depend on which
 documents share a call: its KB search, linking and selection are per document, and its encoder
 batches only chunks of one padded length, whose forward is the same bits whatever else is in
-the batch (:mod:`e2e_linker.collective.batches`; the check is eval/results/batch_identity).
+the batch (:mod:`e2e_linker.collective.batches`; the check is docs/decisions/0034-padded-length-batches.md).
 """
 
 from __future__ import annotations

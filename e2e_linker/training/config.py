@@ -152,7 +152,7 @@ def held_out_reason(spec: str) -> str | None:
         return "a test split is held out for the final scores"
     if name == "biored" and split == "dev" and not Path(spec).exists():
         return ("BioRED dev is the out-of-domain dev set: never trained on, selected on or "
-                "mined; evaluate it separately (python -m eval.cross_corpus)")
+                "mined; it is a row of the dev table (python -m eval.ood_dev)")
     return None
 
 
@@ -208,7 +208,7 @@ class TrainConfig:
     annotate_threshold: float | None = None
     #: the longest span (word pieces) the saved model scores when it annotates, instead of
     #: ``model.max_span_len`` (the span score has no width term, so spans longer than those
-    #: trained on can be scored; eval/results/max_span_len chose the value); None: the same
+    #: trained on can be scored; the dev table chose the value, docs/decisions/0009-span-length.md); None: the same
     annotate_max_span_len: int | None = None
     max_train_docs: int | None = None
     max_dev_docs: int | None = None

@@ -108,7 +108,7 @@ def test_the_escape_hatch_loads_through_transformers(tiny_dir, monkeypatch):
 
 
 def test_loading_a_bert_folder_imports_neither_transformers_nor_dynamo():
-    """What makes start-up seconds faster (eval/results/startup_bert): a regression here would
+    """What makes start-up seconds faster (docs/decisions/0035-startup.md): a regression here would
     only show as a slower start."""
     code = ("import sys; from e2e_linker.encoder.text_encoder import TextEncoder; "
             f"e = TextEncoder.from_pretrained({SHIPPED!r}); e.encode(['aspirin']); "
