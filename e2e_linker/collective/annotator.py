@@ -57,14 +57,16 @@ class Annotator:
     @classmethod
     def from_parts(cls, model: CollectiveLinker, index, names=None,
                    settings: AnnotateSettings | None = None, sieves=None, kb=None,
-                   text_linker=None, model_dir: str | os.PathLike | None = None) -> Annotator:
+                   text_linker=None, model_dir: str | os.PathLike | None = None,
+                   pipeline: Pipeline | None = None) -> Annotator:
         """An annotator over an entity index: its :class:`SpanLinker` takes the linker parts
         the pipeline declares (the exact-name sieve ``names``, the sieve stack ``sieves``,
         composites, short-form links; the one place that decides them), ``text_linker`` as
-        given, and the settings' name-only types. ``model_dir``: where the model's
-        ``pipeline.toml`` is (default: the settings')."""
+        given, and the settings' name-only types. ``pipeline``: the settings' pipeline when
+        the caller has resolved it already; else resolved from ``model_dir`` (where the
+        model's ``pipeline.toml`` is; default: the settings')."""
         settings = (settings or AnnotateSettings()).for_model(model.config)
-        pipeline = settings.resolved_pipeline(
+        pipeline = pipeline or settings.resolved_pipeline(
             model.config, model_dir or settings.model_dir or model_directory(model))
         parts = LinkerParts(index, names, sieves, text_linker, kb)
         annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)

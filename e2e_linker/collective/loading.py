@@ -57,12 +57,13 @@ def load_annotator(settings: AnnotateSettings | None = None,
         compiled = isinstance(knowledge, CompiledKB) and knowledge.has_sieves
         names = knowledge.name_dictionary() if compiled else NameDictionary.from_kb(knowledge)
         stack = None
-        if settings.resolved_pipeline(model.config, directory).has("sieve_stack"):
+        pipeline = settings.resolved_pipeline(model.config, directory)
+        if pipeline.has("sieve_stack"):
             stack = SieveStack(knowledge, names, mined_name_triples(directory), DEFAULT_SIEVES,
                                ontology_keys=knowledge.ontology_keys()
                                if compiled and DEFAULT_SIEVES.salt_free else None)
         return Annotator.from_parts(model, index, names, settings, sieves=stack, kb=knowledge,
-                                    text_linker=text_linker, model_dir=directory)
+                                    text_linker=text_linker, pipeline=pipeline)
 
 
 @contextlib.contextmanager
