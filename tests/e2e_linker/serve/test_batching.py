@@ -17,7 +17,11 @@ from tests.e2e_linker.serve.fakes import POISON, FakeLinker
 
 def started(max_batch=32, max_wait_s=0.01, max_queue=100, linker=None):
     linker = linker or FakeLinker()
-    batcher = Batcher(lambda: linker, max_batch, max_wait_s, max_queue)
+    return ready(Batcher(lambda: linker, max_batch, max_wait_s, max_queue), linker)
+
+
+def ready(batcher, linker):
+    """``batcher`` started and loaded (within 10 s), with its linker's annotator."""
     batcher.start()
     deadline = time.monotonic() + 10
     while batcher.state != READY:
@@ -161,13 +165,7 @@ def test_normalize_jobs_run_on_the_worker():
 
 def started_with(**options):
     linker = FakeLinker()
-    batcher = Batcher(lambda: linker, **{"max_wait_s": 0.0, **options})
-    batcher.start()
-    deadline = time.monotonic() + 10
-    while batcher.state != READY:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return batcher, linker.annotator
+    return ready(Batcher(lambda: linker, **{"max_wait_s": 0.0, **options}), linker)
 
 
 def test_a_request_over_the_text_budget_is_refused_with_413_naming_the_limit():
