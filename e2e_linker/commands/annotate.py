@@ -294,6 +294,7 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
                                         in_format=in_format, on_error=on_error,
                                         shard_size=size)
     mentions = sum(world.all_gather(annotator.stats["mentions"]))
+    world.leave()
     if world.is_main:
         for line in report.lines(output):
             click.echo(line, err=True)

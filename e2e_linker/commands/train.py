@@ -48,5 +48,6 @@ def command(config: str, output_dir: str | None, epochs: int | None, device: str
             setattr(cfg, key, value)
     trainer = CollectiveTrainer(cfg, resume=not restart)
     summary = trainer.train()
+    trainer.world.leave()
     if trainer.world.is_main:
         click.echo(f"best: {summary['best']}")

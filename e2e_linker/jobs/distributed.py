@@ -101,6 +101,20 @@ class World:
 
             dist.barrier()
 
+    def leave(self) -> None:
+        """End this process's part of a run that succeeded: wait for every peer, then take the
+        process group down.
+
+        Why: a process that tears its group down (or exits) while a peer is still in a
+        collective or talking to the rendezvous store can end with ``terminate called without
+        an active exception`` (SIGABRT, exit 134) after its work was written, and the launcher
+        then reports the run as failed. Waiting first means every peer is past its last
+        collective; a failed run skips this and leaves through :func:`_leave_group`.
+        """
+        if self.distributed:
+            self.barrier()
+            _leave_group()
+
     def broadcast(self, obj: T | None = None) -> T:
         """The main process's ``obj`` on every process (pickled; small objects only)."""
         if not self.distributed:

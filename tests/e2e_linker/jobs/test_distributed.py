@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_linker.jobs.distributed import LAUNCHER_PID, die_with_launcher, supervise
+from e2e_linker.jobs.distributed import LAUNCHER_PID, World, die_with_launcher, supervise
 
 #: a worker: joins as launch_local's workers do, says its PID, then works for a minute
 WORKER = textwrap.dedent("""
@@ -103,3 +103,18 @@ def test_one_failing_worker_stops_the_others_and_gives_its_exit_code(tmp_path):
     assert supervise([sleeper, failing], [dict(os.environ)] * 2) == 3
     assert time.monotonic() - started < 30
     assert supervise([[sys.executable, "-c", "pass"]] * 2, [dict(os.environ)] * 2) == 0
+
+
+def test_a_finished_process_waits_for_its_peers_before_taking_the_group_down(monkeypatch):
+    import torch.distributed as dist
+
+    calls = []
+    monkeypatch.setattr(dist, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_initialized", lambda: "destroy" not in calls)
+    monkeypatch.setattr(dist, "barrier", lambda: calls.append("barrier"))
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: calls.append("destroy"))
+    World(rank=1, size=2).leave()
+    assert calls == ["barrier", "destroy"]
+    calls.clear()
+    World().leave()  # one process: no group to leave
+    assert calls == []
