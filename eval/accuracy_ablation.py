@@ -3,6 +3,7 @@
     python -m eval.accuracy_ablation [--split dev|test] [--models shipped runs/bc5cdr_conv]
                                      [--corpora bc5cdr:SPLIT ncbi_disease:dev biored:dev]
                                      [--kb-names-from bc5cdr:train] [--max-docs N]
+                                     [--dev-table] [--shipped-packed-index]
                                      [--out eval/results/accuracy_ablation_<split>]
 
 Rows, for each model and corpus (one detection pass per model and corpus, then selected,
@@ -27,6 +28,12 @@ On dev the KB's mined names come from ``--kb-names-from`` (BC5CDR train only by 
 shipped KB also holds dev's names, which makes every dev span look named; the widened table
 passes ``bc5cdr:train ncbi_disease:train``). On test the models link against their own KB as
 shipped. Decide on dev; run test once.
+
+``--dev-table`` scores the widened dev table (:data:`eval.ood_dev.DEV_TABLE`: BC5CDR dev,
+NCBI disease dev, BioRED dev with its genes as a row of their own, the GNormPlus and NLM-Gene
+dev folds) with names mined from training splits only (:data:`eval.ood_dev.FAIR_NAMES`), and
+adds the rule re-earning table: each row's combined score and, for each step, whether it earns
+its place in the default (:func:`step_verdict`).
 """
 
 from __future__ import annotations
@@ -35,13 +42,17 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from eval.models import model_source, model_with_names_from
-from eval.ood_dev import CORPUS_TYPES, gold_of, only_types
+from eval.models import model_source, model_with_names_from, model_with_packed_index_of
+from eval.ood_dev import CORPUS_TYPES, DEV_TABLE, FAIR_NAMES, gold_of, report_of
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import MODES, ablation_rows, plain_row, setting_rows
+from eval.setting_rows import MODES, ablation_rows, plain_row, row_predictions
 
 #: the corpora an ablation may score; ``bc5cdr:SPLIT`` is BC5CDR's ``--split``
-CORPORA = ("bc5cdr:SPLIT", "bc5cdr:dev", "bc5cdr:test", "ncbi_disease:dev", "biored:dev")
+CORPORA = ("bc5cdr:SPLIT", "bc5cdr:dev", "bc5cdr:test", "ncbi_disease:dev", "biored:dev",
+           "gnormplus:dev", "nlmgene:dev")
+#: a step stays in the default only if switching it off costs the combined score at least this
+#: much (issue 43; docs/results.md, "Every rule re-earned")
+MIN_COMBINED_GAIN = 0.001
 
 
 def corpus_specs(corpora: list[str], split: str) -> list[str]:
@@ -63,36 +74,113 @@ def corpus_types(spec: str) -> tuple[str, ...]:
 
 def scoring_of(specs: list[str], max_docs: int | None = None) -> dict[str, tuple]:
     """``spec → (gold, types, resolve)`` for each corpus: the gold documents with their types
-    mapped to ours and only ``types`` kept, and the ID mapping scores use — None for BC5CDR (as
-    ``linker score`` without ``--kb``), the ``bc5cdr`` KB's alternatives for the other corpora
-    (as :mod:`eval.ood_dev`: NCBI's OMIM IDs, BioRED's MeSH supplementary IDs; loaded once)."""
+    mapped to ours (every type kept: each row scores its own, :func:`table_views`), the types
+    the corpus is scored on, and the ID mapping scores use — None for BC5CDR (as ``linker
+    score`` without ``--kb``), the ``bc5cdr`` KB's alternatives for the other corpora (as
+    :mod:`eval.ood_dev`: NCBI's OMIM IDs, BioRED's MeSH supplementary IDs; loaded once)."""
     from data_tools.registry import load_kb
 
     resolve = load_kb("bc5cdr").resolve \
         if any(not s.startswith("bc5cdr:") for s in specs) else None
-    out = {}
-    for spec in specs:
-        types = corpus_types(spec)
-        out[spec] = (only_types(gold_of(spec, max_docs), types), types,
-                     None if spec.startswith("bc5cdr:") else resolve)
-    return out
+    return {spec: (gold_of(spec, max_docs), corpus_types(spec),
+                   None if spec.startswith("bc5cdr:") else resolve) for spec in specs}
+
+
+def table_views(spec: str, types: tuple[str, ...], model_types) -> dict[str, tuple[str, ...]]:
+    """The dev-table rows corpus ``spec`` gives, label → types scored, labelled as
+    :func:`eval.ood_dev.table_rows` labels them: the corpus on its own types, and BioRED dev's
+    genes as a row of their own when the model predicts genes."""
+    views = {f"{spec} ({', '.join(types)})": types}
+    if spec == "biored:dev" and "Gene" in model_types:
+        views["biored:dev (Gene)"] = ("Gene",)
+    return views
 
 
 def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple]) -> list[dict]:
     """The ablation rows of ``annotator``'s declared pipeline on each corpus
-    (``corpora``: :func:`scoring_of`'s), one record a row: the model, corpus,
-    row label, steps switched off, spans, seconds and F1 by mode and type."""
+    (``corpora``: :func:`scoring_of`'s), one record a row: the model, corpus, row label, steps
+    switched off, spans, seconds, F1 by mode and type on the corpus's types, and ``table``:
+    the strict F1 of each dev-table row the corpus gives (:func:`table_views`)."""
     rows = ablation_rows(annotator.pipeline)
+    model_types = annotator.model.config.types
     out = []
     for spec, (gold, types, resolve) in corpora.items():
-        scored = setting_rows(annotator, gold, rows, types, resolve)
-        for row, result in zip(rows, scored, strict=True):
-            out.append({"model": model, "corpus": spec, "row": row.label,
-                        "steps_off": list(row.disable), "steps": result["steps"],
-                        "spans": result["spans"], "seconds": result["seconds"],
-                        **{m: result[m]["f1"] for m in MODES},
-                        **{f"{m}_by_type": result[f"{m}_by_type"] for m in MODES}})
+        views = table_views(spec, types, model_types)
+        for row, _, steps, pred, seconds in row_predictions(annotator, gold, rows):
+            reports = {label: report_of(gold, pred, view, resolve)
+                       for label, view in views.items()}
+            main = reports[next(iter(views))]
+            record = {"model": model, "corpus": spec, "row": row.label,
+                      "steps_off": list(row.disable), "steps": steps,
+                      "spans": sum(a.type in types for d in pred for a in d.annotations),
+                      "seconds": round(seconds, 1),
+                      **{m: main[m]["f1"] for m in MODES},
+                      **{f"{m}_by_type": {t: r["f1"] for t, r in main[m]["by_type"].items()}
+                         for m in MODES},
+                      "table": {label: rep["strict"]["f1"] for label, rep in reports.items()}}
+            print({k: record[k] for k in ("corpus", "row", "spans", "table")}, flush=True)
+            out.append(record)
     return out
+
+
+def combined_rows(rows: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
+    """``(model, row label) → {dev-table row: strict F1}`` gathered over the corpora."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for row in rows:
+        out.setdefault((row["model"], row["row"]), {}).update(row["table"])
+    return out
+
+
+def mean(scores: dict[str, float]) -> float:
+    """The combined score of a row's dev-table scores: their plain mean, as
+    :func:`eval.ood_dev.combined_score` weighs the table."""
+    return round(sum(scores.values()) / len(scores), 4) if scores else 0.0
+
+
+def step_verdict(every: dict[str, float], without: dict[str, float],
+                 min_gain: float = MIN_COMBINED_GAIN) -> str:
+    """Whether a rule step earns its place in the default, from the dev-table scores with every
+    declared step (``every``) and with that step off (``without``): kept if switching it off
+    costs the combined score at least ``min_gain`` and no row loses more from it than the
+    row it helps most gains (issue 43: a step that trades one corpus's guideline for
+    another's is not a default)."""
+    gains = {label: every[label] - without[label] for label in every}
+    gain = mean(every) - mean(without)
+    if gain < min_gain:
+        return f"drop (combined {gain:+.4f})"
+    worst = min(gains, key=gains.__getitem__)
+    best = max(gains, key=gains.__getitem__)
+    if -gains[worst] > gains[best]:
+        return f"drop (costs {worst} {-gains[worst]:.4f}, gains {best} {gains[best]:.4f})"
+    return f"keep (combined {gain:+.4f})"
+
+
+def earning_table(result: dict) -> list[str]:
+    """The rule re-earning table: per model and row, every dev-table row's strict F1, the
+    combined score, its change from all declared steps, and each step's verdict
+    (:func:`step_verdict`). Empty unless every row of the widened dev table was scored."""
+    combined = combined_rows(result["rows"])
+    lines: list[str] = []
+    for model in dict.fromkeys(r["model"] for r in result["rows"]):
+        every = combined.get((model, "all declared steps"), {})
+        if len(every) < len(DEV_TABLE) + 1:  # the table's rows, BioRED's genes one more
+            continue
+        labels = list(every)
+        header = ["row", *labels, "combined", "Δ combined", "verdict"]
+        lines += [f"Rule re-earning, model {model} (combined: plain mean of the "
+                  f"{len(labels)} strict F1 rows; a step is kept when switching it off costs "
+                  f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains)",
+                  "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+        base = mean(every)
+        for (m, label), scores in combined.items():
+            if m != model:
+                continue
+            verdict = step_verdict(every, scores) if label.startswith("without ") else ""
+            lines.append("| " + " | ".join([label, *(f"{scores[k]:.4f}" for k in labels),
+                                            f"{mean(scores):.4f}",
+                                            f"{mean(scores) - base:+.4f}", verdict]) + " |")
+        lines.append("")
+    return lines
 
 
 def steps_off_cell(row: dict, every: int) -> str:
@@ -131,7 +219,7 @@ def markdown(result: dict) -> str:
                      f"{row['partial']:.4f}", f"{row['mentions']:.4f}"]
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(earning_table(result) + lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,9 +238,20 @@ def main(argv: list[str] | None = None) -> int:
                              "eval.ood_dev scores them)")
     parser.add_argument("--kb-names-from", nargs="*", default=["bc5cdr:train"],
                         help="dev only: corpora whose annotation texts extend the KB")
+    parser.add_argument("--dev-table", action="store_true",
+                        help="the widened dev table (eval.ood_dev): its corpora, names mined "
+                             "from training splits only, and the rule re-earning table")
+    parser.add_argument("--shipped-packed-index", action="store_true",
+                        help="link each model through the shipped packed index, as "
+                             "eval.ood_dev --shipped-packed-index (a model trained with a "
+                             "frozen entity tower and no index of its own)")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.dev_table:
+        if args.split != "dev":
+            parser.error("--dev-table scores dev sets: leave out --split test")
+        args.corpora, args.kb_names_from = list(DEV_TABLE), list(FAIR_NAMES)
     specs = corpus_specs(args.corpora, args.split)
     corpora = scoring_of(specs, args.max_docs)
     fair = args.split == "dev"
@@ -160,9 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     for label in args.models:
         with tempfile.TemporaryDirectory() as tmp:  # the model folder lives while its rows run
             source = model_source(label, Path(tmp) / "model")
+            if args.shipped_packed_index and source is not None:
+                source = model_with_packed_index_of(source, Path(tmp) / "shipped_index")
             # the packed index kept: the names that differ are searched exactly beside it
-            directory = (model_with_names_from(args.kb_names_from, Path(tmp), source,
-                                               keep_packed_index=True)
+            (Path(tmp) / "names").mkdir()
+            directory = (model_with_names_from(args.kb_names_from, Path(tmp) / "names",
+                                               source, keep_packed_index=True)
                          if fair else source)
             annotator = load_annotator(AnnotateSettings(
                 model_dir=str(directory) if directory else None))

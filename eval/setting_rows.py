@@ -56,29 +56,39 @@ def runner_for(annotator, row: Row):
     return annotator.with_pipeline(annotator.pipeline.changed(row.disable, (), row.overrides))
 
 
+def row_predictions(annotator, gold, rows: list[Row]):
+    """``(row, γ, pipeline step names, predicted documents, seconds)`` for each row, in order:
+    the candidates detected once, at the lowest floor any row's pipeline reads, then each
+    row's pipeline selects and links them (seconds: the detection plus the row's own work).
+
+    Why a generator: a table over a corpus holds one row's predictions at a time, and each
+    caller scores them its own way (:func:`setting_rows` by type in every mode; the widened
+    dev table's ablation on each corpus's rows, :mod:`eval.accuracy_ablation`)."""
+    runners = [runner_for(annotator, row) for row in rows]
+    keeps = [annotator.settings.threshold if row.threshold is None else row.threshold
+             for row in rows]
+    lowest = min(r.pipeline.detection_floor(k) for r, k in zip(runners, keeps, strict=True))
+    started = time.perf_counter()
+    candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
+    detect_s = time.perf_counter() - started
+    for row, runner, keep in zip(rows, runners, keeps, strict=True):
+        started = time.perf_counter()
+        spans = runner.select(candidates, gold, keep=keep)
+        pred = attach_annotations(gold, spans, runner.link(spans, gold), replace=True)
+        yield row, keep, runner.pipeline.names, pred, detect_s + time.perf_counter() - started
+
+
 def setting_rows(annotator, gold, rows: list[Row], types: tuple[str, ...] | None = None,
                  resolve=None) -> list[dict]:
     """One result per row, scored by type in every mode; ``types`` keeps only those predicted
     types, ``resolve`` maps IDs before scoring."""
     from e2e_linker.scoring import score
 
-    runners = [runner_for(annotator, row) for row in rows]
-    keeps = [annotator.settings.threshold if row.threshold is None else row.threshold
-             for row in rows]
-    # candidates scored down to the lowest floor any row's pipeline reads
-    lowest = min(r.pipeline.detection_floor(k) for r, k in zip(runners, keeps, strict=True))
-    started = time.perf_counter()
-    candidates, _ = annotator.detect(gold, threshold=lowest, resolve=False)
-    detect_s = time.perf_counter() - started
     out = []
-    for row, runner, keep in zip(rows, runners, keeps, strict=True):
-        started = time.perf_counter()
-        spans = runner.select(candidates, gold, keep=keep)
-        pred = attach_annotations(gold, spans, runner.link(spans, gold), replace=True)
-        seconds = detect_s + time.perf_counter() - started
+    for row, keep, steps, pred, seconds in row_predictions(annotator, gold, rows):
         result: dict = {"row": row.label, "disable": list(row.disable),
                         "overrides": list(row.overrides), "threshold": keep,
-                        "steps": runner.pipeline.names}
+                        "steps": steps}
         if types is not None:
             for doc in pred:
                 for passage in doc.passages:

@@ -13,10 +13,13 @@ from eval.accuracy_ablation import (
     ablation_table_rows,
     corpus_specs,
     corpus_types,
+    earning_table,
     markdown,
+    step_verdict,
     steps_off_cell,
+    table_views,
 )
-from eval.ood_dev import only_types
+from eval.ood_dev import DEV_TABLE, FAIR_NAMES, only_types
 from tests.helpers.synthetic import synthetic_docs
 from tests.helpers.tiny_linker import tiny_annotator
 
@@ -86,3 +89,67 @@ def test_main_writes_one_table_a_corpus(annotator, monkeypatch, tmp_path):
     assert f"| shipped | every rule step off | all {len(declared)} rule steps |" in table
     assert "biored:dev, 2 documents, Chemical + Disease scored, IDs through the bc5cdr KB" \
         in table
+
+
+def test_biored_gives_a_gene_row_when_the_model_predicts_genes():
+    cd = ("Chemical", "Disease")
+    assert table_views("biored:dev", cd, ("Chemical", "Disease", "Gene")) == {
+        "biored:dev (Chemical, Disease)": cd, "biored:dev (Gene)": ("Gene",)}
+    assert table_views("biored:dev", cd, cd) == {"biored:dev (Chemical, Disease)": cd}
+    assert table_views("nlmgene:dev", ("Gene",), ("Gene",)) == {"nlmgene:dev (Gene)": ("Gene",)}
+
+
+def test_a_step_is_kept_only_if_it_earns_on_the_combined_score_without_trading_rows():
+    every = {"a": 0.80, "b": 0.70, "c": 0.60}
+    assert step_verdict(every, {"a": 0.79, "b": 0.69, "c": 0.60}).startswith("keep")
+    # off, the combined score barely moves (0.0003 < 0.001)
+    assert step_verdict(every, {"a": 0.799, "b": 0.70, "c": 0.60}).startswith("drop (combined")
+    # a step that helps: switching it off raises the combined score
+    assert step_verdict(every, {"a": 0.81, "b": 0.70, "c": 0.60}).startswith("drop (combined")
+    # gains a 0.01, costs b and c 0.006 each: no row loses more than a gains, combined
+    # below the bar
+    assert step_verdict(every, {"a": 0.79, "b": 0.706, "c": 0.606}).startswith("drop (comb")
+    # gains a 0.05, costs b 0.03: a trade, but a gains more than b loses
+    assert step_verdict(every, {"a": 0.75, "b": 0.73, "c": 0.59}).startswith("keep")
+    # gains a and c 0.02 each (combined +0.0033), costs b 0.03: a trade it loses
+    verdict = step_verdict(every, {"a": 0.78, "b": 0.73, "c": 0.58})
+    assert verdict == "drop (costs b 0.0300, gains a 0.0200)"
+
+
+def test_the_earning_table_needs_every_row_of_the_dev_table():
+    labels = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
+
+    def rows(label, value):
+        return [{"model": "m", "row": label, "table": {name: value}} for name in labels]
+
+    result = {"rows": rows("all declared steps", 0.7) + rows("without x", 0.69)
+              + rows("every rule step off", 0.6)}
+    lines = earning_table(result)
+    assert lines[0].startswith("Rule re-earning, model m")
+    body = [line for line in lines if line.startswith("| without x")]
+    assert body == ["| without x | " + " | ".join(["0.6900"] * len(labels))
+                    + " | 0.6900 | -0.0100 | keep (combined +0.0100) |"]
+    assert any(line.startswith("| every rule step off |") and line.endswith(" |  |")
+               for line in lines)
+    assert earning_table({"rows": result["rows"][1:]}) == []  # a row missing: no table
+
+
+def test_dev_table_scores_its_corpora_with_names_from_training_splits(annotator, monkeypatch,
+                                                                      tmp_path):
+    import data_tools.registry
+    import e2e_linker.collective.loading
+
+    names = []
+    monkeypatch.setattr(e2e_linker.collective.loading, "load_annotator", lambda s: annotator)
+    monkeypatch.setattr(accuracy_ablation, "model_with_names_from",
+                        lambda corpora, *a, **k: names.append(corpora))
+    monkeypatch.setattr(data_tools.registry, "load_kb",
+                        lambda name: SimpleNamespace(resolve=str.upper))
+    monkeypatch.setattr(accuracy_ablation, "gold_of", lambda spec, n: synthetic_docs(2))
+    out = tmp_path / "out"
+    assert accuracy_ablation.main(["--dev-table", "--out", str(out)]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert [c["corpus"] for c in result["corpora"]] == list(DEV_TABLE)
+    assert names == [list(FAIR_NAMES)]
+    with pytest.raises(SystemExit):
+        accuracy_ablation.main(["--dev-table", "--split", "test", "--out", str(out)])
