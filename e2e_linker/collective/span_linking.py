@@ -27,7 +27,7 @@ from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_menti
 from e2e_linker.lexical.gene_forms import coordinated_genes, too_short_for_a_gene
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
-from e2e_linker.lexical.text_forms import split_composite
+from e2e_linker.lexical.text_forms import composite_parts
 
 #: candidates an explained annotation lists ("why this concept": the dense ranking's top)
 EXPLAIN_TOP = 5
@@ -237,7 +237,7 @@ class SpanLinker:
     def composite_ids(self, text: str, type_: str, taxa: Sequence[str] | None = None
                       ) -> list[str] | None:
         """The concepts of a composite mention's parts, in the order written, when
-        :func:`~e2e_linker.lexical.text_forms.split_composite` splits ``text``, some part
+        :func:`~e2e_linker.lexical.text_forms.composite_parts` splits ``text``, some part
         shares words the text writes once (an elliptical coordination) and every part is an
         exact KB name or a sieve-stack match of ``type_``; else None. Parts that name one
         concept give it once ("glomerular and tubular lesions" → nephropathy). A list of whole
@@ -247,7 +247,11 @@ class SpanLinker:
         ``D001943|D010051``), and one mean-pooled span vector can only find one of them; the
         parts are ordinary names. :meth:`link` asks only when no exact name or sieve linked
         the whole span: a whole name ("Duchenne and Becker muscular dystrophy") wins, as in
-        the normalizer's composite policy "auto" (docs/decisions/0008-composites.md).
+        the normalizer's composite policy "auto" (docs/decisions/0008-composites.md). That
+        policy (:meth:`Normalizer._decide <e2e_linker.normalizer.normalizer.Normalizer._decide>`)
+        compares scores instead, because its inputs differ in kind: the normalizer encodes and
+        searches every part like the whole, while a detected span has one vector and its parts
+        none, so here a part counts only as an exact name or a sieve match.
 
         A span of a name-only type may also be numbered genes written together ("JNK1/2":
         :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
@@ -257,8 +261,8 @@ class SpanLinker:
         if not self.composites:
             return None
         lexical = type_ in self.lexical_types
-        parts = (coordinated_genes(text) if lexical else None) or split_composite(text)
-        if len(parts) < 2 or all(part in text for part in parts) or (
+        parts = (coordinated_genes(text) if lexical else None) or composite_parts(text)
+        if not parts or all(part in text for part in parts) or (
                 self.names is None and self.sieves is None):
             return None
         ids: list[str] = []

@@ -47,7 +47,8 @@ def build(spec: str | None, model_dir: str | None, cache_dir: str | None, index_
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.jobs.model_guard import loading_model
-    from e2e_linker.kb_search.cache import default_cache_dir, folder_bytes
+    from e2e_linker.kb_search.cache import default_cache_dir
+    from e2e_linker.kb_search.cache_report import folder_bytes
 
     directory = Path(model_dir) if model_dir else default_linker_dir()
     start = time.perf_counter()
@@ -138,7 +139,8 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
     from e2e_linker.compiled_kb.store import list_compiled
     from e2e_linker.defaults import DEFAULT_MODEL_DIR
     from e2e_linker.errors import UserError
-    from e2e_linker.kb_search.cache import default_cache_dir, describe_cache, verify_cache
+    from e2e_linker.kb_search.cache import default_cache_dir
+    from e2e_linker.kb_search.cache_report import describe_cache, verify_cache
     from e2e_linker.kb_search.shipped import verify_tree
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()

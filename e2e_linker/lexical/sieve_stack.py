@@ -12,7 +12,7 @@ detected span, after annotate's own exact-name sieve found nothing, the same cha
 2. ``training`` — a training mention (the normalizer's D pool) with the same folded text: its
    majority concept;
 3. ``compact_key`` — a unique letters-and-digits match to one KB concept of the span's type
-   (:class:`~e2e_linker.lexical.sieves.CompactKeyIndex`), with ``salt_free`` forms
+   (:class:`~e2e_linker.lexical.sieves.CompactKeySieve`, the normalizer's rule), with ``salt_free`` forms
    ("tiapride" for "Tiapride Hydrochloride") when switched on — unless training mentions hold
    that key (then their usage, or dense search, decides);
 4. ``written_forms`` — for a Disease span, its text in the singular, with another neoplasm
@@ -32,7 +32,7 @@ from data_tools.kb_loaders import DISEASE_TYPE
 from e2e_linker.kb_search.label_index import LabeledTexts, type_allowed
 from e2e_linker.lexical.disease_forms import disease_forms
 from e2e_linker.lexical.salt_forms import salt_free_synonyms
-from e2e_linker.lexical.sieves import CompactKeyIndex, NameDictionary
+from e2e_linker.lexical.sieves import CompactKeyIndex, CompactKeySieve, NameDictionary
 from e2e_linker.lexical.text_forms import TextNormalizer
 
 
@@ -71,11 +71,19 @@ class SieveStack:
             (self.fold(text), kb.resolve(label), type_) for text, label, type_ in training
             if "|" not in label)
         self._training_row = {text: i for i, text in enumerate(self.training.texts)}
-        self.training_keys = CompactKeyIndex([self.training])
-        self.ontology_keys = None
+        #: the ``compact_key`` step's rule (None: switched off)
+        self.compact_keys: CompactKeySieve | None = None
         if self.switches.compact_key:
-            self.ontology_keys = ontology_keys if ontology_keys is not None else \
-                ontology_key_index(kb, self.switches.salt_free)
+            self.compact_keys = CompactKeySieve(
+                ontology_keys if ontology_keys is not None
+                else ontology_key_index(kb, self.switches.salt_free),
+                CompactKeyIndex([self.training]))
+
+    @property
+    def ontology_keys(self) -> CompactKeyIndex | None:
+        """The KB's compact keys (None: the ``compact_key`` step is off): the written-form
+        step and the gene ranking look forms up in them without the training block."""
+        return self.compact_keys.ontology if self.compact_keys is not None else None
 
     def match(self, text: str, type_: str | None, expanded: str | None = None
               ) -> tuple[str, str] | None:
@@ -100,11 +108,9 @@ class SieveStack:
                           if type_allowed(self.training.label_types, la, type_)]
                 if labels:
                     return labels[0], "training"
-        if self.ontology_keys is not None:
+        if self.compact_keys is not None:
             for candidate in candidates:
-                if candidate in self.training_keys:
-                    continue
-                label = self.ontology_keys.unique(candidate, type_)
+                label = self.compact_keys.match(candidate, type_)
                 if label is not None:
                     return label, "compact_key"
         if self.switches.written_forms and type_ == DISEASE_TYPE:

@@ -6,8 +6,9 @@ KB (or training) name equals the mention's text after a fold wins before any vec
 * :class:`NameDictionary` (``linker annotate``) folds case, punctuation and spacing
   (:func:`normalize_name`); when a name is ambiguous, the dense ranking decides among its
   concepts (:func:`choose_concept`).
-* :class:`CompactKeyIndex` (``linker normalize``'s lexical sieve) keeps letters and digits only
-  and folds British spellings (:func:`compact_key`). Why: code names and formulas differ
+* :class:`CompactKeyIndex` (``linker normalize``'s lexical sieve and annotate's sieve stack,
+  through :class:`CompactKeySieve`) keeps letters and digits only and folds British spellings
+  (:func:`compact_key`; the three folds compared: :mod:`e2e_linker.lexical.text_forms`). Why: code names and formulas differ
   between a text and the KB only in spaces, hyphens and commas ("SR 48,968" vs "SR 48968",
   "Ro15-1788" vs "Ro 15-1788", "BAY k-8644" vs "Bay K 8644"); a dense encoder places such
   strings near other code names with similar digits ("SR 4895"), so it misses a match that the
@@ -31,7 +32,9 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 
 
 def normalize_name(text: str) -> str:
-    """Lower-case, punctuation and spacing folded: 'H2-Receptor  antagonists' → 'h2 receptor antagonists'."""
+    """Lower-case, punctuation and spacing folded: 'H2-Receptor  antagonists' → 'h2 receptor
+    antagonists'; only ASCII letters and digits survive (one of three folds:
+    :mod:`e2e_linker.lexical.text_forms`, "Three folds, three jobs")."""
     return _NON_ALNUM.sub(" ", text.lower()).strip()
 
 
@@ -130,7 +133,8 @@ BRITISH_TO_AMERICAN = (("sulph", "sulf"), ("oe", "e"), ("ae", "e"))
 
 def compact_key(text: str) -> str:
     """Lowercased letters and digits of ``text``, everything else dropped, British spellings
-    folded (:data:`BRITISH_TO_AMERICAN`)."""
+    folded (:data:`BRITISH_TO_AMERICAN`; one of three folds:
+    :mod:`e2e_linker.lexical.text_forms`, "Three folds, three jobs")."""
     key = "".join(ch for ch in text.lower() if ch.isalnum())
     for british, american in BRITISH_TO_AMERICAN:
         key = key.replace(british, american)
@@ -179,3 +183,25 @@ class CompactKeyIndex(KeyedLabels):
             return True
         types = self.label_types[row]
         return not types or type_ in types.split("|")
+
+
+class CompactKeySieve:
+    """The compact-key rule, in one place for ``linker normalize`` (its lexical sieve,
+    :meth:`Normalizer.lexical_match <e2e_linker.normalizer.normalizer.Normalizer.lexical_match>`)
+    and ``linker annotate`` (the ``compact_key`` step of
+    :class:`~e2e_linker.lexical.sieve_stack.SieveStack`): a text whose key names exactly one
+    concept of its type in ``ontology`` takes that concept, unless ``training`` (the training
+    mentions' keys) holds the key — then the corpus has its own usage for the string and the
+    vector search decides. Each caller builds its own pools (folded texts, salt-free forms);
+    the rule is this class's."""
+
+    def __init__(self, ontology: CompactKeyIndex, training: CompactKeyIndex):
+        self.ontology = ontology
+        self.training = training
+
+    def match(self, text: str, type_: str | None = None) -> str | None:
+        """The one concept of ``type_`` whose KB texts share ``text``'s compact key; None when
+        there are none or several, or when a training mention holds the key."""
+        if text in self.training:
+            return None
+        return self.ontology.unique(text, type_)

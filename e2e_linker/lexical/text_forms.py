@@ -8,6 +8,30 @@ recovers cheaply. Both sides (KB names, training mentions, queries) go through t
 Composite mentions ("breast and ovarian cancer") name several concepts at once; we split them
 into one query per part ("breast cancer", "ovarian cancer") with a small heuristic that shares
 the head noun of the last part (or the "X of the" prefix of the first part) among the parts.
+
+Three folds, three jobs
+-----------------------
+Three functions fold a text before a lookup; each keeps what its lookup needs, and merging them
+would change what matches (so they stay three):
+
+* :func:`normalize_text` (through :class:`TextNormalizer`, ``linker normalize``'s and the
+  training's fold; its settings are saved with a model): lower-cases, turns ASCII and Unicode
+  punctuation into spaces and collapses whitespace, each switchable; keeps every letter
+  (Greek, accented), digit and symbol ("TNF-α" → "tnf α"). Used for every text the normalizer
+  encodes (KB names, training mentions, queries; :mod:`e2e_linker.normalizer.pools`), the
+  training triplets, and the sieve stack's ``training`` step (a span's text against the
+  training mentions).
+* :func:`~e2e_linker.lexical.sieves.normalize_name` (annotate's exact-name fold):
+  lower-cases and keeps ASCII letters and digits only, each other run becoming one space
+  ("TNF-α" → "tnf"). Used by :class:`~e2e_linker.lexical.sieves.NameDictionary` (the
+  exact-name sieve, its keys and lookups, also in the compiled KB) and by the gene ranking's
+  name and document-word comparisons (:mod:`e2e_linker.collective.gene_ranking`).
+* :func:`~e2e_linker.lexical.sieves.compact_key` (the compact-key fold): lower-cases, keeps
+  letters and digits (any script) and drops everything else, spaces included, then folds
+  British spellings ("Oestrogen β-Sulphate" → "estrogenβsulfate"). Used by
+  :class:`~e2e_linker.lexical.sieves.CompactKeyIndex`: the compact-key rule of both CLIs
+  (:class:`~e2e_linker.lexical.sieves.CompactKeySieve`), the sieve stack's written-form step
+  and the gene ranking's written forms.
 """
 
 from __future__ import annotations
@@ -37,7 +61,8 @@ def _is_punct(ch: str) -> bool:
 
 
 def normalize_text(text: str, lowercase: bool = True, punctuation: bool = True) -> str:
-    """Fold case and turn punctuation into spaces, then collapse whitespace.
+    """Fold case and turn punctuation into spaces, then collapse whitespace (one of three
+    folds: module docstring, "Three folds, three jobs").
 
     Punctuation becomes a space (not nothing) so that "non-small-cell" and "non small cell"
     agree while "3,4-MDMA" does not glue its numbers together.
@@ -94,9 +119,17 @@ def split_composite(text: str) -> list[str]:
     return out
 
 
+def composite_parts(text: str) -> list[str]:
+    """The parts of a composite mention (:func:`split_composite`), or ``[]`` when ``text``
+    is not one: the split both composite policies start from (the normalizer's
+    ``Normalizer._decide``, annotate's ``SpanLinker.composite_ids``)."""
+    parts = split_composite(text)
+    return parts if len(parts) > 1 else []
+
+
 def is_composite(text: str) -> bool:
     """Whether :func:`split_composite` would split ``text``."""
-    return len(split_composite(text)) > 1
+    return bool(composite_parts(text))
 
 
 def balanced_brackets(text: str, opening: str = "([{", closing: str = ")]}") -> bool:

@@ -22,7 +22,7 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.encoder.text_encoder import TextEncoder
-from e2e_linker.kb_search.cache import VectorStore, encode_unit
+from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.concept_search import (
     SIEVE_THRESHOLD,
     ConceptSearcher,
@@ -30,13 +30,14 @@ from e2e_linker.kb_search.concept_search import (
     parse_mode,
 )
 from e2e_linker.kb_search.label_index import LabeledTexts, Ranked
+from e2e_linker.kb_search.unit_vectors import encode_unit
 from e2e_linker.lexical.abbreviations import (
     DocumentAbbreviations,
     document_mentions,
     expand_mention,
 )
-from e2e_linker.lexical.sieves import CompactKeyIndex
-from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
+from e2e_linker.lexical.sieves import CompactKeyIndex, CompactKeySieve
+from e2e_linker.lexical.text_forms import TextNormalizer, composite_parts
 from e2e_linker.normalizer.pools import (
     TYPE_ALIASES,
     mention_pool,
@@ -148,7 +149,7 @@ class Normalizer:
         pool = mention_pool(self.text, kb, training, mentions, self.options.abbreviations)
         self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
                                [pool] if pool is not None else [])
-        self._lexical: tuple[CompactKeyIndex, CompactKeyIndex] | None = None
+        self._lexical: CompactKeySieve | None = None
         cache = VectorStore(cache_dir, encoder, unit=True, batch_size=self.options.batch_size,
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
@@ -177,11 +178,7 @@ class Normalizer:
                                               letters=inferred)
             for ann in doc.annotations:
                 surface = expand_mention(ann.text, expansions) if expansions else ann.text
-                parts: list[str] = []
-                if self.options.composite != "never":
-                    parts = split_composite(surface)
-                    if len(parts) < 2:
-                        parts = []
+                parts = composite_parts(surface) if self.options.composite != "never" else []
                 type_ = None
                 if self.options.type_aware:
                     type_ = TYPE_ALIASES.get(ann.type, ann.type)
@@ -243,15 +240,15 @@ class Normalizer:
 
     def lexical_match(self, q: MentionQuery) -> str | None:
         """The KB concept whose names share the whole mention's compact key, if exactly one
-        does and no training mention has that key (see :mod:`e2e_linker.lexical.sieves`)."""
+        does and no training mention has that key (:class:`CompactKeySieve`, the rule annotate's
+        sieve stack shares); None for a composite mention."""
+        if q.parts:
+            return None
         if self._lexical is None:  # built on first use: deriving salt-free forms takes ~1 s
             ontology, training = self._lexical_pools
-            self._lexical = (CompactKeyIndex(ontology + self._salt_free_pools()),
-                             CompactKeyIndex(training))
-        ontology_keys, training_keys = self._lexical
-        if q.parts or q.whole in training_keys:
-            return None
-        return ontology_keys.unique(q.whole, q.type)
+            self._lexical = CompactKeySieve(CompactKeyIndex(ontology + self._salt_free_pools()),
+                                            CompactKeyIndex(training))
+        return self._lexical.match(q.whole, q.type)
 
     def _decide(self, q: MentionQuery, ranked: list[Ranked],
                 keys: dict[tuple[str, str | None], int], k: int,
@@ -264,9 +261,15 @@ class Normalizer:
            expanded text's), its ranking wins — Schwartz–Hearst long forms can be incomplete.
         3. *Lexical sieve* (modes that search O): a unique compact-key match to one KB concept,
            unless training mentions hold that key, goes to the top with score 1.0.
-        4. *Composites*: with a split into parts, policy ``always`` takes the parts; ``auto``
-           takes them when every part found an answer and the weakest part's best score beats
-           the whole mention's; the answer is then the parts' concepts in order.
+        4. *Composites*: with a split into parts
+           (:func:`~e2e_linker.lexical.text_forms.composite_parts`), policy ``always`` takes
+           the parts; ``auto`` takes them when every part found an answer and the weakest
+           part's best score beats the whole mention's; the answer is then the parts' concepts
+           in order. ``linker annotate``'s policy
+           (:meth:`~e2e_linker.collective.span_linking.SpanLinker.composite_ids`) differs
+           because its inputs do: here every part is encoded and searched like the whole, so
+           scores compare; a detected span has one vector and its parts none, so there a
+           part counts only as an exact name or sieve match.
         5. *NIL*: below ``nil_threshold`` the concept IDs are dropped (the score is kept).
         """
         whole = ranked[keys[(q.whole, q.type)]]

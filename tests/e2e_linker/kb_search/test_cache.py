@@ -18,7 +18,7 @@ def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
     pool = LabeledTexts.from_pairs([(n, c, "") for n, c in zip(names, labels, strict=True)])
     cache = VectorStore(tmp_path, tiny_encoder, unit=True, part_size=3, progress=False)
     searcher = ConceptSearcher(tiny_encoder, pool, cache=cache)
-    from e2e_linker.kb_search.cache import encode_unit
+    from e2e_linker.kb_search.unit_vectors import encode_unit
 
     queries = encode_unit(tiny_encoder, names)
     ranked = searcher.search(queries, "O-T", k=2)
@@ -39,7 +39,7 @@ def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
     cache = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False, seed_min=1)
     seeded, found = cache._seed(["aspirin", "renal failure", "headache"])
     assert found.tolist() == [True, True, False]
-    from e2e_linker.kb_search.cache import encode_unit
+    from e2e_linker.kb_search.unit_vectors import encode_unit
 
     direct = encode_unit(tiny_encoder, ["aspirin", "renal failure"])
     assert np.allclose(seeded[:2].astype(np.float32), direct, atol=2e-3)
@@ -50,7 +50,7 @@ def test_cache_reuses_annotate_name_vectors(tiny_encoder, tmp_path):
 
 def test_encoded_lists_seed_later_lists(tiny_encoder, tmp_path, monkeypatch):
     """A second list sharing texts with a first one encodes only its new texts."""
-    from e2e_linker.kb_search import cache as search
+    from e2e_linker.kb_search import store_encoding as search
 
     cache = VectorStore(tmp_path, tiny_encoder, unit=True, progress=False, seed_min=2)
     first = cache.matrix(["aspirin", "renal failure", "headache"])
@@ -83,8 +83,9 @@ def _no_encoding(encoder, monkeypatch) -> None:
 def test_raw_and_unit_modes_share_one_name_table(tiny_encoder, tmp_path, monkeypatch):
     """Raw full lists are gathered from the table; a unit list is seeded from the same table,
     each row scaled to length 1 from its fp16 vector (nothing re-encoded)."""
-    from e2e_linker.kb_search.cache import VectorStore, unit_rows
+    from e2e_linker.kb_search.cache import VectorStore
     from e2e_linker.kb_search.packed_index import names_digest
+    from e2e_linker.kb_search.unit_vectors import unit_rows
 
     raw = VectorStore(tmp_path, tiny_encoder, progress=False)
     matrix = raw.matrix(TEXTS)
@@ -181,7 +182,8 @@ def test_packed_rows_apply_only_where_a_packed_index_fits(tiny_encoder, tmp_path
 # ---- integrity: every file is checked, a damaged one is named and made again --------------------
 
 def test_every_file_of_a_new_cache_carries_its_record(tiny_encoder, tmp_path):
-    from e2e_linker.kb_search.cache import VectorStore, verify_cache
+    from e2e_linker.kb_search.cache import VectorStore
+    from e2e_linker.kb_search.cache_report import verify_cache
 
     VectorStore(tmp_path, tiny_encoder, progress=False).matrix(TEXTS)
     VectorStore(tmp_path, tiny_encoder, unit=True, progress=False).matrix(TEXTS)
@@ -248,7 +250,8 @@ def test_a_damaged_names_file_drops_the_table(tiny_encoder, tmp_path, capsys):
 
 
 def test_a_cache_written_before_records_is_adopted_on_load(tiny_encoder, tmp_path, monkeypatch):
-    from e2e_linker.kb_search.cache import VectorStore, verify_cache
+    from e2e_linker.kb_search.cache import VectorStore
+    from e2e_linker.kb_search.cache_report import verify_cache
     from e2e_linker.kb_search.integrity import RECORD_SUFFIX
 
     VectorStore(tmp_path, tiny_encoder).matrix(TEXTS, progress=False)
@@ -301,17 +304,3 @@ def test_a_damaged_full_list_lets_the_packed_index_stand_in(tiny_encoder, tmp_pa
         handle.truncate(1000)
     opened = store.packed_rows(packed, names)
     assert opened is not None and opened.rows.present == 0 and opened.coverage is None
-
-
-def test_describe_lists_a_partial_list_once_with_its_fill(tiny_encoder, tmp_path):
-    from e2e_linker.kb_search.cache import VectorStore, describe_cache
-
-    store = VectorStore(tmp_path, tiny_encoder, progress=False)
-    store.partial(TEXTS).rows(np.array([0, 2]))
-    (entry,) = describe_cache(tmp_path)
-    (kb,) = entry["kbs"]
-    assert (kb["state"], kb["encoded"], kb["rows"], kb["filled"]) == ("partial", 2, 5, 0.4)
-    assert kb["file"] == store.list_path(TEXTS).name and kb["indexes"] == ["packed"]
-    store.partial(TEXTS).have_path.write_bytes(b"")
-    (kb,) = describe_cache(tmp_path)[0]["kbs"]
-    assert kb["state"] == "damaged" and kb["rows"] is None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.cache import unit_rows
 from e2e_linker.kb_search.concept_search import MODES, ConceptSearcher, parse_mode, sieve
 from e2e_linker.kb_search.label_index import LabeledTexts
+from e2e_linker.kb_search.unit_vectors import unit_rows
 
 
 class DictCache:

@@ -293,6 +293,7 @@ def test_a_later_build_reads_the_coverage_the_first_kept(tiny_encoder, tmp_path,
     """Which names the packed index holds is worked out once per KB name list and kept in the
     cache: a second build with the same list hashes no name and serves the same rows."""
     from e2e_linker.kb_search import cache
+    from e2e_linker.kb_search.cache_report import verify_cache
 
     kb = _big_kb()
     packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
@@ -312,15 +313,15 @@ def test_a_later_build_reads_the_coverage_the_first_kept(tiny_encoder, tmp_path,
     monkeypatch.undo()
     # `linker kb info --verify` checks it; a damaged one is worked out again, never used
     kept = next((tmp_path / "fresh").rglob("*.covered-by-*.safetensors"))
-    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    states = {Path(v["file"]).name: v["state"] for v in verify_cache(tmp_path / "fresh")}
     assert states[kept.name] == "ok"
     kept.write_bytes(kept.read_bytes()[:-8])
-    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    states = {Path(v["file"]).name: v["state"] for v in verify_cache(tmp_path / "fresh")}
     assert states[kept.name] == "damaged"
     third = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh",
                               progress=False, packed=packed)
     assert third.searcher.kb_rows.tolist() == first.searcher.kb_rows.tolist()
-    states = {Path(v["file"]).name: v["state"] for v in cache.verify_cache(tmp_path / "fresh")}
+    states = {Path(v["file"]).name: v["state"] for v in verify_cache(tmp_path / "fresh")}
     assert states[kept.name] == "ok"  # written again
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from e2e_linker.kb_search.cache import unit_rows
 from e2e_linker.kb_search.label_index import ExactIndex
+from e2e_linker.kb_search.unit_vectors import unit_rows
 
 
 def test_type_filter_and_ties():

@@ -82,7 +82,7 @@ def test_a_have_file_of_another_length_is_not_trusted(tiny_encoder, tmp_path):
 
 
 def test_unit_rows_are_scaled_like_the_normalizers_cache(tiny_encoder, tmp_path):
-    from e2e_linker.kb_search.cache import encode_unit
+    from e2e_linker.kb_search.unit_vectors import encode_unit
 
     got = _matrix(tmp_path, tiny_encoder, unit=True).rows(np.array([1, 2]))
     expected = encode_unit(tiny_encoder, [NAMES[1], NAMES[2]]).astype(np.float16)

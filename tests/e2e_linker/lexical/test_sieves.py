@@ -8,6 +8,7 @@ from data_tools.kb import KB, Concept
 from e2e_linker.kb_search.label_index import LabeledTexts
 from e2e_linker.lexical.sieves import (
     CompactKeyIndex,
+    CompactKeySieve,
     NameDictionary,
     choose_concept,
     compact_key,
@@ -42,6 +43,19 @@ def test_unique_label_and_every_label_by_type():
     assert index.matches("BAY k-8644", "Chemical") == ["C2"]
     assert index.matches("nothing") == []
     assert "s.r. 48968" in index and "sr 4896" not in index
+
+
+def test_compact_key_sieve_takes_a_unique_key_unless_training_holds_it():
+    ontology = CompactKeyIndex([LabeledTexts.from_pairs([
+        ("sr 48968", "C1", "Chemical"), ("bay k 8644", "C2", "Chemical"),
+        ("bayk 8644", "C3", "Chemical"), ("ro 15 1788", "C4", "Chemical")])])
+    training = CompactKeyIndex([LabeledTexts.from_pairs([("ro15-1788", "C9", "Chemical")])])
+    sieve = CompactKeySieve(ontology, training)
+    assert sieve.match("SR 48,968", "Chemical") == "C1"  # one concept bears the key
+    assert sieve.match("SR 48,968", "Disease") is None  # none of the mention's type
+    assert sieve.match("BAY k-8644", "Chemical") is None  # two concepts share the key
+    assert sieve.match("Ro 15-1788", "Chemical") is None  # a training mention holds the key
+    assert CompactKeySieve(ontology, CompactKeyIndex([])).match("Ro15-1788") == "C4"
 
 
 def _doc(text: str, surface: str) -> Document:
