@@ -1,5 +1,5 @@
-"""`linker calibrate MODEL_DIR CORPUS...`: the activation statistics `linker annotate --quantize`
-needs, measured on real documents and written into the model directory (see
+"""`linker calibrate MODEL_DIR CORPUS...`: the activation statistics `linker annotate`
+needs (`--precision int8`), measured on real documents and written into the model directory (see
 e2e_linker.encoder.quantization)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import click
               help="Documents read from the corpora (in order); training documents, not test.")
 def command(model_dir: str, corpora: tuple[str, ...], max_docs: int) -> None:
     """Measure MODEL_DIR's mention-encoder activations on CORPORA (files, directories or
-    dataset splits such as bc5cdr:train) and store them for --quantize."""
+    dataset splits such as bc5cdr:train) and store them for --precision int8."""
     from data_tools.registry import load_corpus
     from e2e_linker.collective.calibration import activation_absmax
     from e2e_linker.collective.model import CollectiveLinker

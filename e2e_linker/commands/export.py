@@ -12,13 +12,26 @@ from pathlib import Path
 
 import click
 
+#: the run's training summary, copied into the export with the export's own record
+SUMMARY_FILE = "training_summary.json"
 
 @click.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("out_dir", type=click.Path())
 @click.option("--half/--no-half", default=True, show_default=True, help="Store weights as fp16.")
-def command(run_dir: str, out_dir: str, half: bool) -> None:
-    """Copy the model in RUN_DIR to OUT_DIR with a fresh KB manifest."""
+@click.option("--interpolate-with", type=click.Path(exists=True, file_okay=False), default=None,
+              help="A model directory of the same architecture (typically the one the run "
+                   "started from): the export is the point --run-share of the way from it to "
+                   "the run, weight by weight.")
+@click.option("--run-share", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True,
+              help="With --interpolate-with: the run's share of every weight.")
+@click.option("--kb", "kb_spec", default=None, metavar="SPEC",
+              help="The KB the exported model links against (default: the run's training "
+                   "config's kb), e.g. one that adds concepts of a name-only type.")
+def command(run_dir: str, out_dir: str, half: bool, interpolate_with: str | None,
+            run_share: float, kb_spec: str | None) -> None:
+    """Copy the model in RUN_DIR to OUT_DIR with a fresh KB manifest (optionally interpolated
+    with another model: --interpolate-with, --run-share)."""
     from e2e_linker.collective.model import CollectiveLinker
     from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
     from e2e_linker.jobs.output_checks import check_output_target
@@ -29,16 +42,31 @@ def command(run_dir: str, out_dir: str, half: bool) -> None:
                         shards=False, label="OUT_DIR")
     run = Path(run_dir)
     model = CollectiveLinker.load(run)
+    if interpolate_with is not None:
+        from e2e_linker.training.warm_start import interpolate
+
+        mixed = interpolate(model, CollectiveLinker.load(interpolate_with), run_share)
+        click.echo(f"interpolated: {run_share} of {run_dir}, {1 - run_share:g} of "
+                   f"{interpolate_with} (type rows mixed: {', '.join(mixed)})", err=True)
     train_cfg = json.loads((run / "train_config.json").read_text())
     corpora = train_cfg.get("kb_corpus_names") or []
     extra = mined_names(corpora) if corpora else None
-    kb = assemble_kb(train_cfg["kb"], extra)
-    manifest = save_model_kb(out_dir, train_cfg["kb"], extra, kb)
+    spec = kb_spec or train_cfg["kb"]
+    kb = assemble_kb(spec, extra)
+    if kb_spec is not None:
+        model.config.kb = kb_spec
+    manifest = save_model_kb(out_dir, spec, extra, kb)
     manifest["corpus_names"] = corpora
     model.save(out_dir, kb_manifest=manifest, half=half)
-    for name in ("training_summary.json",):
-        if (run / name).is_file():
-            (Path(out_dir) / name).write_text((run / name).read_text())
+    # the run's summary (an epoch kept by keep_epochs has it in the run folder above), with
+    # how this export was made: a shipped model says where its weights came from
+    summary_path = next((p for p in (run / SUMMARY_FILE, run.parent / SUMMARY_FILE)
+                         if p.is_file()), None)
+    summary = json.loads(summary_path.read_text()) if summary_path is not None else {}
+    summary["export"] = {"run": str(run_dir), "interpolate_with": interpolate_with,
+                         "run_share": run_share if interpolate_with is not None else 1.0,
+                         "kb": spec, "half": half}
+    (Path(out_dir) / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     size = sum(p.stat().st_size for p in Path(out_dir).rglob("*") if p.is_file())
     click.echo(f"exported to {out_dir} ({size / 2**20:.1f} MiB, KB {manifest['concepts']} "
                f"concepts / {manifest['names']} names)", err=True)

@@ -44,6 +44,59 @@ def entity_tower(config: LinkerConfig) -> str:
     return config.entity_encoder or config.encoder
 
 
+def matching_changes(old: LinkerConfig, config: LinkerConfig) -> list[str]:
+    """The :data:`MATCHING_KEYS` settings (and the frozen entity tower) in which ``config``
+    differs from ``old``: a model built with any of them changed is not the same
+    architecture."""
+    changed = [k for k in MATCHING_KEYS if getattr(old, k) != getattr(config, k)]
+    if config.freeze_entity_encoder and not config.shared_encoder \
+            and entity_tower(old) != entity_tower(config):
+        changed.append("entity_encoder")
+    return changed
+
+
+def interpolate(tuned: CollectiveLinker, start: CollectiveLinker, share: float) -> list[str]:
+    """Move ``tuned`` back toward the model it was trained from, in place: every weight becomes
+    ``share · tuned + (1 − share) · start`` (encoders, span scorer, and the type-head rows of
+    the types both know, matched by name; a type only ``tuned`` knows keeps its row). Returns
+    the types mixed.
+
+    Why: fine-tuning the shipped model on a new corpus mixture moves it toward the new text
+    and away from what it did well; the straight line between the two often keeps most of
+    both (weight-space ensembling, "WiSE-FT", Wortsman et al. 2022). ``share`` is chosen on
+    the widened dev table (docs/decisions/0037-interpolated-model.md).
+    """
+    if not 0.0 <= share <= 1.0:
+        raise UserError(f"the run's share must be between 0 and 1, not {share}")
+    changed = matching_changes(start.config, tuned.config)
+    if changed:
+        raise UserError(f"cannot interpolate: model settings {', '.join(changed)} differ "
+                        "between the run and the model it is mixed with")
+    pairs = [(tuned.encoder, start.encoder), (tuned.span_scorer, start.span_scorer)]
+    if tuned.entity_encoder is not tuned.encoder:
+        pairs.append((tuned.entity_encoder, start.entity_encoder))
+    with torch.no_grad():
+        for mine, theirs in pairs:
+            other = theirs.state_dict()
+            for key, value in mine.state_dict().items():
+                if key not in other or other[key].shape != value.shape:
+                    raise UserError(f"cannot interpolate: weight {key} differs in shape "
+                                    "between the two models")
+                if value.is_floating_point():
+                    value.copy_(share * value.float()
+                                + (1.0 - share) * other[key].float().to(value.device))
+        where = {t: n for n, t in enumerate(start.config.types)}
+        mixed = []
+        for n, t in enumerate(tuned.config.types):
+            if t in where:
+                row = where[t]
+                for mine, theirs in ((tuned.type_head.weight, start.type_head.weight),
+                                     (tuned.type_head.bias, start.type_head.bias)):
+                    mine[n].copy_(share * mine[n].float() + (1.0 - share) * theirs[row].float())
+                mixed.append(t)
+    return mixed
+
+
 def warm_start(config: LinkerConfig, directory: str | os.PathLike) -> CollectiveLinker:
     """A model with ``config``'s settings and types whose encoders, span scorer and known
     type-head rows come from the model directory ``directory``.
@@ -53,10 +106,7 @@ def warm_start(config: LinkerConfig, directory: str | os.PathLike) -> Collective
     one the starting model's KB vectors and training used.
     """
     old = CollectiveLinker.load(directory)
-    changed = [k for k in MATCHING_KEYS if getattr(old.config, k) != getattr(config, k)]
-    if config.freeze_entity_encoder and not config.shared_encoder \
-            and entity_tower(old.config) != entity_tower(config):
-        changed.append("entity_encoder")
+    changed = matching_changes(old.config, config)
     if changed:
         raise UserError(f"init_from {directory}: model settings {', '.join(changed)} differ "
                         "from that model's; a warm start keeps its architecture (set them as "

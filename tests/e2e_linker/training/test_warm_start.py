@@ -7,7 +7,7 @@ import torch
 
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.errors import UserError
-from e2e_linker.training.warm_start import copy_type_rows, warm_start
+from e2e_linker.training.warm_start import copy_type_rows, interpolate, warm_start
 from tests.helpers.tiny import tiny_encoder_dir
 
 
@@ -59,3 +59,29 @@ def test_an_architecture_change_is_refused(saved):
                                 types=["Chemical"]), directory)
     with pytest.raises(UserError, match="not a linker model directory"):
         warm_start(LinkerConfig(encoder=str(tiny)), directory.parent)
+
+
+def test_interpolation_mixes_every_weight_and_the_rows_of_shared_types(saved):
+    tiny, directory = saved
+    start = CollectiveLinker.load(directory)
+    torch.manual_seed(2)
+    tuned = warm_start(LinkerConfig(encoder=str(tiny), max_length=64, kb="synthetic",
+                                    types=["Gene", "Disease", "Chemical"]), directory)
+    with torch.no_grad():
+        tuned.type_head.weight.fill_(0.0)
+        tuned.type_head.bias.fill_(0.0)
+        tuned.span_scorer.proj.weight.fill_(1.5)
+        tuned.encoder.model.embeddings.word_embeddings.weight[5].fill_(1.0)
+    assert interpolate(tuned, start, 0.25) == ["Disease", "Chemical"]
+    weight, bias = tuned.type_head.weight.detach(), tuned.type_head.bias.detach()
+    assert torch.equal(weight[0], torch.zeros(32)) and float(bias[0]) == 0.0  # Gene: its own
+    assert torch.allclose(weight[1], torch.full((32,), 1.5)) and float(bias[1]) == 15.0
+    assert torch.allclose(weight[2], torch.full((32,), 0.75)) and float(bias[2]) == 7.5
+    assert torch.allclose(tuned.span_scorer.proj.weight, torch.full((3, 32), 0.75))
+    assert torch.allclose(tuned.encoder.model.embeddings.word_embeddings.weight[5],
+                          torch.full((32,), 2.5))
+    with pytest.raises(UserError, match="between 0 and 1"):
+        interpolate(tuned, start, 1.5)
+    start.config.mention_head = "bio"  # another architecture: refused, nothing mixed
+    with pytest.raises(UserError, match="settings mention_head differ"):
+        interpolate(tuned, start, 0.5)
