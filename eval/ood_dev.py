@@ -30,6 +30,10 @@ does (the model's own KB and declared pipeline, changed by the options given: ``
   so its ``:dev`` figures are optimistic; their test splits are for reporting once, never for
   choosing.
 
+* the species rows (a model that predicts Species): BioRED dev's organisms and the S800 and
+  LINNAEUS dev folds, Species strict F1 (NCBI Taxonomy IDs), printed beside the table and kept
+  out of its combined score, which stays comparable with models that predict no species.
+
 Never trained on: BioRED dev is the out-of-domain development set.
 """
 
@@ -56,24 +60,46 @@ MODES = ("strict", "partial", "mentions")
 CORPUS_TYPES = {"biored:dev": ("Chemical", "Disease"), "ncbi_disease:dev": ("Disease",),
                 "bc5cdr:dev": ("Chemical", "Disease"),
                 **{f"{name}:{split}": ("Gene",) for name in ("gnormplus", "nlmgene")
-                   for split in ("train", "dev", "test")}}
+                   for split in ("train", "dev", "test")},
+                **{f"{name}:dev": ("Species",) for name in ("s800", "linnaeus")}}
 #: the widened dev table: every dev set, each scored on its own types (the gene corpora's dev
 #: folds: data_tools.registry.in_dev_fold)
 DEV_TABLE = ("bc5cdr:dev", "ncbi_disease:dev", "biored:dev", "gnormplus:dev", "nlmgene:dev")
 #: the mined names a fair dev table links with: training splits only, never a dev set's own
 FAIR_NAMES = ("bc5cdr:train", "ncbi_disease:train", "gnormplus:fit", "nlmgene:fit",
               "biored:train")
+#: the species rows, reported beside the table and outside its combined score (which stays
+#: comparable with models that predict no species): the species corpora's dev folds, and
+#: BioRED dev's organisms as a row of their own
+SPECIES_DEV = ("s800:dev", "linnaeus:dev")
+#: BioRED's organisms, kept in its gold for the species row (the registry leaves them out)
+BIORED_SPECIES = {"OrganismTaxon": "Species"}
 
 
 def table_rows(rows: list[dict]) -> dict[str, float]:
     """The strict F1 of each row of the dev table that the combined score weighs: each
-    corpus on its own types, and BioRED dev's genes as a row of their own."""
+    corpus of :data:`DEV_TABLE` on its own types, and BioRED dev's genes as a row of their
+    own."""
     out = {}
     for row in rows:
+        if row["corpus"] in SPECIES_DEV:
+            continue
         out[f"{row['corpus']} ({', '.join(CORPUS_TYPES[row['corpus']])})"] = \
             row["scores"]["strict"]["f1"]
         if row["corpus"] == "biored:dev" and "gene" in row:
             out["biored:dev (Gene)"] = row["gene"]["strict"]["f1"]
+    return out
+
+
+def species_rows(rows: list[dict]) -> dict[str, float]:
+    """The strict F1 of each species row: BioRED dev's organisms (when the model predicts
+    species) and the species corpora's dev folds (:data:`SPECIES_DEV`)."""
+    out = {}
+    for row in rows:
+        if row["corpus"] == "biored:dev" and "species" in row:
+            out["biored:dev (Species)"] = row["species"]["strict"]["f1"]
+        elif row["corpus"] in SPECIES_DEV:
+            out[f"{row['corpus']} (Species)"] = row["scores"]["strict"]["f1"]
     return out
 
 
@@ -130,7 +156,10 @@ def gold_of(spec: str, max_docs: int | None = None) -> list[Document]:
     docs = load_corpus(spec, max_docs)
     dataset = dataset_of(spec)
     # NCBI's four disease classes: the normalizer's aliases (its dataset carries no map)
-    apply_type_map(docs, dataset.type_map if dataset and dataset.type_map else TYPE_ALIASES)
+    type_map = dataset.type_map if dataset and dataset.type_map else TYPE_ALIASES
+    if spec.startswith("biored:"):  # its organisms too, for the species row
+        type_map = {**type_map, **BIORED_SPECIES}
+    apply_type_map(docs, type_map)
     return docs
 
 
@@ -194,6 +223,11 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
             gene = report_of(gold, pred, ("Gene",), resolve)
             row["gene"] = {mode: {k: gene[mode][k] for k in ("p", "r", "f1")}
                            for mode in MODES}
+    if spec not in SPECIES_DEV and "Species" in linker.annotator.model.config.types \
+            and any(a.type == "Species" for d in gold for a in d.annotations):
+        species = report_of(gold, pred, ("Species",), resolve)
+        row["species"] = {mode: {k: species[mode][k] for k in ("p", "r", "f1")}
+                          for mode in MODES}
     return row
 
 
@@ -224,6 +258,10 @@ def markdown(result: dict) -> str:
     scores = table_rows(result["rows"])
     lines += ["", f"Combined score (plain mean of {len(scores)} strict F1 rows: "
               + ", ".join(scores) + f"): **{combined_score(result['rows']):.4f}**"]
+    species = species_rows(result["rows"])
+    if species:
+        lines += ["", "Species (strict F1; outside the combined score): " + ", ".join(
+            f"{label} {value:.4f}" for label, value in species.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -233,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
-    parser.add_argument("--corpora", nargs="+", default=list(DEV_TABLE),
+    parser.add_argument("--corpora", nargs="+", default=[*DEV_TABLE, *SPECIES_DEV],
                         choices=sorted(CORPUS_TYPES))
     parser.add_argument("--kb-names-from", nargs="*", default=list(FAIR_NAMES),
                         help="rebuild the model's mined names from these corpora only "
@@ -283,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                                         if args.shipped_packed_index else ""),
               "annotate_options": shlex.join(annotate_flags(args)),
               "steps": linker.annotator.pipeline.names, "rows": rows,
-              "combined": combined_score(rows), "table": table_rows(rows)}
+              "combined": combined_score(rows), "table": table_rows(rows),
+              "species": species_rows(rows)}
     write_results(args.out, result, markdown(result))
     return 0
 

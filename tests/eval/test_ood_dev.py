@@ -30,7 +30,11 @@ def test_gene_confusion_counts_gold_genes_overlapped_by_chemicals_or_diseases():
 def test_biored_dev_arrives_in_our_types():
     docs = gold_of("biored:dev")
     assert len(docs) == 64
-    assert {a.type for d in docs for a in d.annotations} == {"Chemical", "Disease", "Gene"}
+    assert {a.type for d in docs for a in d.annotations} == {"Chemical", "Disease", "Gene",
+                                                             "Species"}
+    taxa = {cid for d in docs for a in d.annotations if a.type == "Species"
+            for cid in a.concept_ids}
+    assert "NCBITaxon:9606" in taxa and all(t.startswith("NCBITaxon:") for t in taxa)
 
 
 def test_pipeline_options_read_as_annotate_reads_them():
@@ -120,3 +124,29 @@ def test_a_gene_corpus_is_scored_on_genes_with_its_confusion():
     assert genes["overlapped"] == 1 and genes["gold_gene_spans"] > 1
     assert row["scores"]["strict"]["r"] < 1.0 == row["scores"]["strict"]["p"]
     assert row["gene"]["mentions"]["f1"] == row["scores"]["mentions"]["f1"] < 1.0
+
+
+def test_species_rows_stand_beside_the_table_and_outside_its_combined_score():
+    import copy
+    from types import SimpleNamespace
+
+    from eval.ood_dev import combined_score, evaluate, species_rows, table_rows
+
+    class Linker:
+        """Predicts every gold mention."""
+
+        annotator = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(
+            types=["Chemical", "Disease", "Gene", "Species"])))
+
+        def annotate(self, docs, replace):
+            return copy.deepcopy(docs)
+
+    rows = [evaluate(Linker(), "biored:dev", None, max_docs=3),
+            evaluate(Linker(), "s800:dev", None, max_docs=2)]
+    assert rows[0]["species"]["strict"]["f1"] == 1.0
+    assert rows[1]["scores"]["strict"]["f1"] == 1.0 and "species" not in rows[1]
+    assert set(table_rows(rows)) == {"biored:dev (Chemical, Disease)", "biored:dev (Gene)"}
+    assert species_rows(rows) == {"biored:dev (Species)": 1.0, "s800:dev (Species)": 1.0}
+    assert combined_score(rows) == 1.0
+    Linker.annotator.model.config.types = ["Chemical", "Disease"]  # no species predicted
+    assert "species" not in evaluate(Linker(), "biored:dev", None, max_docs=3)
