@@ -465,8 +465,8 @@ def load_homologene(path: str | os.PathLike, skip_taxa: Iterable[str] | None = G
 
 #: the concept type of every species concept (the species corpora's ``Species``)
 SPECIES_TYPE = "Species"
-#: the namespace of species concept IDs (as ``data_tools.registry.TAXON_PREFIX`` gives corpus
-#: taxon IDs): bare, ``9606`` would be a number an NCBI Gene ID may also be
+#: the namespace of species concept IDs (corpus taxon IDs get it too: data_tools.registry):
+#: bare, ``9606`` would be a number an NCBI Gene ID may also be
 TAXON_PREFIX = "NCBITaxon:"
 #: OBO synonym types that are not names of the term itself: ``in_part`` names a larger group
 #: the taxon is only part of ("bacterial viruses", a family name under an old genus);

@@ -53,6 +53,7 @@ from data_tools.formats.pubtator import TEXT_MISMATCH
 from data_tools.kb import KB
 from data_tools.kb_loaders import (
     LOADERS,
+    TAXON_PREFIX,
     load_gene_info,
     load_hgnc,
     load_homologene,
@@ -278,9 +279,9 @@ DATASETS = ("bc5cdr", "bc5cdr-bioc", "ncbi_disease", "medmentions_st21pv", "gnor
 
 # ---- corpus fixes: IDs, offsets, types -----------------------------------------------------
 
-#: corpus types whose IDs are NCBI Taxonomy IDs, and the namespace those IDs are given
+#: corpus types whose IDs are NCBI Taxonomy IDs (given the namespace
+#: :data:`~data_tools.kb_loaders.TAXON_PREFIX`, as the species KB's concepts are)
 TAXON_TYPES = frozenset({"Species", "OrganismTaxon"})
-TAXON_PREFIX = "NCBITaxon:"
 #: infon with a mention's NCBI taxon IDs as its corpus wrote them (GNormPlus ``(Tax:10090)``)
 TAXON_INFON = "taxon"
 _TAX_SUFFIX = re.compile(r"\(\s*Tax\s*:\s*(\d+)\s*\)", re.IGNORECASE)

@@ -37,6 +37,7 @@ mitochondrial ones under the species (4932), so a yeast document yields both, 55
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 #: NCBI taxon IDs of the species the gene KB holds
 HUMAN, MOUSE, FLY, YEAST_S288C, YEAST = "9606", "10090", "7227", "559292", "4932"
@@ -98,6 +99,22 @@ def preferred_taxa(text: str) -> list[str]:
              for taxa, starts in _matches(text) if starts]
     ordered = [taxon for *_, taxa in sorted(found) for taxon in taxa]
     return ordered if DEFAULT_TAXON in ordered else [*ordered, DEFAULT_TAXON]
+
+
+def mentioned_taxa_first(mentioned: Sequence[str], cued: Sequence[str]) -> list[str]:
+    """A document's species order from the taxa its Species mentions link to (``mentioned``,
+    one entry a mention, in text order) and from :func:`preferred_taxa` (``cued``): the
+    mentioned taxa by how often they are mentioned (the first mentioned first on a tie), then
+    the cued ones not mentioned, in their order.
+
+    Why: the cue words name a handful of species; a model that finds Species mentions and
+    links them to NCBI Taxonomy names any species ("zebrafish", "Arabidopsis", "rats"), and
+    counts the ones the words miss. With no mention the order is the cues' own."""
+    counts: dict[str, int] = {}
+    for taxon in mentioned:
+        counts[taxon] = counts.get(taxon, 0) + 1
+    first = sorted(counts, key=lambda t: -counts[t])  # sorted() is stable: text order on ties
+    return [*first, *(t for t in cued if t not in counts)]
 
 
 # at most one word between a species word and the mention it names ("human UAP1", "mouse

@@ -217,14 +217,15 @@ class LinkerParts:
 
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
-        ``sieve_stack``, ``abbreviation_links``, ``composites``) and the settings' name-only
-        types."""
+        ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``) and the
+        settings' name-only types."""
         kb = self.kb
         return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
                           self.sieves if pipeline.has("sieve_stack") else None,
                           self.text_linker, pipeline.has("abbreviation_links"),
                           kb.taxa() if kb is not None else None, pipeline.has("composites"),
-                          settings.lexical_types, kb.concepts if kb is not None else None)
+                          settings.lexical_types, kb.concepts if kb is not None else None,
+                          species_mentions=pipeline.has("species_mentions"))
 
 
 def model_directory(model) -> str | None:

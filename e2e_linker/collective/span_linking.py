@@ -18,8 +18,8 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document, Passage
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
-from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE
-from data_tools.species import preferred_taxa
+from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
+from data_tools.species import mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
@@ -60,8 +60,11 @@ class SpanLinker:
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
                  resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None,
                  composites: bool = True, lexical_types: Sequence[str] = (),
-                 concepts: Mapping | None = None):
+                 concepts: Mapping | None = None, species_mentions: bool = False):
         self.index = index
+        #: a document's species order starts from the taxa its Species spans link to
+        #: (:func:`~data_tools.species.mentioned_taxa_first`)
+        self.species_mentions = species_mentions
         self.names = names
         self.sieves = sieves
         self.text_linker = text_linker
@@ -75,6 +78,18 @@ class SpanLinker:
         #: (concept ID → NCBI taxon in ``taxa``; none: no species preference)
         self.genes = GeneRanking(names, sieves.ontology_keys if sieves is not None else None,
                                  taxa, concepts)
+
+    @staticmethod
+    def mentioned_taxa(spans: Sequence[SpanPrediction], ranked: Sequence[list[tuple[str, float]]]
+                       ) -> dict[int, list[str]]:
+        """Document index → the NCBI taxa its Species spans link to first in their rankings
+        (``NCBITaxon:`` IDs, prefix removed), one entry a span, in text order."""
+        out: dict[int, list[str]] = {}
+        for span, found in zip(spans, ranked, strict=True):
+            if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
+                out.setdefault(span.doc_index, []).append(
+                    found[0][0].removeprefix(TAXON_PREFIX))
+        return out
 
     @property
     def taxa(self) -> dict[str, str] | None:
@@ -181,10 +196,13 @@ class SpanLinker:
             doc_texts: dict[int, str] = {}
             doc_words: dict[int, str] = {}
             preferred: dict[int, list[str]] = {}
+            mentioned = self.mentioned_taxa(spans, ranked) if self.species_mentions else {}
             for k, span in enumerate(spans):
                 if span.doc_index not in preferred:
                     doc_texts[span.doc_index] = docs[span.doc_index].text
-                    preferred[span.doc_index] = preferred_taxa(doc_texts[span.doc_index])
+                    preferred[span.doc_index] = mentioned_taxa_first(
+                        mentioned.get(span.doc_index, []),
+                        preferred_taxa(doc_texts[span.doc_index]))
                 span_taxa[k] = self.genes.mention_species(
                     ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
                     preferred[span.doc_index])

@@ -91,7 +91,8 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
                    "`linker pipeline show` lists them).")
 @click.option("--set", "overrides", multiple=True, metavar="STEP.PARAM=VALUE",
               help="Set a step's parameter (repeatable), e.g. --set lexical_gate.gate=0.9; a "
-                   "registered step the pipeline lacks is added (--set dictionary.threshold=0.5).")
+                   "registered step the pipeline lacks is added (--set dictionary.threshold=0.5), "
+                   "and --set STEP adds one with its defaults (--set composites).")
 @click.option("--explain", is_flag=True,
               help="Say why each mention got its concept: the deciding step and the top 5 "
                    "dense candidates with scores (an explanation field in --format jsonl, "

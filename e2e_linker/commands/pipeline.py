@@ -28,7 +28,8 @@ def command() -> None:
               help="A declaration (TOML) instead of the model's pipeline.toml.")
 @click.option("--disable", default=None, help="Steps to leave out, comma-separated.")
 @click.option("--set", "overrides", multiple=True, metavar="STEP.PARAM=VALUE",
-              help="Set a step's parameter (repeatable).")
+              help="Set a step's parameter (repeatable); --set STEP adds a step with its "
+                   "defaults.")
 @click.option("--toml", "as_toml", is_flag=True,
               help="Print the resolved pipeline as a declaration file.")
 def show(model_dir: str | None, pipeline_file: str | None, disable: str | None,

@@ -34,8 +34,10 @@ PIPELINE_FILE = "pipeline.toml"
 #: the modules whose steps are registered (imported for their ``@register``)
 STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: registered steps a model directory without a ``pipeline.toml`` leaves off: each was
-#: measured and lost on the dev table (docs/decisions/), or is the config's to switch on
-OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers")
+#: measured and lost on the dev table (docs/decisions/), is the config's to switch on, or
+#: needs what not every model has (species_mentions: Species spans and species concepts)
+OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
+                       "species_mentions")
 
 
 def param_types(cls: type[Step]) -> dict[str, Any]:
@@ -152,7 +154,9 @@ class Pipeline:
                 overrides: Iterable[str] = ()) -> Pipeline:
         """A copy with the ``disable`` steps left out, the ``enable`` steps added where the
         registry places them, and each ``step.param=value`` of ``overrides`` set (a registered
-        step it names that the pipeline lacks is added first)."""
+        step it names that the pipeline lacks is added first; an override that is a step's
+        bare name adds that step with its defaults: the one way to switch on a step without
+        parameters from the command line)."""
         steps = list(self.steps)
         for name in disable:
             if name not in STEPS:
@@ -167,8 +171,12 @@ class Pipeline:
         for item in overrides:
             target, eq, text = item.partition("=")
             step_name, dot, param = target.strip().partition(".")
+            if not eq and not dot and step_name in STEPS:  # --set STEP: added, its defaults
+                add_step(steps, step_name, f"--set {item}")
+                continue
             if not eq or not dot or not param:
-                raise UserError(f"--set {item}: expected step.param=value")
+                raise UserError(f"--set {item}: expected step.param=value, or a step name "
+                                "to add it with its defaults")
             if step_name not in STEPS:
                 raise UserError(f"--set {item}: no step named {step_name} "
                                 f"(steps: {', '.join(STEPS)})")

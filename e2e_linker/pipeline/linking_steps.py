@@ -63,6 +63,19 @@ class AbbreviationLinks(Step):
 
 @register
 @dataclass(frozen=True)
+class SpeciesMentions(Step):
+    """A gene's species order starts from the species its document's Species spans link to,
+    most mentioned first, before the species the cue words find
+    (:func:`~data_tools.species.mentioned_taxa_first`); for a model that predicts Species and
+    a KB with species concepts."""
+
+    name = "species_mentions"
+    stage = "link"
+    summary = "a gene's species order starts from its document's Species mentions (linker part)"
+
+
+@register
+@dataclass(frozen=True)
 class Link(Step):
     """Every kept span linked: one batched dense search, species order, then the parts
     above (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link`)."""

@@ -8,6 +8,7 @@ import pytest
 from data_tools.species import (
     DEFAULT_TAXON,
     document_species,
+    mentioned_taxa_first,
     mutant_mark_after,
     preferred_taxa,
     species_before,
@@ -88,3 +89,12 @@ def test_species_named_right_before_a_mention(text, mention, taxa):
 ])
 def test_mutant_mark_after_a_mention(text, mention, marked):
     assert mutant_mark_after(text, text.index(mention) + len(mention)) is marked
+
+
+def test_mentioned_taxa_come_first_by_count_then_the_cues():
+    # rat twice, zebrafish once: rat first; the cues' human and mouse after, in their order
+    assert mentioned_taxa_first(["7955", "10116", "10116"], ["10090", "9606"]) == [
+        "10116", "7955", "10090", "9606"]
+    # a tie: text order; a taxon both mentioned and cued appears once
+    assert mentioned_taxa_first(["10090", "9606"], ["9606", "10090"]) == ["10090", "9606"]
+    assert mentioned_taxa_first([], ["10090", "9606"]) == ["10090", "9606"]

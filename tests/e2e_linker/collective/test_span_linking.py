@@ -328,3 +328,32 @@ def test_a_gene_of_a_species_the_document_does_not_name_is_dropped():
     assert linked[0] is not None  # the input list is left as it was
     no_taxa = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), lexical_types=("Gene",))
     assert no_taxa.drop_unnamed_species(linked, spans, docs) == linked
+
+
+def test_the_species_a_document_mentions_order_its_genes_with_species_mentions():
+    """"Il6" names the human, mouse and rat genes; the text's only cue word is "patients"
+    (human), but its Species spans link to rat twice: with ``species_mentions`` the rat gene
+    comes first, without it the cue words' human one."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("3569", "IL6", ["Il6"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("16193", "Il6", [], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("24498", "Il6", [], "Gene", "NCBI Gene", taxon="10116"),
+             Concept("NCBITaxon:10116", "Rattus norvegicus", ["rats", "rat"], "Species",
+                     "NCBI Taxonomy")])
+    text = "Rat Il6 rose in rats as in patients."
+    docs = [Document("r", [Passage(0, text, {})])]
+
+    def span(word, type_, nth=0):
+        start = [k for k in range(len(text)) if text.startswith(word, k)][nth]
+        return SpanPrediction(0, start, start + len(word), 0.9, type_, np.zeros(2, np.float32))
+
+    spans = [span("Rat", "Species"), span("Il6", "Gene"), span("rats", "Species")]
+    out = {}
+    for on in (True, False):
+        linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                            lexical_types=("Gene", "Species"), concepts=kb.concepts,
+                            species_mentions=on)
+        out[on] = [a.concept_ids for a in linker.link(spans, docs, scan_documents(docs))]
+    assert out[True] == [["NCBITaxon:10116"], ["24498"], ["NCBITaxon:10116"]]
+    assert out[False][1] != ["24498"]
