@@ -41,7 +41,7 @@ def test_bench_runs_all_stages_and_writes_the_record(annotator, tmp_path):
     # the stages run pipelines of their own: the annotator's is as it was
     assert annotator.pipeline is pipeline and annotator.settings is settings
     assert set(totals) == set(bench.STAGES)
-    assert totals["baseline"].mentions == totals["annotate_plain"].mentions
+    assert totals["baseline"].mentions == totals["annotate"].mentions  # the same model here
     assert totals["annotate_text"].mentions == totals["annotate"].mentions
     assert annotator.linker.text_linker is None  # the text stage leaves the annotator as it found it
     assert all(t.documents == 7 for t in totals.values())
@@ -77,11 +77,13 @@ def test_each_stage_runs_its_own_pipeline_and_linker(annotator):
     runners = bench.stage_runners(annotator, text_linker, baseline=annotator)
     assert set(runners) == set(bench.STAGE_SETTINGS)
     assert runners["annotate"] is annotator and runners["per_mention"] is annotator
-    # the plain stages: every rule step of the declaration off, only the required steps left
-    for stage in ("annotate_plain", "baseline"):
-        assert runners[stage].pipeline.names == ["score_floor", "overlaps", "link"]
-        assert runners[stage].linker.names is None and runners[stage].linker.sieves is None
-        assert runners[stage].linker.text_linker is None
+    # the plain stage: every rule step of the declaration off, only the required steps left
+    assert runners["annotate_plain"].pipeline.names == ["score_floor", "overlaps", "link"]
+    assert runners["annotate_plain"].linker.names is None
+    assert runners["annotate_plain"].linker.sieves is None
+    assert runners["annotate_plain"].linker.text_linker is None
+    # the baseline: another model as it declares itself
+    assert runners["baseline"] is annotator
     # the text stage: the declared pipeline, every span linked by the text linker
     assert runners["annotate_text"].pipeline.names == annotator.pipeline.names
     assert runners["annotate_text"].linker.text_linker is text_linker
