@@ -150,3 +150,17 @@ def test_species_rows_stand_beside_the_table_and_outside_its_combined_score():
     assert combined_score(rows) == 1.0
     Linker.annotator.model.config.types = ["Chemical", "Disease"]  # no species predicted
     assert "species" not in evaluate(Linker(), "biored:dev", None, max_docs=3)
+
+
+def test_gold_genes_are_counted_by_species_with_those_linked():
+    from eval.ood_dev import genes_by_species
+
+    gold = [_doc("1", [(0, 4, "Gene", "3576"), (24, 27, "Gene", "24835"),
+                       (31, 37, "Disease", "D001249")]),
+            _doc("2", [(0, 4, "Gene", "16193"), (24, 27, "Gene", "99999")])]
+    pred = [_doc("1", [(0, 4, "Gene", "3576"), (24, 27, "Gene", "21926")]),  # rat Tnf: mouse
+            _doc("2", [(0, 4, "Gene", "16193"), (24, 27, "Gene", "99999")])]
+    taxa = {"3576": "9606", "24835": "10116", "21926": "10090", "16193": "10090"}
+    assert genes_by_species(gold, pred, taxa) == {
+        "human": {"gold": 1, "linked": 1}, "mouse": {"gold": 1, "linked": 1},
+        "not in the KB": {"gold": 1, "linked": 1}, "other": {"gold": 1, "linked": 0}}
