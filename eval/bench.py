@@ -23,6 +23,12 @@ into slices, and for every slice the three stages run back to back:
     with its own declared pipeline — "today's" annotate as a user runs it, for the speed
     bound of a change that replaced the model.
 
+``--tree LABEL=DIR`` (repeatable) times code rather than models: one worker process per
+checkout (its working directory and ``PYTHONPATH``, so it imports that tree's ``e2e_linker``)
+loads the linker once, then annotates slice after slice, file in → file out, the trees taking
+turns on each slice (:func:`run_trees`): the speed bound of a change to the code, measured in
+one interleaved run.
+
 Each stage's seconds are summed over slices, so drift hits all three alike and the ratios stay
 meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
 background thread; the 1-, 5- and 15-minute load averages are recorded before and after.
@@ -274,6 +280,91 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
     return totals
 
 
+#: a ``--tree`` worker, run in its checkout: load the linker once (argv: torch threads, model
+#: directory or ""), say "ready", then for each "SOURCE<TAB>TARGET" line on stdin annotate
+#: SOURCE into TARGET and answer "seconds documents mentions" (the API every tree since the
+#: declared pipeline has: Linker.load, Linker.annotate, read_documents, write_documents)
+TREE_WORKER = """
+import sys, time
+import torch
+torch.set_num_threads(int(sys.argv[1]))
+from data_tools.formats import read_documents, write_documents
+from e2e_linker.api import Linker
+linker = Linker.load(sys.argv[2] or None)
+print("ready", flush=True)
+for line in sys.stdin:
+    source, target = line.rstrip("\\n").split("\\t")
+    start = time.perf_counter()
+    docs = linker.annotate(list(read_documents(source)), replace=True)
+    write_documents(docs, target)
+    seconds = time.perf_counter() - start
+    print(seconds, len(docs), sum(len(d.annotations) for d in docs), flush=True)
+"""
+
+
+def run_trees(trees: dict[str, Path], docs: Sequence, slice_docs: int, threads: int,
+              model: str | None = None) -> dict[str, StageTotals]:
+    """Each checkout of ``trees`` annotating the same slices, file → file, in worker processes
+    that take turns slice by slice (the first slice, untimed, warms each up; the order of the
+    turns alternates, so neither tree always runs on a machine the other just warmed).
+
+    Why: a change to the code is timed against the code before it on the same load; a worker
+    per tree loads once, as ``linker annotate`` does, and its slices are the in-process stage's
+    slices."""
+    import subprocess
+
+    totals = {label: StageTotals() for label in trees}
+    workers = {}
+    try:
+        for label, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(tree)}
+            workers[label] = subprocess.Popen(
+                [sys.executable, "-c", TREE_WORKER, str(threads), model or ""], cwd=tree,
+                env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for label, worker in workers.items():
+            if worker.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"the {label} tree's worker did not start")
+        with tempfile.TemporaryDirectory(prefix="e2e_trees_") as tmp:
+            folder = Path(tmp)
+            slices = write_slices(docs, folder, slice_docs)
+            for n, path in enumerate([slices[0], *slices]):
+                order = list(workers) if n % 2 else list(reversed(workers))
+                for label in order:
+                    worker = workers[label]
+                    worker.stdin.write(f"{path}\t{folder / f'out{n}.{label}.bioc.xml'}\n")
+                    worker.stdin.flush()
+                    seconds, documents, mentions = worker.stdout.readline().split()
+                    if n == 0:  # the warm-up turn
+                        continue
+                    totals[label].seconds += float(seconds)
+                    totals[label].documents += int(documents)
+                    totals[label].mentions += int(mentions)
+                if n:
+                    print(f"slice {n}/{len(slices)}: " + ", ".join(
+                        f"{label} {t.seconds:.1f}s" for label, t in totals.items()),
+                        file=sys.stderr, flush=True)
+    finally:
+        for worker in workers.values():
+            if worker.stdin:
+                worker.stdin.close()
+            worker.wait(timeout=60)
+    return totals
+
+
+def trees_markdown(totals: dict[str, StageTotals], command: str) -> str:
+    """The ``--tree`` table: each tree's seconds, documents/s and mentions/s, and each one's
+    mentions/s as a ratio of the first tree's."""
+    rates = {label: t.rates() for label, t in totals.items()}
+    first = next(iter(rates.values()))
+    lines = ["| tree | seconds | docs/s | mentions/s | mentions/s ÷ first tree's |",
+             "|---|---|---|---|---|"]
+    for label, r in rates.items():
+        ratio = r["mentions_per_s"] / first["mentions_per_s"] if first["mentions_per_s"] else 0
+        lines.append(f"| {label} | {r['seconds']:.1f} | {r['docs_per_s']:.2f} | "
+                     f"{r['mentions_per_s']:.1f} | {ratio:.3f} |")
+    return "\n".join(lines) + f"\n\nCommand: `{command}`\n"
+
+
 def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespace,
               load_before: tuple[float, float, float], load_seconds: float,
               command: str) -> dict:
@@ -438,8 +529,14 @@ def main(argv: list[str] | None = None) -> dict:
                         help="also time annotate with every rule step of the pipeline off")
     parser.add_argument("--baseline", default=None,
                         help="also time this model (a directory, or git:REV for the default "
-                             "model at REV) with every rule step of its pipeline off")
+                             "model at REV) with its own declared pipeline")
+    parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
+                        help="time checkouts of the code instead, each in a worker of its "
+                             "own, taking turns slice by slice (repeatable; the first is the "
+                             "reference)")
     args = parser.parse_args(argv)
+    if args.tree:
+        return main_trees(args, argv)
 
     from data_tools.formats import read_documents
     from e2e_linker.api import Linker
@@ -485,6 +582,35 @@ def main(argv: list[str] | None = None) -> dict:
     out.with_suffix(".md").write_text(markdown(result))
     plot(result, out.with_suffix(".png"))
     print(markdown(result))
+    return result
+
+
+def main_trees(args: argparse.Namespace, argv: list[str] | None) -> dict:
+    """``--tree``: the checkouts timed against each other (:func:`run_trees`); writes the JSON
+    and the Markdown table."""
+    from data_tools.formats import read_documents
+
+    trees = {}
+    for item in args.tree:
+        label, sep, directory = item.partition("=")
+        if not sep or not Path(directory).is_dir():
+            raise SystemExit(f"--tree {item}: expected LABEL=DIR of a checkout")
+        trees[label] = Path(directory).resolve()
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    docs = list(read_documents(corpus))[:args.max_docs]
+    load_before = os.getloadavg()
+    totals = run_trees(trees, docs, args.slice_docs, args.threads or 1, args.model)
+    command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    result = {"command": command, "corpus": str(corpus), "trees": {k: str(v) for k, v in
+                                                                    trees.items()},
+              "machine": f"{platform.machine()} {platform.processor() or platform.system()}",
+              "load_average": [load_before, os.getloadavg()],
+              "stages": {label: t.rates() for label, t in totals.items()}}
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(trees_markdown(totals, command))
+    print(trees_markdown(totals, command))
     return result
 
 

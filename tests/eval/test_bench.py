@@ -93,3 +93,22 @@ def test_each_stage_runs_its_own_pipeline_and_linker(annotator):
     plain_runners = bench.stage_runners(with_text)
     assert plain_runners["annotate"].linker.text_linker is None
     assert set(plain_runners) == {"annotate", "annotate_plain", "per_mention"}
+
+
+def test_trees_take_turns_on_the_same_slices_and_report_against_the_first(tmp_path):
+    """Two checkouts (here this one twice) annotate every slice once each, after an untimed
+    warm-up slice, in worker processes that loaded the linker once."""
+    from pathlib import Path
+
+    from tests.helpers.tiny_linker import tiny_linker_dir
+
+    model, _ = tiny_linker_dir(tmp_path / "tiny", threshold=0.3)
+    repo = Path(__file__).resolve().parents[2]
+    docs = synthetic_docs(5)
+    totals = bench.run_trees({"before": repo, "after": repo}, docs, slice_docs=2, threads=1,
+                             model=str(model))
+    assert set(totals) == {"before", "after"}
+    assert all(t.documents == 5 and t.seconds > 0 for t in totals.values())
+    assert totals["before"].mentions == totals["after"].mentions  # the same code and model
+    table = bench.trees_markdown(totals, "python -m eval.bench --tree before=. --tree after=.")
+    assert "| before |" in table and table.count("| 1.000 |") >= 1
