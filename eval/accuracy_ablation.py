@@ -43,7 +43,15 @@ import tempfile
 from pathlib import Path
 
 from eval.models import model_source, model_with_names_from, model_with_packed_index_of
-from eval.ood_dev import CORPUS_TYPES, DEV_TABLE, FAIR_NAMES, gold_of, report_of
+from eval.ood_dev import (
+    CORPUS_TYPES,
+    DEV_TABLE,
+    FAIR_NAMES,
+    gold_of,
+    plain_mean,
+    report_of,
+    row_label,
+)
 from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import MODES, ablation_rows, plain_row, row_predictions
 
@@ -90,9 +98,9 @@ def table_views(spec: str, types: tuple[str, ...], model_types) -> dict[str, tup
     """The dev-table rows corpus ``spec`` gives, label → types scored, labelled as
     :func:`eval.ood_dev.table_rows` labels them: the corpus on its own types, and BioRED dev's
     genes as a row of their own when the model predicts genes."""
-    views = {f"{spec} ({', '.join(types)})": types}
+    views = {row_label(spec, types): types}
     if spec == "biored:dev" and "Gene" in model_types:
-        views["biored:dev (Gene)"] = ("Gene",)
+        views[row_label(spec, ("Gene",))] = ("Gene",)
     return views
 
 
@@ -131,12 +139,6 @@ def combined_rows(rows: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
-def mean(scores: dict[str, float]) -> float:
-    """The combined score of a row's dev-table scores: their plain mean, as
-    :func:`eval.ood_dev.combined_score` weighs the table."""
-    return round(sum(scores.values()) / len(scores), 4) if scores else 0.0
-
-
 def step_verdict(every: dict[str, float], without: dict[str, float],
                  min_gain: float = MIN_COMBINED_GAIN) -> str:
     """Whether a rule step earns its place in the default, from the dev-table scores with every
@@ -145,7 +147,7 @@ def step_verdict(every: dict[str, float], without: dict[str, float],
     row it helps most gains (issue 43: a step that trades one corpus's guideline for
     another's is not a default)."""
     gains = {label: every[label] - without[label] for label in every}
-    gain = mean(every) - mean(without)
+    gain = plain_mean(every) - plain_mean(without)
     if gain < min_gain:
         return f"drop (combined {gain:+.4f})"
     worst = min(gains, key=gains.__getitem__)
@@ -171,14 +173,14 @@ def earning_table(result: dict) -> list[str]:
                   f"{len(labels)} strict F1 rows; a step is kept when switching it off costs "
                   f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains)",
                   "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-        base = mean(every)
+        base = plain_mean(every)
         for (m, label), scores in combined.items():
             if m != model:
                 continue
             verdict = step_verdict(every, scores) if label.startswith("without ") else ""
             lines.append("| " + " | ".join([label, *(f"{scores[k]:.4f}" for k in labels),
-                                            f"{mean(scores):.4f}",
-                                            f"{mean(scores) - base:+.4f}", verdict]) + " |")
+                                            f"{plain_mean(scores):.4f}",
+                                            f"{plain_mean(scores) - base:+.4f}", verdict]) + " |")
         lines.append("")
     return lines
 

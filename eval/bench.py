@@ -333,7 +333,10 @@ def run_trees(trees: dict[str, Path], docs: Sequence, slice_docs: int, threads: 
                     worker = workers[label]
                     worker.stdin.write(f"{path}\t{folder / f'out{n}.{label}.bioc.xml'}\n")
                     worker.stdin.flush()
-                    seconds, documents, mentions = worker.stdout.readline().split()
+                    answer = worker.stdout.readline().split()
+                    if len(answer) != 3:  # the worker died: its traceback is on stderr
+                        raise RuntimeError(f"the {label} tree's worker stopped on {path.name}")
+                    seconds, documents, mentions = answer
                     if n == 0:  # the warm-up turn
                         continue
                     totals[label].seconds += float(seconds)
@@ -345,9 +348,11 @@ def run_trees(trees: dict[str, Path], docs: Sequence, slice_docs: int, threads: 
                         file=sys.stderr, flush=True)
     finally:
         for worker in workers.values():
-            if worker.stdin:
-                worker.stdin.close()
-            worker.wait(timeout=60)
+            worker.stdin.close()
+            try:
+                worker.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
     return totals
 
 

@@ -78,6 +78,17 @@ SPECIES_DEV = ("s800:dev", "linnaeus:dev")
 BIORED_SPECIES = {"OrganismTaxon": "Species"}
 
 
+def row_label(corpus: str, types: tuple[str, ...]) -> str:
+    """A dev-table row's name: the corpus and the types it is scored on."""
+    return f"{corpus} ({', '.join(types)})"
+
+
+def plain_mean(scores: dict[str, float]) -> float:
+    """The combined score of some rows' strict F1: their plain mean, so no corpus's guideline
+    outvotes the others by size (0 for no rows)."""
+    return round(sum(scores.values()) / len(scores), 4) if scores else 0.0
+
+
 def table_rows(rows: list[dict]) -> dict[str, float]:
     """The strict F1 of each row of the dev table that the combined score weighs: each
     corpus of :data:`DEV_TABLE` on its own types, and BioRED dev's genes as a row of their
@@ -86,10 +97,10 @@ def table_rows(rows: list[dict]) -> dict[str, float]:
     for row in rows:
         if row["corpus"] in SPECIES_DEV:
             continue
-        out[f"{row['corpus']} ({', '.join(CORPUS_TYPES[row['corpus']])})"] = \
+        out[row_label(row["corpus"], CORPUS_TYPES[row["corpus"]])] = \
             row["scores"]["strict"]["f1"]
         if row["corpus"] == "biored:dev" and "gene" in row:
-            out["biored:dev (Gene)"] = row["gene"]["strict"]["f1"]
+            out[row_label("biored:dev", ("Gene",))] = row["gene"]["strict"]["f1"]
     return out
 
 
@@ -99,17 +110,16 @@ def species_rows(rows: list[dict]) -> dict[str, float]:
     out = {}
     for row in rows:
         if row["corpus"] == "biored:dev" and "species" in row:
-            out["biored:dev (Species)"] = row["species"]["strict"]["f1"]
+            out[row_label("biored:dev", ("Species",))] = row["species"]["strict"]["f1"]
         elif row["corpus"] in SPECIES_DEV:
-            out[f"{row['corpus']} (Species)"] = row["scores"]["strict"]["f1"]
+            out[row_label(row["corpus"], ("Species",))] = row["scores"]["strict"]["f1"]
     return out
 
 
 def combined_score(rows: list[dict]) -> float:
-    """The dev table's one number: the plain mean of :func:`table_rows` — every dev set (and
-    BioRED's genes) weighs the same, so no corpus's guideline outvotes the others by size."""
-    scores = table_rows(rows)
-    return round(sum(scores.values()) / len(scores), 4) if scores else 0.0
+    """The dev table's one number: :func:`plain_mean` of :func:`table_rows` — every dev set
+    (and BioRED's genes) weighs the same."""
+    return plain_mean(table_rows(rows))
 
 
 def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
@@ -285,7 +295,7 @@ def markdown(result: dict) -> str:
         chem = by_type.get("Chemical", {})
         confusion = row.get("gene_spans_predicted_chemical_or_disease")
         lines.append(" | ".join([
-            f"| {row['corpus']} ({', '.join(CORPUS_TYPES[row['corpus']])})",
+            f"| {row_label(row['corpus'], CORPUS_TYPES[row['corpus']])}",
             f"{s['strict']['p']:.4f}", f"{s['strict']['r']:.4f}", f"{s['strict']['f1']:.4f}",
             f"{chem['p']:.4f}" if chem else "—", f"{chem['f1']:.4f}" if chem else "—",
             f"{by_type['Disease']['f1']:.4f}" if "Disease" in by_type else "—",

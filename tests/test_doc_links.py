@@ -30,11 +30,18 @@ def _files() -> list[Path]:
     return [REPO / f for f in listed if not f.startswith(SKIPPED) and (REPO / f).is_file()]
 
 
-def _text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError):
-        return None
+def _texts():
+    """``(path, text)`` of every checked file that reads as UTF-8 text."""
+    for path in _files():
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+
+
+def _where(path: Path, text: str, start: int, cited: str) -> str:
+    """``file:line: cited`` for a citation at offset ``start`` of ``path``'s ``text``."""
+    return f"{path.relative_to(REPO)}:{text.count(chr(10), 0, start) + 1}: {cited}"
 
 
 def _exists(cited: str) -> bool:
@@ -50,26 +57,19 @@ def _exists(cited: str) -> bool:
 
 def test_cited_result_folders_exist():
     missing = []
-    for path in _files():
-        text = _text(path)
-        if text is None:
-            continue
+    for path, text in _texts():
         for m in RESULT_PATH.finditer(text):
             before = text[max(0, m.start() - 42):m.start()]
             if OUTPUT_FLAG.search(before) or AT_COMMIT.search(before):
                 continue
             if not _exists(m.group(0)):
-                line = text.count("\n", 0, m.start()) + 1
-                missing.append(f"{path.relative_to(REPO)}:{line}: {m.group(0)}")
+                missing.append(_where(path, text, m.start(), m.group(0)))
     assert not missing, "cited result folders that do not exist:\n" + "\n".join(missing)
 
 
 def test_cited_docs_pages_exist():
     missing = []
-    for path in _files():
-        text = _text(path)
-        if text is None:
-            continue
+    for path, text in _texts():
         cited = [(m.start(), m.group(0)) for m in DOCS_PATH.finditer(text)]
         if path.suffix == ".md":  # relative links of a Markdown page
             for m in MD_LINK.finditer(text):
@@ -82,8 +82,7 @@ def test_cited_docs_pages_exist():
                     cited.append((m.start(), rel.relative_to(REPO).as_posix()))
         for start, page in cited:
             if not (REPO / page).exists():
-                line = text.count("\n", 0, start) + 1
-                missing.append(f"{path.relative_to(REPO)}:{line}: {page}")
+                missing.append(_where(path, text, start, page))
     assert not missing, "cited docs pages that do not exist:\n" + "\n".join(missing)
 
 

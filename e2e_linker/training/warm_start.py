@@ -24,17 +24,24 @@ MATCHING_KEYS = ("mention_head", "shared_encoder", "freeze_entity_encoder", "ent
 
 
 def copy_type_rows(source: torch.nn.Linear, source_types: Sequence[str],
-                   target: torch.nn.Linear, target_types: Sequence[str]) -> list[str]:
+                   target: torch.nn.Linear, target_types: Sequence[str],
+                   share: float = 0.0) -> list[str]:
     """Copy the type head's weight row and bias of every type ``target_types`` shares with
-    ``source_types`` (by name, wherever it sits in either list); returns the copied types.
-    Rows of the other target types keep their (fresh) values."""
+    ``source_types`` (by name, wherever it sits in either list); returns those types. Rows of
+    the other target types keep their values. With ``share`` above 0 a shared row is mixed
+    instead: ``share · target + (1 − share) · source`` (:func:`interpolate`)."""
     where = {t: n for n, t in enumerate(source_types)}
     copied = []
     with torch.no_grad():
         for n, t in enumerate(target_types):
             if t in where:
-                target.weight[n].copy_(source.weight[where[t]])
-                target.bias[n].copy_(source.bias[where[t]])
+                for mine, theirs in ((target.weight, source.weight),
+                                     (target.bias, source.bias)):
+                    if share:
+                        mine[n].copy_(share * mine[n].float()
+                                      + (1.0 - share) * theirs[where[t]].float())
+                    else:
+                        mine[n].copy_(theirs[where[t]])
                 copied.append(t)
     return copied
 
@@ -85,16 +92,8 @@ def interpolate(tuned: CollectiveLinker, start: CollectiveLinker, share: float) 
                 if value.is_floating_point():
                     value.copy_(share * value.float()
                                 + (1.0 - share) * other[key].float().to(value.device))
-        where = {t: n for n, t in enumerate(start.config.types)}
-        mixed = []
-        for n, t in enumerate(tuned.config.types):
-            if t in where:
-                row = where[t]
-                for mine, theirs in ((tuned.type_head.weight, start.type_head.weight),
-                                     (tuned.type_head.bias, start.type_head.bias)):
-                    mine[n].copy_(share * mine[n].float() + (1.0 - share) * theirs[row].float())
-                mixed.append(t)
-    return mixed
+    return copy_type_rows(start.type_head, start.config.types, tuned.type_head,
+                          tuned.config.types, share)
 
 
 def warm_start(config: LinkerConfig, directory: str | os.PathLike) -> CollectiveLinker:
