@@ -23,7 +23,7 @@ from data_tools.species import mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
-from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention, stands_for
 from e2e_linker.lexical.gene_forms import coordinated_genes, too_short_for_a_gene
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
@@ -100,6 +100,25 @@ class SpanLinker:
         """Whether ``text`` is an exact KB name of a concept of ``type_``."""
         return self.names is not None and bool(self.names.lookup(text, type_))
 
+    def links_above(self, span: SpanPrediction, text: str, floor: float) -> bool:
+        """Whether ``text`` (``span``'s, which need not be kept) links to a concept of the
+        span's type: an exact KB name, a sieve-stack match, a name of a name-only type, or
+        the best concept of its type in the dense search of its vector scored at least
+        ``floor`` (the search's own scale, as ``link_score``).
+
+        Why: a long form the detector did not keep decides its short form
+        (:func:`~e2e_linker.collective.span_selection.keep_long_forms`) only as far as it
+        names something the KB knows."""
+        if self.is_name(text, span.type):
+            return True
+        if self.sieves is not None and self.sieves.match(text, span.type) is not None:
+            return True
+        if span.type in self.lexical_types:
+            return bool(self.genes.name_only_ranking(text, span.type))
+        found = self.index.link(span.vector[None].astype(np.float32), [span.type],
+                                type_policy="filter")[0]
+        return bool(found) and found[0][1] >= floor
+
     def gene_named_chemicals(self, spans: Sequence[SpanPrediction], texts: Sequence[str]
                              ) -> list[SpanPrediction]:
         """``spans`` with each Chemical span whose text names a gene of some species
@@ -163,9 +182,11 @@ class SpanLinker:
 
     def link(self, spans: list[SpanPrediction], docs: Sequence[Document],
              abbreviations: Sequence[DocumentAbbreviations],
-             explain: bool = False) -> list[Annotation | None]:
+             explain: bool = False, species: Mapping[int, Sequence[str]] | None = None
+             ) -> list[Annotation | None]:
         """One batched index search for all spans, then the name sieve, the sieve stack and
-        short forms (or the text linker).
+        short forms (or the text linker). ``species``: document index → the NCBI taxa its
+        caller says it is about (``linker normalize --species``), first in its species order.
 
         ``explain`` adds to each annotation the :data:`EXPLAIN_TOP` best concepts of its dense
         ranking with their scores (the ``dense_candidates`` infon; with the text linker, its
@@ -200,9 +221,10 @@ class SpanLinker:
             for k, span in enumerate(spans):
                 if span.doc_index not in preferred:
                     doc_texts[span.doc_index] = docs[span.doc_index].text
-                    preferred[span.doc_index] = mentioned_taxa_first(
-                        mentioned.get(span.doc_index, []),
-                        preferred_taxa(doc_texts[span.doc_index]))
+                    order = mentioned_taxa_first(mentioned.get(span.doc_index, []),
+                                                 preferred_taxa(doc_texts[span.doc_index]))
+                    given = list((species or {}).get(span.doc_index, ()))
+                    preferred[span.doc_index] = [*given, *(t for t in order if t not in given)]
                 span_taxa[k] = self.genes.mention_species(
                     ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
                     preferred[span.doc_index])
@@ -407,7 +429,9 @@ class SpanLinker:
                     continue
                 source = next((annotations[m] for m in members if annotations[m] is not None
                                and annotations[m].end == abbr.long_end
-                               and annotations[m].start >= abbr.long_start), None)
+                               and annotations[m].start >= abbr.long_start
+                               and (annotations[m].start == abbr.long_start
+                                    or stands_for(abbr.short, annotations[m].text))), None)
                 if source is not None and source.concept_ids:
                     if self.gene_product_named_as_gene(source, ann):
                         # the long form names the gene its short form links by gene names

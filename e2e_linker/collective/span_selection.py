@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from data_tools.documents import Document
-from e2e_linker.lexical.abbreviations import DocumentAbbreviations
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations, stands_for
 from e2e_linker.lexical.text_forms import balanced_brackets, cuts_an_ion
 
 #: whether a text is an exact KB name of a type
@@ -117,24 +117,35 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
 
 def keep_long_forms(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
                     docs: Sequence[Document], abbreviations: Sequence[DocumentAbbreviations],
-                    with_short: float, alone: float) -> list[SpanPrediction]:
-    """``kept`` plus, for each ``long form (SF)`` definition whose long form no kept span
-    covers, the candidate that is exactly the long form when it overlaps no kept span and
-    scored above ``with_short`` (a kept span is an occurrence of its short form) or above
-    ``alone`` (none is); in document order.
+                    with_short: float, alone: float,
+                    links: Callable[[SpanPrediction, str], bool] | None = None,
+                    is_name: Callable[[str, str], bool] | None = None
+                    ) -> list[SpanPrediction]:
+    """``kept`` with each ``long form (SF)`` definition that no kept span covers decided
+    through its long form, in document order.
+
+    The long form's candidate (the span that is exactly the long form, scored by the model's
+    mention head) is kept when ``links`` says its text or vector links to a concept of its
+    type and it scored above ``with_short`` (an occurrence of the short form is kept: the
+    definition and the model's own short-form decision are document-level evidence) or above
+    ``alone`` (none is). A kept occurrence of the short form whose long form has a candidate
+    that links to nothing the KB knows is dropped, unless the short form is a KB name of its
+    type itself (``is_name``): the short form names what its long form names, and the long
+    form is no concept of ours (a study, a measure, a treatment regimen). Without ``links``
+    every long form counts as linked.
 
     Why: a short form is resolved through its long form (its type, its concept, every
-    occurrence alike), and where the detector kept the short form but not the long form (an
-    unusual chemical name, a disease the KB words otherwise) the short form was dropped or
-    linked by its letters to another concept. The definition is document-level evidence that
-    the long form is a mention, so the model's score of the long form is read at a lower
-    floor (docs/decisions/0002-long-forms.md)."""
+    occurrence alike: short-form tagging and abbreviation links do the rest); where the
+    detector kept the short form but not the long form (an unusual chemical name, a disease
+    the KB words otherwise) the short form was linked by its letters to another concept
+    that shares them, and where it kept neither, both were lost (docs/decisions/0002-long-forms.md)."""
     by_doc: dict[int, list[SpanPrediction]] = {}
     for s in kept:
         by_doc.setdefault(s.doc_index, []).append(s)
     exact: dict[tuple[int, int, int], SpanPrediction] = {
         (c.doc_index, c.start, c.end): c for c in candidates}
     added: list[SpanPrediction] = []
+    dropped: set[int] = set()
     for doc_index, abbrs in enumerate(abbreviations):
         members = by_doc.get(doc_index, [])
         text = docs[doc_index].text
@@ -144,13 +155,18 @@ def keep_long_forms(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
             candidate = exact.get((doc_index, abbr.long_start, abbr.long_end))
             if candidate is None:
                 continue
-            short_kept = any(text[s.start:s.end] == abbr.short for s in members)
-            if candidate.mention_score > (with_short if short_kept else alone):
+            shorts = [s for s in members if text[s.start:s.end] == abbr.short]
+            linked = links is None or links(candidate, abbr.long)
+            if linked and candidate.mention_score > (with_short if shorts else alone):
                 added.append(candidate)
                 members = [*members, candidate]
-    if not added:
+            elif not linked:
+                dropped.update(id(s) for s in shorts
+                               if is_name is None or not is_name(abbr.short, s.type))
+    if not added and not dropped:
         return kept
-    return sorted(kept + added, key=lambda s: (s.doc_index, s.start, s.end))
+    return sorted([s for s in kept if id(s) not in dropped] + added,
+                  key=lambda s: (s.doc_index, s.start, s.end))
 
 
 def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
@@ -170,7 +186,9 @@ def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
         taken = [(s.start, s.end) for s in members]
         for abbr in defined.values():
             source = next((s for s in members if s.end == abbr.long_end
-                           and abbr.long_start <= s.start < abbr.long_end), None)
+                           and abbr.long_start <= s.start < abbr.long_end
+                           and (s.start == abbr.long_start
+                                or stands_for(abbr.short, text[s.start:s.end]))), None)
             if source is None:
                 continue
             pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)

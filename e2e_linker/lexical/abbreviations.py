@@ -68,6 +68,40 @@ def best_long_form(short: str, long: str) -> int | None:
     return start
 
 
+def stands_for(short: str, text: str) -> bool:
+    """Whether ``short`` can abbreviate the whole of ``text``: its letters and digits occur in
+    ``text`` in order, the first one starting ``text``'s first word (Schwartz–Hearst's match,
+    :func:`best_long_form`, anchored at the start).
+
+    Why: a kept span inside a long form ("catatonia" in "duration of catatonia (DOC)",
+    "left ventricular dysfunction" in "studies of left ventricular dysfunction (SOLVD)") is
+    the short form's source only when the short form abbreviates that span; otherwise the
+    short form names something larger (a measure, a study, a treatment) that the span is
+    only part of, and it must not take the span's type and concept.
+    """
+    return best_long_form(short, text) == 0
+
+
+def initials_in_other_order(short: str, long: str) -> int | None:
+    """Start index in ``long`` of its last words when their initials are the letters of
+    ``short`` in another order ("myotonic dystrophy (DM)", from the Latin "dystrophia
+    myotonica"), else None; for an all-letter short form of 2–6 letters, one word a letter.
+
+    Why: Schwartz–Hearst needs the letters in the long form's order, and a short form
+    kept from another language or an older word order is then never defined; every initial
+    must be used once, so a chance match is rare."""
+    letters = [c.lower() for c in short]
+    if not (2 <= len(letters) <= 6) or not short.isalpha():
+        return None
+    words = list(_WORD.finditer(long))
+    if len(words) < len(letters):
+        return None
+    last = words[-len(letters):]
+    if sorted(w.group()[0].lower() for w in last) != sorted(letters):
+        return None
+    return last[0].start()
+
+
 def find_abbreviations(text: str) -> list[Abbreviation]:
     """``long form (SF)`` definitions in ``text``, with character offsets into ``text``."""
     found: list[Abbreviation] = []
@@ -90,6 +124,8 @@ def find_abbreviations(text: str) -> list[Abbreviation]:
             base += cut + 1
             candidate = before[base:]
         start = best_long_form(short, candidate)
+        if start is None:
+            start = initials_in_other_order(short, candidate)
         if start is None:
             continue
         long_start = base + start

@@ -194,17 +194,24 @@ class NameExtension(Step):
 @register
 @dataclass(frozen=True)
 class LongForms(Step):
-    """The long form of a ``long form (SF)`` definition that no kept span covers is kept when
-    the model scored it above ``with_short`` (its short form was kept) or ``alone`` (it was
-    not): :func:`~e2e_linker.collective.span_selection.keep_long_forms`. Short-form tagging
-    and abbreviation links then give every occurrence of the short form its type and
-    concept."""
+    """A ``long form (SF)`` definition that no kept span covers is decided through its long
+    form: the long form is kept when it links (an exact name, a sieve match, or its vector's
+    best concept of its type scored at least ``link_floor``) and the model scored it above
+    ``with_short`` (an occurrence of the short form was kept) or ``alone`` (none was); a kept
+    short form that is no KB name itself and whose long form links to nothing is dropped
+    (:func:`~e2e_linker.collective.span_selection.keep_long_forms`). Short-form tagging and
+    abbreviation links then give every occurrence of the short form its type and concept."""
 
-    with_short: float = 0.05
-    alone: float = 0.2
+    #: the defaults are the floors calibrated on the training splits (above 1: never;
+    #: docs/decisions/0039-short-forms-through-long-forms.md)
+    with_short: float = 0.15
+    alone: float = 1.01
+    link_floor: float = 20.0
 
     name = "long_forms"
-    summary = "keep a defined long form scored above `with_short` (short form kept) or `alone`"
+    summary = ("decide a defined short form through its long form: keep a long form that "
+               "links, scored above `with_short` (short form kept) or `alone`; drop a short "
+               "form whose long form links to nothing above `link_floor`")
     reads = ("kept", "candidates", "abbreviations")
     writes = ("kept",)
 
@@ -212,8 +219,10 @@ class LongForms(Step):
         return min(self.with_short, self.alone)
 
     def run(self, batch: Batch) -> None:
-        batch.kept = keep_long_forms(batch.kept, batch.candidates, batch.docs,
-                                     batch.abbreviations, self.with_short, self.alone)
+        batch.kept = keep_long_forms(
+            batch.kept, batch.candidates, batch.docs, batch.abbreviations, self.with_short,
+            self.alone, lambda span, text: batch.linker.links_above(span, text, self.link_floor),
+            batch.linker.is_name)
 
 
 @register

@@ -97,6 +97,25 @@ def test_short_forms_of_a_detected_long_form_are_tagged_at_every_free_occurrence
     assert len(expected) == 3  # "(PB)", "PB levels", the last "PB"; not PBX, not inside serum-PB
 
 
+def test_a_span_inside_a_long_form_is_a_source_only_when_the_short_form_abbreviates_it():
+    from data_tools.documents import Document, Passage
+
+    text = ("The duration of catatonia (DOC) fell. Chronic hepatocellular carcinoma (HCC) "
+            "grew; DOC and HCC again.")
+    doc = Document(id="s", passages=[Passage(offset=0, text=text)])
+    vec = np.ones(4, np.float32)
+
+    def at(phrase):
+        start = text.index(phrase)
+        return SpanPrediction(0, start, start + len(phrase), 0.9, "Disease", vec)
+
+    catatonia, hcc = at("catatonia"), at("hepatocellular carcinoma")
+    tagged = tag_short_forms([catatonia, hcc], [doc], scan_documents([doc]))
+    words = [text[s.start:s.end] for s in tagged]
+    # "HCC" abbreviates the kept "hepatocellular carcinoma"; "DOC" does not abbreviate "catatonia"
+    assert words == ["catatonia", "hepatocellular carcinoma", "HCC", "HCC"]
+
+
 def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
     from data_tools.documents import Document, Passage
 

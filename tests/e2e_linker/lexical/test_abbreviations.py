@@ -13,8 +13,10 @@ from e2e_linker.lexical.abbreviations import (
     document_mentions,
     expand_mention,
     find_abbreviations,
+    initials_in_other_order,
     letter_expansions,
     mention_pair_expansions,
+    stands_for,
 )
 
 
@@ -210,3 +212,20 @@ def test_an_annotate_call_scans_each_document_once(monkeypatch, tmp_path):
     docs = [Document(str(n), [Passage(0, t, {})]) for n, t in enumerate(texts)]
     annotator.annotate(docs)
     assert sorted(calls) == sorted(texts)
+
+
+def test_a_short_form_stands_for_a_text_whose_first_word_starts_its_letters():
+    assert stands_for("HCC", "hepatocellular carcinoma")
+    assert stands_for("SOLVD", "studies of left ventricular dysfunction")
+    assert not stands_for("SOLVD", "left ventricular dysfunction")
+    assert not stands_for("DOC", "catatonia")
+    assert not stands_for("TLE", "lobe epilepsy")  # its first letter must start the text
+
+
+def test_a_long_form_whose_initials_are_the_short_forms_letters_in_another_order():
+    found = find_abbreviations("Patients with myotonic dystrophy (DM) and DM2 were seen.")
+    assert [(a.short, a.long) for a in found] == [("DM", "myotonic dystrophy")]
+    assert initials_in_other_order("DM", "with myotonic dystrophy") == 5
+    assert initials_in_other_order("DM", "myotonic disorder of muscle") is None  # not the last
+    assert initials_in_other_order("DMD", "myotonic dystrophy") is None  # a letter unused
+    assert initials_in_other_order("D2", "two dystrophies") is None  # letters only

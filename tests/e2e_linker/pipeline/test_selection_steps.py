@@ -16,12 +16,17 @@ from e2e_linker.pipeline.step import STEPS, registry_order
 
 class FakeLinker:
     """The linker lookups select steps read: which spans a lexical step links (``linked``:
-    spans → bools; every one by default), which texts are KB names, no gene retyping."""
+    spans → bools; every one by default), which texts are KB names, which long forms link
+    (``unlinked``: texts that link to nothing), no gene retyping."""
 
-    def __init__(self, linked=None, names=()):
+    def __init__(self, linked=None, names=(), unlinked=()):
         self.linked = linked or (lambda spans: [True] * len(spans))
         self.names = set(names)
+        self.unlinked = set(unlinked)
         self.asked: list[list[int]] = []
+
+    def links_above(self, span, text, floor):
+        return text not in self.unlinked
 
     def lexically_linked(self, spans, texts, abbreviations):
         self.asked.append([s.start for s in spans])
@@ -167,3 +172,27 @@ def test_a_defined_long_form_is_kept_at_a_lower_floor_and_its_short_forms_follow
     kept = select(pipeline(long_forms={"with_short": 0.05, "alone": 0.05}, short_forms={}),
                   [trial], [doc], 0.5)
     assert [text[s.start:s.end] for s in kept] == ["randomized trial", "RT", "RT"]
+
+
+def test_a_kept_short_form_whose_long_form_links_to_nothing_is_dropped():
+    text = "A randomized controlled trial (RCT) of otilonium bromide (OB). The RCT gave OB."
+    doc = Document("d", [Passage(0, text)])
+    vec = np.zeros(4, dtype=np.float32)
+
+    def at(phrase, p, nth=0):
+        start = -1
+        for _ in range(nth + 1):
+            start = text.index(phrase, start + 1)
+        return SpanPrediction(0, start, start + len(phrase), p, "Chemical", vec)
+
+    spans = [at("randomized controlled trial", 0.3), at("RCT", 0.9, 1),
+             at("otilonium bromide", 0.3), at("OB", 0.9, 1)]
+    declared = pipeline(long_forms={"with_short": 0.05, "alone": 0.2}, short_forms={})
+    linker = FakeLinker(unlinked={"randomized controlled trial"})
+    kept = select(declared, spans, [doc], 0.5, linker)
+    # the trial's short form goes with its long form; the drug's long form links and is kept
+    assert [text[s.start:s.end] for s in kept] == ["otilonium bromide", "OB", "OB"]
+    # with every long form linked, the trial's long form is kept as the drug's is
+    kept = select(declared, spans, [doc], 0.5, FakeLinker())
+    assert [text[s.start:s.end] for s in kept] == [
+        "randomized controlled trial", "RCT", "otilonium bromide", "OB", "RCT", "OB"]
