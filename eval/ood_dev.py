@@ -7,6 +7,8 @@ scored on its own types with mined names from training splits only, and one comb
                            gnormplus:dev nlmgene:dev] [--kb-names-from CORPUS...]
                            [--disable STEP,STEP] [--set STEP.PARAM=VALUE]... [--pipeline FILE]
                            [--threshold G] [--max-span-len N] [--out eval/results/ood_dev]
+                           [--confidence-features FILE]
+    python -m eval.ood_dev --confidence-fit FILE [--model DIR] [--out DIR]
 
 Why: a choice that wins on BC5CDR dev and loses on other groups' abstracts is a loss
 (issue 29). Each corpus is annotated from its stripped text exactly as ``linker annotate``
@@ -37,23 +39,36 @@ does (the model's own KB and declared pipeline, changed by the options given: ``
   out of its combined score, which stays comparable with models that predict no species.
 
 Never trained on: BioRED dev is the out-of-domain development set.
+
+The annotations' confidence (:mod:`e2e_linker.collective.confidence`) is fitted here too:
+``--confidence-features`` writes each corpus's predictions labelled by strict correctness
+(:func:`labelled_predictions`), ``--confidence-fit`` fits the model on them
+(:data:`CONFIDENCE_FIT`, BioRED dev held out), writes the model's ``confidence.json`` and the
+reliability report with its plot (docs/results.md, "One confidence").
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import shlex
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from data_tools.documents import Document
+from data_tools.documents import Annotation, Document
+from data_tools.formats.mentions_jsonl import LINK_METHOD
+from data_tools.formats.namespaces import kb_key
 from data_tools.registry import apply_type_map, dataset_of, load_corpus, load_kb
 from e2e_linker.normalizer.pools import TYPE_ALIASES
-from e2e_linker.scoring import score
+from e2e_linker.scoring import kbid, normalized_ids, score
 from eval.reporting import command_line, machine, write_results
+
+if TYPE_CHECKING:
+    from e2e_linker.collective.confidence import ConfidenceModel
 
 RESULTS = Path(__file__).parent / "results" / "ood_dev"
 MODES = ("strict", "partial", "mentions")
@@ -212,24 +227,25 @@ def genes_by_species(gold: list[Document], pred: list[Document], taxa: dict[str,
     on both sides, as the scorer does).
 
     Why: a gene model's strict figure hides where its misses are; the species issue (45) asks
-    whether genes of species other than human and mouse are now linked."""
-    resolve = resolve or (lambda cid: cid)
+    whether genes of species other than human and mouse are now linked. IDs compare as the
+    scorer compares them (:func:`~e2e_linker.scoring.normalized_ids`: ``NCBIGene:672`` is
+    ``672``)."""
     found: dict[tuple[str, int, int], set[str]] = {}
     for doc in pred:
         for ann in doc.annotations:
             if ann.type == "Gene":
                 found.setdefault((doc.id, ann.start, ann.end), set()).update(
-                    resolve(c) for c in ann.concept_ids)
+                    normalized_ids(ann, resolve))
     out: dict[str, dict[str, int]] = {}
     for doc in gold:
         for ann in doc.annotations:
             if ann.type != "Gene" or not ann.concept_ids:
                 continue
-            taxon = next((taxa[c] for c in ann.concept_ids if c in taxa), None)
+            taxon = next((taxa[kb_key(c)] for c in ann.concept_ids if kb_key(c) in taxa), None)
             group = SPECIES_GROUPS.get(taxon, "other" if taxon else "not in the KB")
             counts = out.setdefault(group, {"gold": 0, "linked": 0})
             counts["gold"] += 1
-            ids = {resolve(c) for c in ann.concept_ids}
+            ids = set(normalized_ids(ann, resolve))
             counts["linked"] += bool(ids & found.get((doc.id, ann.start, ann.end), set()))
     return dict(sorted(out.items()))
 
@@ -249,16 +265,38 @@ def report_of(gold: list[Document], pred: list[Document], types: tuple[str, ...]
     return out
 
 
+def labelled_predictions(gold: list[Document], pred: list[Document], types: tuple[str, ...],
+                         resolve) -> list[dict]:
+    """Each predicted annotation of ``types``: its ``mention_score``, ``link_score``,
+    ``link_method`` and ``type``, and ``correct`` — whether a gold annotation has its span,
+    type and concept IDs (compared as the strict scorer compares them:
+    :func:`~e2e_linker.scoring.kbid` with ``resolve``). What the confidence model is fitted on
+    and checked against (:func:`confidence_fit`)."""
+    gold_keys = {(doc.id, a.start, a.end, a.type, kbid(a, resolve))
+                 for doc in gold for a in doc.annotations if a.type in types}
+    return [{"mention_score": a.mention_score, "link_score": a.link_score,
+             "link_method": a.infons.get(LINK_METHOD), "type": a.type,
+             "correct": (doc.id, a.start, a.end, a.type, kbid(a, resolve)) in gold_keys}
+            for doc in pred for a in doc.annotations if a.type in types]
+
+
 def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
-             types: tuple[str, ...] | None = None, gene_taxa: dict[str, str] | None = None
-             ) -> dict:
+             types: tuple[str, ...] | None = None, gene_taxa: dict[str, str] | None = None,
+             labelled: dict[str, list[dict]] | None = None) -> dict:
     """Annotate one corpus from its stripped text and score it (see the module docstring) on
     ``types`` (default: the corpus's :data:`CORPUS_TYPES`); with ``gene_taxa``, its gold genes
-    by species too (:func:`genes_by_species`)."""
+    by species too (:func:`genes_by_species`); with ``labelled``, its predictions labelled for
+    the confidence model (:func:`labelled_predictions`, on the types scored and BioRED's
+    genes) are added under ``spec``."""
     gold = gold_of(spec, max_docs)
     started = time.perf_counter()
     pred = linker.annotate(gold, replace=True)
     seconds = time.perf_counter() - started
+    if labelled is not None:
+        scored = types or CORPUS_TYPES[spec]
+        if spec == "biored:dev":
+            scored = (*scored, "Gene")
+        labelled[spec] = labelled_predictions(gold, pred, scored, resolve)
     row: dict = {"corpus": spec, "documents": len(gold), "annotate_s": round(seconds, 1),
                  "predicted": {t: sum(a.type == t for d in pred for a in d.annotations)
                                for t in sorted({a.type for d in pred for a in d.annotations})},
@@ -320,6 +358,154 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: where the confidence model's reliability report goes
+CONFIDENCE_RESULTS = Path(__file__).parent / "results" / "dev_table" / "confidence"
+#: the dev sets the confidence model is fitted on; BioRED dev, never trained on and the
+#: out-of-domain set, is held out to check it (docs/results.md, "One confidence")
+CONFIDENCE_FIT = ("bc5cdr:dev", "ncbi_disease:dev", "gnormplus:dev", "nlmgene:dev")
+CONFIDENCE_HELD_OUT = "biored:dev"
+#: the rows of the reliability report: the held-out set, and BC5CDR dev (fitted on)
+CONFIDENCE_REPORTED = (CONFIDENCE_HELD_OUT, "bc5cdr:dev")
+#: a deciding step gets a feature of its own with at least this many fitting rows
+MIN_METHOD_ROWS = 20
+RELIABILITY_BINS = 10
+
+
+def labelled_annotation(row: dict) -> Annotation:
+    """An annotation carrying what :func:`labelled_predictions` kept of one prediction (what
+    the confidence features read)."""
+    return Annotation(0, 0, "", type=row["type"], mention_score=row["mention_score"],
+                      link_score=row["link_score"],
+                      infons={LINK_METHOD: row["link_method"]} if row["link_method"] else {})
+
+
+def reliability(confidences: list[float], correct: list[bool],
+                bins: int = RELIABILITY_BINS) -> dict:
+    """Predicted confidence against observed accuracy in ``bins`` equal-width bins (each with
+    its count, mean confidence and accuracy; empty bins left out), the expected calibration
+    error (ECE: the count-weighted mean gap between a bin's confidence and its accuracy) and
+    the Brier score (mean squared error of the confidence as a probability)."""
+    rows = []
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        inside = [(c, y) for c, y in zip(confidences, correct, strict=True)
+                  if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if inside:
+            rows.append({"lo": lo, "hi": hi, "count": len(inside),
+                         "confidence": round(sum(c for c, _ in inside) / len(inside), 4),
+                         "accuracy": round(sum(y for _, y in inside) / len(inside), 4)})
+    n = len(confidences)
+    ece = sum(r["count"] * abs(r["confidence"] - r["accuracy"]) for r in rows) / n if n else 0.0
+    brier = sum((c - y) ** 2 for c, y in zip(confidences, correct, strict=True)) / n if n else 0.0
+    return {"n": n, "accuracy": round(sum(correct) / n, 4) if n else 0.0,
+            "ece": round(ece, 4), "brier": round(brier, 4), "bins": rows}
+
+
+def confidence_fit(labelled: dict[str, list[dict]]) -> tuple[ConfidenceModel, dict]:
+    """The confidence model fitted on :data:`CONFIDENCE_FIT`'s labelled predictions (steps
+    with :data:`MIN_METHOD_ROWS` rows or more and every type seen get a one-hot feature of
+    their own), and the reliability of it and of the fallback (the mention score alone) on
+    each of :data:`CONFIDENCE_REPORTED`."""
+    from collections import Counter
+
+    from e2e_linker.collective.confidence import FALLBACK, features_of, fit_confidence
+
+    rows = [r for spec in CONFIDENCE_FIT if spec in labelled for r in labelled[spec]]
+    counts = Counter(r["link_method"] or "none" for r in rows)
+    methods = sorted(m for m, c in counts.items() if c >= MIN_METHOD_ROWS)
+    types = sorted({r["type"] for r in rows})
+    features = [features_of(labelled_annotation(r), methods, types) for r in rows]
+    fitted = {"label": "strict: span, type and concept ID as the strict scorer compares them",
+              "fit_on": [s for s in CONFIDENCE_FIT if s in labelled], "rows": len(rows),
+              "held_out": CONFIDENCE_HELD_OUT, "l2": 1.0,
+              "method": "logistic regression, Newton's method (fit_confidence)",
+              "names": "mined from training splits only (eval.ood_dev FAIR_NAMES)"}
+    model = fit_confidence(features, [r["correct"] for r in rows], methods, types,
+                           fitted=fitted)
+    report = {}
+    for spec in CONFIDENCE_REPORTED:
+        if spec not in labelled:
+            continue
+        anns = [labelled_annotation(r) for r in labelled[spec]]
+        correct = [r["correct"] for r in labelled[spec]]
+        report[spec] = {"model": reliability([model(a) for a in anns], correct),
+                        "mention_score_alone": reliability([FALLBACK(a) for a in anns],
+                                                           correct)}
+    if CONFIDENCE_HELD_OUT in report:
+        held = report[CONFIDENCE_HELD_OUT]["model"]
+        model.fitted.update(held_out_ece=held["ece"], held_out_brier=held["brier"])
+    return model, report
+
+
+def reliability_plot(report: dict, path: Path) -> None:
+    """One panel per reported set: bin confidence against bin accuracy (the model and the
+    mention score alone), the diagonal, and each bin's count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(report), figsize=(5.5 * len(report), 5), squeeze=False)
+    for ax, (spec, found) in zip(axes[0], report.items(), strict=True):
+        ax.plot([0, 1], [0, 1], ":", color="grey", label="perfect calibration")
+        for key, style, label in (("model", "o-", "confidence"),
+                                  ("mention_score_alone", "s--", "mention score alone")):
+            rel = found[key]
+            ax.plot([b["confidence"] for b in rel["bins"]], [b["accuracy"] for b in rel["bins"]],
+                    style, label=f"{label} (ECE {rel['ece']:.3f}, Brier {rel['brier']:.3f})")
+        for b in found["model"]["bins"]:
+            ax.annotate(str(b["count"]), (b["confidence"], b["accuracy"]), fontsize=7,
+                        textcoords="offset points", xytext=(4, -10))
+        role = "held out" if spec == CONFIDENCE_HELD_OUT else "fitted on"
+        ax.set(title=f"{spec} ({role}, {found['model']['n']} predictions)", xlim=(0, 1),
+               ylim=(0, 1), xlabel="predicted confidence (bin mean)",
+               ylabel="observed strict accuracy")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def confidence_markdown(result: dict) -> str:
+    """The reliability tables of :func:`confidence_main`."""
+    lines = [f"Confidence model fitted on {', '.join(result['fit_on'])} "
+             f"({result['model']['fitted']['rows']} predictions); held out: "
+             f"{result['held_out']}.", ""]
+    for spec, found in result["reliability"].items():
+        lines += [f"**{spec}**: confidence ECE {found['model']['ece']:.4f}, Brier "
+                  f"{found['model']['brier']:.4f}; mention score alone ECE "
+                  f"{found['mention_score_alone']['ece']:.4f}, Brier "
+                  f"{found['mention_score_alone']['brier']:.4f}; strict accuracy "
+                  f"{found['model']['accuracy']:.4f} over {found['model']['n']} predictions",
+                  "", "| confidence bin | count | mean confidence | observed accuracy |",
+                  "|---|---|---|---|"]
+        lines += [f"| {b['lo']:.1f}–{b['hi']:.1f} | {b['count']} | {b['confidence']:.3f} | "
+                  f"{b['accuracy']:.3f} |" for b in found["model"]["bins"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def confidence_main(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """``--confidence-fit FILE``: fit the confidence model on the labelled predictions in
+    FILE, write it into the model directory (``--model``, default the shipped one) and the
+    reliability report, with its plot, into ``--out`` (default :data:`CONFIDENCE_RESULTS`)."""
+    from e2e_linker.collective.confidence import CONFIDENCE_FILE
+    from e2e_linker.collective.model_dir import default_linker_dir
+
+    labelled = json.loads(Path(args.confidence_fit).read_text())
+    model, report = confidence_fit(labelled)
+    model_dir = Path(args.model) if args.model else default_linker_dir()
+    (model_dir / CONFIDENCE_FILE).write_text(json.dumps(model.to_json(), indent=2) + "\n")
+    out = Path(CONFIDENCE_RESULTS if args.out == str(RESULTS) else args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    reliability_plot(report, out / "reliability.png")
+    result = {"command": command_line("ood_dev", argv), "fit_on": model.fitted["fit_on"],
+              "held_out": CONFIDENCE_HELD_OUT, "model": model.to_json(),
+              "reliability": report}
+    write_results(out, result, confidence_markdown(result))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from e2e_linker.api import Linker
     from e2e_linker.collective.settings import AnnotateSettings
@@ -344,7 +530,16 @@ def main(argv: list[str] | None = None) -> int:
     add_pipeline_options(parser)
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--confidence-features", default=None, metavar="FILE",
+                        help="also write each corpus's predictions labelled by strict "
+                             "correctness to FILE (JSON): what --confidence-fit reads")
+    parser.add_argument("--confidence-fit", default=None, metavar="FILE",
+                        help="annotate nothing: fit the confidence model on FILE (written by "
+                             "--confidence-features), write the model's confidence.json and "
+                             "the reliability report (docs/results.md, 'One confidence')")
     args = parser.parse_args(argv)
+    if args.confidence_fit:
+        return confidence_main(args, argv)
     settings = AnnotateSettings(**pipeline_settings(args))  # a bad step: stopped here
     resolve = load_kb("bc5cdr").resolve
     with tempfile.TemporaryDirectory() as tmp:
@@ -371,9 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         # every species' genes, so the groups do not depend on the model's KB
         gene_taxa = load_kb("genes_homologene").taxa() if "biored:dev" in args.corpora \
             and "Gene" in linker.annotator.model.config.types else None
+        labelled: dict[str, list[dict]] | None = {} if args.confidence_features else None
         rows = [evaluate(linker, spec, resolve, args.max_docs,
-                         gene_taxa=gene_taxa if spec == "biored:dev" else None)
+                         gene_taxa=gene_taxa if spec == "biored:dev" else None,
+                         labelled=labelled)
                 for spec in args.corpora]
+    if labelled is not None:
+        Path(args.confidence_features).write_text(json.dumps(labelled) + "\n")
     result = {"command": command_line("ood_dev", argv), "machine": machine(),
               "model": args.model or "shipped", "kb_names_from": args.kb_names_from,
               "kb": "the shipped model's" if args.shipped_kb or not args.model

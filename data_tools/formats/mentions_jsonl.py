@@ -2,9 +2,15 @@
 documents (``linker annotate --format jsonl``).
 
 Each line holds ``document``, ``start``, ``end``, ``text``, ``type``, ``concept_id`` (IDs
-joined with ``|``; null when none), ``concept_name`` (only when known: the annotation's
-``concept_name`` infon, which ``linker annotate`` fills from its KB), ``mention_score`` and
-``link_score`` (null when the annotation has none), then, only for an annotation that carries
+joined with ``|``, namespaced as :mod:`data_tools.formats.namespaces` says: ``MESH:D013629``,
+``NCBIGene:672``; null when none), ``concept_name`` (only when known: the annotation's
+``concept_name`` infon, which the linker fills from its KB: :mod:`data_tools.formats.records`),
+for a gene ``species`` (its NCBI Taxonomy ID, ``NCBITaxon:9606``) and ``species_name``
+(``Homo sapiens``, when the KB holds the species), ``mention_score`` and ``link_score`` (null
+when the annotation has none), ``confidence`` (the linker's estimate, in [0, 1], that span,
+type and concept are all right: the ``confidence`` infon, which the linker fills for every
+annotation it writes, :mod:`e2e_linker.collective.confidence`; null only for an annotation
+the linker did not write), then, only for an annotation that carries
 its explanation (``linker annotate --explain``), ``explanation``: the ``step`` that decided its
 concept (the ``link_method`` infon: ``exact``, ``dense``, ``abbreviation``, a sieve step such as
 ``training`` or ``compact_key``, ``text``), the ``long_form`` a short form took its concept
@@ -23,6 +29,11 @@ from data_tools.documents import Annotation, Document
 
 #: the annotation infon the writer takes a concept's name from
 CONCEPT_NAME = "concept_name"
+#: the infons of a gene's species: its NCBI Taxonomy ID (``NCBITaxon:9606``) and name
+SPECIES = "species"
+SPECIES_NAME = "species_name"
+#: the infon holding an annotation's confidence, in [0, 1] (e2e_linker.collective.confidence)
+CONFIDENCE = "confidence"
 #: the infon naming the step that decided an annotation's concept
 LINK_METHOD = "link_method"
 #: the infon holding a short form's long form, when the short form took its concept
@@ -62,6 +73,15 @@ def explanation_of(ann: Annotation) -> dict | None:
     return out
 
 
+def confidence_of(ann: Annotation) -> float | None:
+    """The annotation's :data:`CONFIDENCE` infon as a number (None: the linker did not write
+    the annotation, or the infon is not a number)."""
+    try:
+        return float(ann.infons[CONFIDENCE])
+    except (KeyError, ValueError):
+        return None
+
+
 def mention_records(doc: Document) -> list[dict]:
     """The JSON objects of a document's annotations, in offset order as stored."""
     records = []
@@ -69,11 +89,12 @@ def mention_records(doc: Document) -> list[dict]:
         record: dict = {"document": doc.id, "start": ann.start, "end": ann.end,
                         "text": ann.text, "type": ann.type,
                         "concept_id": "|".join(ann.concept_ids) or None}
-        name = ann.infons.get(CONCEPT_NAME)
-        if name:
-            record["concept_name"] = name
+        for key in (CONCEPT_NAME, SPECIES, SPECIES_NAME):  # only when known
+            if ann.infons.get(key):
+                record[key] = ann.infons[key]
         record["mention_score"] = ann.mention_score
         record["link_score"] = ann.link_score
+        record["confidence"] = confidence_of(ann)
         explanation = explanation_of(ann)
         if explanation is not None:
             record["explanation"] = explanation

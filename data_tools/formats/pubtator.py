@@ -19,6 +19,12 @@ The title passage is at offset 0 (``type=title``), the abstract at ``len(title) 
 (``type=abstract``). Blank lines (NCBI starts with one) are ignored. We write our own rows:
 bioc's PubTator writer adds a trailing tab after the ID.
 
+The linker's own annotations (``annotator`` infon ``e2e_linker``) have their IDs written in
+PubTator3's columns: a chemical or disease ``MESH:D013629``, a gene its bare NCBI Gene ID
+``672``, a species its bare taxon ``10116`` (:func:`column_id`: the ``NCBIGene:`` and
+``NCBITaxon:`` prefixes dropped). Every other ID is written as it was read, so a file's rows
+round-trip byte for byte.
+
 Writing says what PubTator cannot hold (issue 47): :func:`pubtator_losses` names it (infons,
 scores, discontinuous mentions, passages beyond title + abstract or at other offsets, line
 breaks in the text, relations no row reads back as); ``format_document(doc, lossy=False)``
@@ -49,6 +55,8 @@ from data_tools.documents import (
     Skipped,
 )
 from data_tools.formats.ids import RAW_ID, id_key, parse_ids, written_id
+from data_tools.formats.mentions_jsonl import ANNOTATOR
+from data_tools.formats.namespaces import NCBI_GENE, NCBI_TAXON, drop_namespace
 from data_tools.formats.textio import iter_lines_checked
 
 _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
@@ -56,6 +64,21 @@ _HEADER = re.compile(r"^([^|\t]+)\|([ta])\|(.*)$")
 TEXT_MISMATCH = "text_mismatch"
 COMPOSITE_ROLE = "CompositeRole"
 INDIVIDUAL = "IndividualMention"
+
+
+def column_id(concept_id: str) -> str:
+    """A concept ID as PubTator3 writes it in the ID column: ``NCBIGene:672`` → ``672``,
+    ``NCBITaxon:10116`` → ``10116``; any other (``MESH:D013629``, ``OMIM:613162``) as it is."""
+    return drop_namespace(drop_namespace(concept_id, NCBI_GENE), NCBI_TAXON)
+
+
+def id_column(ann: Annotation) -> str:
+    """What the ID column of ``ann``'s row holds: the IDs of an annotation the linker made in
+    PubTator3's form (:func:`column_id`), any other as the source wrote it
+    (:func:`~data_tools.formats.ids.written_id`)."""
+    if ann.concept_ids and ann.infons.get("annotator") == ANNOTATOR:
+        return "|".join(column_id(cid) for cid in ann.concept_ids)
+    return written_id(ann)
 
 
 def _is_int(text: str) -> bool:
@@ -249,7 +272,7 @@ def _composites(annotations: list[Annotation]
             while (i + len(parts) < len(annotations)
                    and annotations[i + len(parts)].infons.get(COMPOSITE_ROLE) == INDIVIDUAL):
                 parts.append(annotations[i + len(parts)])
-            if parts and len(parts) == len(written_id(ann).split("|")):
+            if parts and len(parts) == len(id_column(ann).split("|")):
                 i += len(parts)
                 yield ann, parts
                 continue
@@ -296,9 +319,10 @@ def check_writable(doc: Document) -> None:
                           "field holds no '|', tab or line break and is not empty",
                           where=f"document {doc.id}")
     for ann, parts in _rows(doc.annotations):
-        written = written_id(ann)
-        if ann.concept_ids and (parse_ids(written) != ann.concept_ids
-                                or _BREAKS.search(written)):
+        written = id_column(ann)
+        if ann.concept_ids and (parse_ids(written) not in (
+                ann.concept_ids, [column_id(cid) for cid in ann.concept_ids])
+                or _BREAKS.search(written)):
             raise FormatError(f"concept IDs {ann.concept_ids!r} of the mention at "
                               f"{ann.start}-{ann.end} cannot be written as PubTator: '|' and "
                               "'+' separate IDs there, and '-1' means none",
@@ -404,7 +428,7 @@ def format_document(doc: Document, lossy: bool = True) -> str:
     for ann, parts in _rows(doc.annotations):
         row = [doc.id, str(ann.start), str(ann.end), _flat(ann.text), _flat(ann.type)]
         if not ann.no_id or ann.concept_ids:
-            row.append(_flat(written_id(ann)))
+            row.append(_flat(id_column(ann)))
             if parts:
                 row.append("|".join(_flat(t) for t in parts))
         lines.append("\t".join(row))

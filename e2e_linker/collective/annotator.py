@@ -6,7 +6,10 @@ for the candidates; selection (:mod:`e2e_linker.collective.span_selection`) keep
 linking (:mod:`e2e_linker.collective.span_linking`) gives them concepts in one batched index
 search. Each document's text is scanned for abbreviations once per call
 (:func:`~e2e_linker.lexical.abbreviations.scan_documents`) and that scan is what selection,
-linking and a text linker read.
+linking and a text linker read. The annotations :meth:`Annotator.annotate` returns carry the
+record every door writes (:mod:`data_tools.formats.records`: namespaced IDs, the concept's
+name, a gene's species; and the confidence, :mod:`e2e_linker.collective.confidence`), filled
+after every pipeline step.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from collections.abc import Iterable, Iterator, Sequence
 import torch
 
 from data_tools.documents import Annotation, Document
+from data_tools.formats.records import record_annotations
 from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
+from e2e_linker.collective.confidence import assign_confidence, load_confidence
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.per_mention import reencode_per_mention
 from e2e_linker.collective.settings import AnnotateSettings
@@ -50,6 +55,10 @@ class Annotator:
             model.config, model_dir or self.settings.model_dir or model_directory(model))
         #: the KB the index was built from (None when the caller did not say)
         self.kb = kb
+        #: each annotation's confidence: the model directory's confidence.json, or the
+        #: mention score alone (:mod:`e2e_linker.collective.confidence`)
+        self.confidence = load_confidence(model_dir or self.settings.model_dir
+                                          or model_directory(model))
         #: what the linker was built from (:meth:`from_parts`; None: a linker handed in)
         self.parts: LinkerParts | None = None
         self.stats = {"documents": 0, "chunks": 0, "tokens": 0, "mentions": 0}
@@ -176,7 +185,10 @@ class Annotator:
         return batch.annotations
 
     def annotate(self, docs: Sequence[Document], replace: bool = False) -> list[Document]:
-        """Copies of ``docs`` with predicted annotations added (or replacing the old ones)."""
+        """Copies of ``docs`` with predicted annotations added (or replacing the old ones),
+        each with its record (:func:`~data_tools.formats.records.record_annotation`:
+        namespaced IDs, name, species; and the confidence infon): what leaves the linker by
+        every door. The pipeline's steps (:meth:`link`) see the KB's keys."""
         docs = list(docs)
         abbreviations = scan_documents(docs)  # the one scan of each text in this call
         spans, _ = self.detect(docs, abbreviations=abbreviations)
@@ -187,6 +199,8 @@ class Annotator:
             wanted = set(self.settings.types)
             annotations = [a if a is not None and a.type in wanted else None
                            for a in annotations]
+        record_annotations(annotations, self.kb)  # after the steps: they compare KB keys
+        assign_confidence(annotations, self.confidence)
         self.stats["documents"] += len(docs)
         self.stats["mentions"] += sum(a is not None for a in annotations)
         return attach_annotations(docs, spans, annotations, replace)

@@ -66,8 +66,9 @@ class AnnotateSettings:
     #: each annotation also carries why it got its concept: its top dense candidates with
     #: scores beside the deciding step (``--explain``; off: the output is unchanged)
     explain: bool = False
-    #: the pipeline declaration: a TOML file (None: the model directory's ``pipeline.toml``,
-    #: or the one its config implies) — :mod:`e2e_linker.pipeline.declaration`
+    #: the pipeline declaration: a name the model ships (``bc5cdr``: its
+    #: ``pipeline.bc5cdr.toml``) or a TOML file (None: the model directory's
+    #: ``pipeline.toml``, or the one its config implies) — :mod:`e2e_linker.pipeline.declaration`
     pipeline: str | None = None
     #: steps left out of, and added to, the declared pipeline (``--disable a,b``,
     #: ``--enable c``), and parameters set (``--set step.param=value``, each one string)
@@ -124,6 +125,5 @@ class AnnotateSettings:
         """The pipeline these settings run with a model of ``config`` from ``directory``:
         :attr:`pipeline`'s file, or the model's declaration, with :attr:`disable`,
         :attr:`enable` and :attr:`overrides` applied."""
-        declared = Pipeline.from_file(self.pipeline) if self.pipeline \
-            else Pipeline.for_model(directory, config)
+        declared = Pipeline.chosen(self.pipeline, directory, config)
         return declared.changed(self.disable, self.enable, self.overrides)

@@ -31,12 +31,44 @@ from pathlib import Path
 
 import click
 
+from e2e_linker.api import DEVICES
 from e2e_linker.collective.settings import LINKINGS, AnnotateSettings
+from e2e_linker.console import say
 from e2e_linker.encoder.precision import PRECISIONS
 from e2e_linker.kb_search.backends import SEARCH_KINDS
 
 #: ``--precision int8``: the int8 mention encoder (``AnnotateSettings.quantize``)
 INT8 = "int8"
+#: ``--input-format``: auto (from each file's name, else its first bytes), or one format for
+#: every input (:mod:`data_tools.formats.detect`'s names)
+INPUT_FORMATS = ("auto", "bioc", "biocjson", "pubtator", "text", "text-lines")
+#: the options ``linker annotate -h`` lists first (by parameter name); the rest are advanced
+BASIC_OPTIONS = ("output", "model_dir", "kb", "fmt", "input_format", "types", "threshold",
+                 "explain", "replace", "device")
+#: the one example ``linker annotate -h`` ends with
+EXAMPLE = 'echo "Tamoxifen induced hepatotoxicity." | linker annotate - -o -'
+
+
+class AnnotateCommand(click.Command):
+    """``linker annotate``'s help in two groups, the options most runs need and the advanced
+    ones, then one example: twenty-odd options in one list hid the few a first run needs."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        groups: dict[bool, list[tuple[str, str]]] = {True: [], False: []}
+        help_option = self.get_help_option(ctx)
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
+            if record is not None:
+                groups[param.name in BASIC_OPTIONS or param is help_option].append(record)
+        for title, basic in (("Basic options", True), ("Advanced options", False)):
+            with formatter.section(title):
+                formatter.write_dl(groups[basic])
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Example"):
+            formatter.write_text(f"\b\n{EXAMPLE}")
+            formatter.write_text("(a sentence from standard input; one JSON object per mention "
+                                 "on standard output)")
 
 
 def model_fingerprint(model_dir: str | os.PathLike) -> str:
@@ -51,7 +83,7 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-@click.command("annotate")
+@click.command("annotate", cls=AnnotateCommand)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @click.option("-o", "--output", required=True, type=click.Path(allow_dash=True),
               help="Output file (format from --format or its extension), - for standard "
@@ -64,15 +96,21 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               default=None,
               help="Output format (default: from the file name; BioC XML for a directory; jsonl "
                    "for -o -). jsonl: one JSON object per mention.")
-@click.option("--lines", is_flag=True,
-              help="Read the inputs as plain text, one document per non-blank line "
-                   "(IDs <file name>-<line number>).")
-@click.option("--threshold", type=float, default=None, help="Mention threshold γ (default: tuned).")
+@click.option("--input-format", type=click.Choice(INPUT_FORMATS), default="auto",
+              show_default=True,
+              help="How the inputs are read: auto (from each file's name, else its first "
+                   "bytes) or one format for all; text: a plain-text document per file; "
+                   "text-lines: a document per non-blank line (IDs <file name>-<line number>).")
+@click.option("--lines", is_flag=True, hidden=True, help="--input-format text-lines.")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=None,
+              help="Mention threshold γ, from 0 to 1 (default: tuned).")
 @click.option("--max-span-len", type=click.IntRange(min=1), default=None,
               help="Longest span scored, in word pieces (default: the model's; the shipped "
                    "model's is above the length it was trained with, chosen on dev).")
-@click.option("--batch-size", type=int, default=16, show_default=True, help="Chunks per batch.")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None)
+@click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Chunks per batch.")
+@click.option("--device", type=click.Choice(DEVICES), default=None,
+              help="Where the model runs (default: cuda when a GPU is present, else cpu).")
 @click.option("--linking", type=click.Choice(LINKINGS), default="collective", show_default=True,
               help="How detected spans are linked: collective span vectors, or text: the "
                    "normalizer's text encoder and sieves on each span's text.")
@@ -83,8 +121,9 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
 @click.option("--types", default=None,
               help="Write only mentions of these types, comma-separated (e.g. "
                    "Chemical,Disease with a model that also finds genes; default: all).")
-@click.option("--pipeline", default=None, type=click.Path(exists=True, dir_okay=False),
-              help="A pipeline declaration (TOML) to run instead of the model's pipeline.toml "
+@click.option("--pipeline", default=None, metavar="NAME|FILE",
+              help="A pipeline the model ships by name (bc5cdr: the BC5CDR guideline) or a "
+                   "declaration (TOML) to run instead of the model's pipeline.toml "
                    "(`linker pipeline show` prints the model's).")
 @click.option("--disable", default=None,
               help="Steps to leave out, comma-separated (e.g. lexical_gate,short_forms; "
@@ -104,7 +143,8 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
               help="KB search: exact, or approximate with exact re-rank; packed: the model's "
                    "shipped shortlist index, encoding only shortlisted names (auto: packed while "
                    "the KB is not fully encoded, then by KB size and --kb-memory-budget).")
-@click.option("--kb-memory-budget", "kb_memory_budget_mb", type=float, default=None,
+@click.option("--kb-memory-budget", "kb_memory_budget_mb",
+              type=click.FloatRange(min=0, min_open=True), default=None,
               help="MB the KB index may hold in memory; drives --index auto.")
 @click.option("--precision", type=click.Choice((*PRECISIONS, INT8)), default="fp32",
               show_default=True,
@@ -126,11 +166,15 @@ def model_fingerprint(model_dir: str | os.PathLike) -> str:
                    "are merged into FILE at the end.")
 def command(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool,
             on_error: str, shard_size: int | None, resume: bool, num_processes: int,
-            lines: bool = False, **options) -> None:
+            input_format: str = "auto", lines: bool = False, **options) -> None:
     """Annotate INPUT files (PubTator, BioC XML, BioC JSON, plain text; directories of them;
     - for standard input)."""
     from e2e_linker.errors import UserError
 
+    if lines and input_format not in ("auto", "text-lines"):
+        raise UserError(f"--lines is --input-format text-lines, not {input_format}: give one "
+                        "of them")
+    in_format = "text-lines" if lines else None if input_format == "auto" else input_format
     fmt = MENTIONS if fmt == "jsonl" else fmt
     to_stdout = output == "-"
     if to_stdout or "-" in inputs:
@@ -150,7 +194,7 @@ def command(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool
     settings = AnnotateSettings(**settings_options(options))
     with _stdin_as_file(inputs) as paths:
         _annotate(paths, output, fmt, replace, on_error, shard_size, resume, num_processes,
-                  lines, settings)
+                  in_format, "--lines" if lines else "--input-format text-lines", settings)
 
 
 def settings_options(options: dict) -> dict:
@@ -214,22 +258,20 @@ def _stdin_as_file(inputs: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
 
 def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bool,
               on_error: str, shard_size: int | None, resume: bool, num_processes: int,
-              lines: bool, settings: AnnotateSettings) -> None:
+              in_format: str | None, lines_option: str, settings: AnnotateSettings) -> None:
     from data_tools.formats.detect import detect_format, expand_inputs
-    from data_tools.formats.mentions_jsonl import CONCEPT_NAME
-    from e2e_linker.api import Linker, concept_name_in
+    from e2e_linker.api import Linker
     from e2e_linker.collective.model_dir import default_linker_dir
     from e2e_linker.errors import UserError
     from e2e_linker.jobs import corpus_run, distributed
     from e2e_linker.jobs.model_guard import loading_model
 
-    in_format = None
-    if lines:
-        in_format = "text-lines"
+    if in_format == "text-lines":  # a BioC or PubTator file read as lines is a mistake
         for path in expand_inputs(inputs):
-            if detect_format(path) != "text":
-                raise UserError(f"{path}: --lines reads plain text, and this file is "
-                                f"{detect_format(path)}")
+            found = sniffed_format(path)
+            if found not in (None, "text"):
+                raise UserError(f"{path}: {lines_option} reads plain text, and this file is "
+                                f"{found}")
     to_directory = output != "-" and corpus_run.is_directory_target(output)
     several = num_processes > 1 or distributed.launched_distributed()
     merge_into = None  # a one-file target written through a shard directory beside it
@@ -263,14 +305,8 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
         annotator = Linker.load(settings=settings).annotator
 
     def transform(docs):
-        annotated = annotator.annotate(docs, replace=replace)
-        if out_format == MENTIONS:  # the one format that names the concepts
-            for doc in annotated:
-                for ann in doc.annotations:
-                    name = concept_name_in(annotator.kb, "|".join(ann.concept_ids))
-                    if name is not None:
-                        ann.infons[CONCEPT_NAME] = name
-        return annotated
+        # each annotation carries its record (namespaced IDs, name, species) in every format
+        return annotator.annotate(docs, replace=replace)
 
     size = shard_size or corpus_run.DEFAULT_SHARD_SIZE
     if to_directory:
@@ -297,11 +333,29 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
     mentions = sum(world.all_gather(annotator.stats["mentions"]))
     world.leave()
     if world.is_main:
-        for line in report.lines(output):
+        *skipped, summary = report.lines(output)
+        for line in skipped:  # always: documents left out of the output
             click.echo(line, err=True)
-        click.echo(f"{mentions} mentions found in this run", err=True)
+        # a plain success is silent unless watched (e2e_linker/console.py); a run that left
+        # documents out, or kept the shards of an interrupted one, always says so
+        if report.skipped or report.resumed_shards:
+            click.echo(summary, err=True)
+        else:
+            say(summary)
+        say(f"{mentions} mentions found in this run")
         if merge_into is not None:
             merge_into_file(output, merge_into, fmt)
+
+
+def sniffed_format(path: str | os.PathLike) -> str | None:
+    """The format ``path``'s name or first bytes show; None when neither tells."""
+    from data_tools.documents import FormatError
+    from data_tools.formats.detect import detect_format
+
+    try:
+        return detect_format(path)
+    except FormatError:
+        return None
 
 
 def run_settings(settings: AnnotateSettings) -> dict:
@@ -333,4 +387,4 @@ def merge_into_file(directory: str, output: str, fmt: str | None) -> None:
 
     count = merge_shards(directory, output, fmt)
     shutil.rmtree(directory)
-    click.echo(f"merged {count} documents -> {output}", err=True)
+    say(f"merged {count} documents -> {output}")

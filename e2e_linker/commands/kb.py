@@ -1,4 +1,5 @@
-"""``linker kb build|pack|info``: the KB index as something a user can prepare and look at.
+"""``linker kb build|pack|info|check``: the KB index as something a user can prepare and look
+at, and a user's own KB file checked before it is used.
 
 ``linker kb build`` does ahead of time what the first ``linker annotate`` would do: encode every
 name of the model's KB with its entity tower (names/s and time left on a progress bar,
@@ -8,13 +9,16 @@ checkpointed, so a killed build resumes) and build the approximate index that ``
 KB inside a model directory, so that the model's first runs elsewhere encode only shortlisted
 names (:mod:`e2e_linker.kb_search.packed_index`). ``linker kb info`` lists what a cache folder
 holds, each list once (a partly encoded one with its fill ratio); ``--verify`` checks every
-file against its checksums (:mod:`e2e_linker.kb_search.integrity`).
+file against its checksums (:mod:`e2e_linker.kb_search.integrity`). ``linker kb check FILE``
+reads a ``tsv:`` KB file as ``--kb tsv:FILE`` would (:func:`data_tools.kb_loaders.read_tsv_rows`)
+and says what it read, without loading a model.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -23,11 +27,14 @@ from e2e_linker.kb_search.backends import SEARCH_KINDS
 
 #: what `kb build` can prepare: every name encoded (the packed index needs no preparing)
 FULL_KINDS = tuple(kind for kind in SEARCH_KINDS if kind != "packed")
+#: how many rows with problems ``kb check`` lists (it counts them all)
+CHECK_SHOWN = 10
+#: a namespaced concept ID: ``OMIM:613162``, ``NCBITaxon:9606``
 
 
 @click.group("kb")
 def command() -> None:
-    """Prepare and inspect the cached KB index (vectors + search index)."""
+    """Prepare and inspect the cached KB index (vectors + search index); check a KB file."""
 
 
 @command.command("build")
@@ -223,3 +230,103 @@ def _echo_entry(entry: dict) -> None:
     for item in entry["lists"]:
         click.echo(f"    text list {item['file']}: {_rows(item, 'rows')}"
                    + (f" (KB {item['kb']})" if item.get("kb") else ""))
+
+
+@command.command("check")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Model whose types the KB's types are compared with (default: embedded; "
+                   "only its linker_config.json is read).")
+def check(file: str, model_dir: str | None) -> None:
+    """Read FILE as `--kb tsv:FILE` would and say what it holds.
+
+    FILE is ID<TAB>name<TAB>synonyms (|-joined, optional)<TAB>type (optional); a header
+    row, blank lines and #-comments are skipped. Prints the concepts, names and synonyms,
+    concepts per type, repeated IDs (merged into one concept), namespaced and bare IDs and
+    the first rows with problems; a format error is one line and exit code 2.
+    """
+    from data_tools.kb import normalize_id
+    from data_tools.kb_loaders import read_tsv_rows, tsv_kb
+
+    rows = list(read_tsv_rows(file))
+    kb = tsv_kb(rows, file)
+    model_types = _model_types(model_dir)
+    problems: list[tuple[int, str]] = []
+    lines: dict[str, list[int]] = {}
+    named: dict[str, tuple[str, int]] = {}
+    foreign: dict[str, int] = {}  # a type the model does not tag → its first line
+    for row in rows:
+        cid = normalize_id(row.id)
+        lines.setdefault(cid, []).append(row.line)
+        if any(c.isspace() for c in cid):
+            problems.append((row.line, f"ID {cid!r} holds a space: outputs carry it as is"))
+        for name in (row.name, *row.synonyms):
+            owner = named.setdefault(name.lower(), (cid, row.line))
+            if owner[0] != cid:
+                problems.append((row.line, f"name {name!r} also names {owner[0]} "
+                                           f"(line {owner[1]})"))
+        for name in row.synonyms:
+            if name in model_types:
+                problems.append((row.line, f"synonym {name!r} is a type: the type is the "
+                                           "fourth cell (ID<TAB>name<TAB><TAB>type)"))
+        for type_ in row.type.split("|"):
+            if type_ and type_ not in model_types:
+                foreign.setdefault(type_, row.line)
+    click.echo(f"{file}: {len(rows):,} rows, {len(kb):,} concepts, {kb.num_names:,} names "
+               f"({len(kb):,} preferred + {kb.num_names - len(kb):,} synonyms)")
+    types = Counter(concept.type for concept in kb)
+    click.echo("types: " + ", ".join(f"{t or '(none)'} {n:,}" for t, n in types.most_common()))
+    _echo_ids(list(kb.concepts))
+    repeated = {cid: at for cid, at in lines.items() if len(at) > 1}
+    if repeated:
+        shown = "; ".join(f"{cid} (lines {', '.join(map(str, at))})"
+                          for cid, at in list(repeated.items())[:3])
+        click.echo(f"repeated IDs: {len(repeated):,}, each merged into one concept with the "
+                   f"names of all its rows: {shown}" + ("; ..." if len(repeated) > 3 else ""))
+    else:
+        click.echo("repeated IDs: none")
+    if foreign:
+        click.echo(f"warning: types the model does not tag ({', '.join(model_types)}): "
+                   + ", ".join(f"{t} (first on line {line})" for t, line in foreign.items())
+                   + "; a mention prefers concepts of its own type, so a concept of none of "
+                     "the model's types is chosen only when none of the mention's type matches")
+    if types.get(""):
+        untyped = types[""]
+        click.echo(f"note: {untyped:,} concept{'s' if untyped > 1 else ''} without a type: "
+                   "chosen only when no concept of the mention's type matches (joined to a "
+                   "preset such as medic, give each a type)")
+    if problems:
+        click.echo(f"rows with problems: {len(problems):,}"
+                   + (f" (the first {CHECK_SHOWN})" if len(problems) > CHECK_SHOWN else ""))
+        for line, what in sorted(problems)[:CHECK_SHOWN]:
+            click.echo(f"  line {line}: {what}")
+    else:
+        click.echo("rows with problems: none")
+
+
+def _model_types(model_dir: str | None) -> list[str]:
+    """The types a model tags, from its ``linker_config.json`` alone (no weights loaded)."""
+    from e2e_linker.collective.model import LinkerConfig
+    from e2e_linker.collective.model_dir import CONFIG_FILE, read_json_object
+    from e2e_linker.defaults import DEFAULT_MODEL_DIR
+    from e2e_linker.errors import UserError
+
+    path = Path(model_dir or DEFAULT_MODEL_DIR) / CONFIG_FILE
+    if not path.is_file():
+        raise UserError(f"{path.parent}: not a linker model directory (no {CONFIG_FILE})")
+    return LinkerConfig.from_dict(read_json_object(path), path).types
+
+
+def _echo_ids(ids: list[str]) -> None:
+    """How the KB's IDs are written: per namespace, and bare, with an example of each."""
+    from data_tools.formats.namespaces import PREFIXED
+
+    spaces: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for cid in ids:
+        space = cid.split(":", 1)[0] + ":" if PREFIXED.match(cid) else "bare"
+        spaces[space] += 1
+        example.setdefault(space, cid)
+    click.echo("IDs: " + ", ".join(f"{space} {n:,} (e.g. {example[space]})"
+                                   for space, n in spaces.most_common())
+               + " (a MESH: prefix is dropped: the KB keys MeSH IDs bare)")

@@ -1,8 +1,11 @@
 """`linker normalize INPUT... -o OUTPUT`: link given mention spans to KB concepts.
 
 The input's annotations give the spans (gold spans, or another tool's NER); the output is the
-same documents with every annotation's ``concept_ids``, ``link_score`` and a ``candidates``
-infon (``ID|score;ID|score...``, top-k) filled in. Nothing else is changed.
+same documents with every annotation's ``concept_ids`` (namespaced, ``MESH:D013629``,
+``NCBIGene:672``; none when nothing matches: NIL), ``link_score``, the record's infons
+(concept name, a gene's species) and a ``candidates`` infon (top-k) filled in. Gene and
+species mentions are linked by their names against the annotate model's KB, the others by
+the text normalizer (:mod:`e2e_linker.normalizer.given_mentions`). Nothing else is changed.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import click
 
 from e2e_linker.kb_search.concept_search import MODES
+from e2e_linker.normalizer.normalizer import DEFAULT_NIL_THRESHOLD
 
 
 @click.command("normalize")
@@ -19,7 +23,15 @@ from e2e_linker.kb_search.concept_search import MODES
 @click.option("--model", "model", default=None,
               help="Normalizer model directory, Hugging Face folder or name "
                    "(default: the embedded default model).")
-@click.option("--kb", default=None, help="KB spec (default: the one the model records).")
+@click.option("--linker-model", default=None,
+              help="Annotate model directory whose KB links Gene and Species mentions by their "
+                   "names (default: the embedded one).")
+@click.option("--kb", default=None,
+              help="KB spec for every mention (default: each model's own KB).")
+@click.option("--species", default=None,
+              help="Species of the Gene mentions, before the ones a document names: an NCBI "
+                   "Taxonomy ID (10090) or a name (mouse). Default: each document's, else "
+                   "human.")
 @click.option("--search", "mode", type=click.Choice(MODES), default=None,
               help="Search mode (default: the model's, else D-T+OD-T).")
 @click.option("--train-mentions", multiple=True,
@@ -30,8 +42,10 @@ from e2e_linker.kb_search.concept_search import MODES
               help="TSV of concept_id<TAB>name added to the ontology at search time.")
 @click.option("--top-k", type=int, default=5, show_default=True,
               help="Candidates written to the 'candidates' infon.")
-@click.option("--nil-threshold", type=float, default=None,
-              help="Below this cosine a mention gets no concept (-1).")
+@click.option("--nil-threshold", type=click.FloatRange(0, 1), default=DEFAULT_NIL_THRESHOLD,
+              show_default=True,
+              help="Below this link score a mention gets no concept (NIL: no ID, '-1' in "
+                   "PubTator); 0 gives every mention its best concept.")
 @click.option("--batch-size", type=int, default=256, show_default=True,
               help="Texts per encoder batch.")
 @click.option("--composite", type=click.Choice(["auto", "always", "never"]), default="auto",
@@ -59,18 +73,20 @@ from e2e_linker.kb_search.concept_search import MODES
               help="Ontology text search: exact over every vector, or packed (the model's "
                    "shipped shortlist index, encoding only shortlisted texts); auto: packed "
                    "while the ontology is not fully encoded, then exact.")
-def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | None,
-            mode: str | None, train_mentions: tuple[str, ...], model_mentions: bool,
-            extra_synonyms: str | None,
-            top_k: int, nil_threshold: float | None, batch_size: int, composite: str,
-            abbreviations: bool, inferred_abbreviations: bool, lexical: bool, salt_free: bool,
-            type_aware: bool, fmt: str | None, device: str | None,
+def command(inputs: tuple[str, ...], output: str, model: str | None, linker_model: str | None,
+            kb: str | None, species: str | None, mode: str | None,
+            train_mentions: tuple[str, ...], model_mentions: bool,
+            extra_synonyms: str | None, top_k: int, nil_threshold: float, batch_size: int,
+            composite: str, abbreviations: bool, inferred_abbreviations: bool, lexical: bool,
+            salt_free: bool, type_aware: bool, fmt: str | None, device: str | None,
             cache_dir: str | None, index_kind: str = "auto") -> None:
     """Normalize the annotations of INPUT files (PubTator, BioC XML, BioC JSON)."""
     import itertools
 
     from data_tools.formats import open_writer, read_collection_info, read_documents
+    from e2e_linker.console import say
     from e2e_linker.errors import UserError
+    from e2e_linker.normalizer.given_mentions import GivenMentionLinker
     from e2e_linker.normalizer.loading import load_normalizer
 
     if top_k < 1 or batch_size < 1:
@@ -82,27 +98,40 @@ def command(inputs: tuple[str, ...], output: str, model: str | None, kb: str | N
 
         if not torch.cuda.is_available():
             raise UserError("--device cuda asked for, but no CUDA device is available")
-    options = {"top_k": top_k, "nil_threshold": nil_threshold, "type_aware": type_aware,
+    options = {"top_k": top_k, "type_aware": type_aware,
                "composite": composite, "abbreviations": abbreviations,
                "inferred_abbreviations": inferred_abbreviations, "lexical": lexical,
                "salt_free": salt_free, "batch_size": batch_size}
     if mode is not None:
         options["mode"] = mode
-    normalizer = load_normalizer(model, kb, device, cache_dir, options, train_mentions,
-                                 model_mentions, extra_synonyms, index_kind,
-                                 note=lambda line: click.echo(line, err=True))
-    mode = normalizer.options.mode
+
+    def text_normalizer():
+        return load_normalizer(model, kb, device, cache_dir, options, train_mentions,
+                               model_mentions, extra_synonyms, index_kind,
+                               note=lambda line: click.echo(line, err=True))
+
+    def annotator():
+        from e2e_linker.api import Linker
+
+        return Linker.load(linker_model, kb=kb, device=device, cache_dir=cache_dir).annotator
+
+    linker = GivenMentionLinker(text_normalizer, annotator, nil_threshold)
+    if species is not None:
+        linker.taxa_of(species)  # an unknown species is an error before anything is read
     docs = itertools.chain.from_iterable(read_documents(p) for p in inputs)
+    blocks = iter(lambda: list(itertools.islice(docs, 2000)), [])
     info = read_collection_info(inputs[0])
-    n_docs = n_mentions = 0
+    # the first block is linked before the output opens: a model that fails to load leaves
+    # no empty output behind
+    linked = (linker.normalize(block, [species] * len(block)) for block in blocks)
+    first = next(linked, [])
+    n_docs = 0
     with open_writer(output, fmt, collection_info=info) as writer:
-        while True:
-            block = list(itertools.islice(docs, 2000))
-            if not block:
-                break
-            for doc in normalizer.normalize(block):
+        for block in itertools.chain([first], linked):
+            for doc in block:
                 writer.write(doc)
                 n_docs += 1
-                n_mentions += len(doc.annotations)
-    click.echo(f"normalized {n_mentions} mentions in {n_docs} documents ({mode}) -> {output}",
-               err=True)
+    search = f", search {linker.normalizer.options.mode}" if linker.normalizer else ""
+    # a successful run is silent unless watched (e2e_linker/console.py)
+    say(f"normalized {linker.linked} mentions in {n_docs} documents ({linker.nil} with no "
+        f"concept{search}) -> {output}")

@@ -23,9 +23,9 @@ def command() -> None:
 @command.command("show")
 @click.option("--model", "model_dir", default=None, type=click.Path(exists=True, file_okay=False),
               help="Model directory (default: the embedded default model).")
-@click.option("--pipeline", "pipeline_file", default=None,
-              type=click.Path(exists=True, dir_okay=False),
-              help="A declaration (TOML) instead of the model's pipeline.toml.")
+@click.option("--pipeline", "pipeline_file", default=None, metavar="NAME|FILE",
+              help="A pipeline the model ships by name (bc5cdr: the BC5CDR guideline) or a "
+                   "declaration (TOML) instead of the model's pipeline.toml.")
 @click.option("--disable", default=None, help="Steps to leave out, comma-separated.")
 @click.option("--set", "overrides", multiple=True, metavar="STEP.PARAM=VALUE",
               help="Set a step's parameter (repeatable); --set STEP adds a step with its "

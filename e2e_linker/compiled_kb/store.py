@@ -35,6 +35,7 @@ import numpy as np
 
 from e2e_linker.compiled_kb.kb_view import CompiledKB, concept_columns, kb_arrays
 from e2e_linker.compiled_kb.vocab_digests import compiled_key
+from e2e_linker.console import say
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
     default_cache_dir,
@@ -55,7 +56,7 @@ from e2e_linker.kb_search.integrity import (
 
 #: bump when what :func:`kb_arrays` derives changes (name folding, compact keys, layout): old
 #: compiled KBs are then left unread and built anew
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: the folder of compiled KBs inside the cache folder
 FOLDER_NAME = "compiled_kb"
 META_FILE = "meta.json"
@@ -129,14 +130,14 @@ def compile_arrays(spec: str, build: Callable[[], object], progress: bool, sieve
                    ) -> tuple[dict[str, np.ndarray], dict]:
     """Build the KB and its arrays, with a progress line on stderr."""
     started = time.perf_counter()
-    if progress:
-        print(f"compiling KB '{spec}': reading its files and deriving names, dictionaries and "
-              "compact keys (once: later starts map the result)...", file=sys.stderr, flush=True)
+    if progress:  # on a terminal or with -v (e2e_linker/console.py)
+        say(f"compiling KB '{spec}': reading its files and deriving names, dictionaries and "
+            "compact keys (once: later starts map the result)...")
     kb = build()
     arrays, meta = kb_arrays(kb, sieves)
     if progress:
-        print(f"compiled KB '{spec}': {len(kb):,} concepts, {meta['names']:,} names in "
-              f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        say(f"compiled KB '{spec}': {len(kb):,} concepts, {meta['names']:,} names in "
+            f"{time.perf_counter() - started:.0f} s")
     return arrays, {**meta, "format": FORMAT_VERSION, "spec": spec,
                     "built_s": round(time.perf_counter() - started, 1),
                     "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

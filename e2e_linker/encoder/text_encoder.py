@@ -192,18 +192,18 @@ class TextEncoder(nn.Module):
         Returns a ``(len(texts), hidden)`` array in input order. ``progress`` may be a label
         for the progress bar.
         """
-        from tqdm.auto import tqdm
+        from e2e_linker.console import progress_bar
 
         was_training = self.training
         self.eval()
         out = np.zeros((len(texts), self.hidden_size), dtype=dtype)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         starts = range(0, len(order), batch_size)
-        bar = tqdm(
+        bar = progress_bar(
             starts,
             desc=progress if isinstance(progress, str) else "encoding",
             unit="batch",
-            disable=not progress,
+            enabled=bool(progress),
         )
         for start in bar:
             idx = order[start : start + batch_size]

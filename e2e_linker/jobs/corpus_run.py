@@ -71,6 +71,7 @@ from data_tools.formats.atomic import (
 from data_tools.formats.bioc_model import empty_info
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource, Record
+from e2e_linker.console import progress_bar, stderr_is_terminal
 from e2e_linker.errors import DocumentFailed, UserError
 from e2e_linker.jobs.allocator import release_freed_memory
 
@@ -180,16 +181,6 @@ def _collection_info(files: Sequence[Path], fmt: str | None) -> dict:
 LONG_DOCUMENT = 50_000
 #: seconds between the "still annotating" lines of a long document
 LONG_DOCUMENT_EVERY = 60.0
-
-
-def stderr_is_terminal() -> bool:
-    """Whether a person watches stderr (progress lines are for them, never for a log)."""
-    import sys
-
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 @contextlib.contextmanager
@@ -318,10 +309,8 @@ class Progress:
 
     def __init__(self, enabled: bool, initial: int = 0, desc: str = "documents"):
         self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(desc=desc, unit="doc", initial=initial)
+        if enabled:  # and someone watches, or -v (e2e_linker/console.py)
+            self.bar = progress_bar(desc=desc, unit="doc", initial=initial)
 
     def update(self, n: int) -> None:
         if self.bar is not None:

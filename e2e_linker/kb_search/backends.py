@@ -438,10 +438,10 @@ def build_faiss(kind: str, vectors: np.ndarray, params: SearchParams | None = No
     else:
         raise ValueError(f"not an approximate kind: {kind!r}")
     index.train(_sample(vectors, max(p.train_size, 40 * 256)))
-    from tqdm.auto import tqdm
+    from e2e_linker.console import progress_bar
 
-    with tqdm(total=n, desc=f"building the {kind} index", unit="name",
-              disable=not progress) as bar:
+    with progress_bar(total=n, desc=f"building the {kind} index", unit="name",
+                      enabled=progress) as bar:
         for start in range(0, n, add_block):
             index.add(np.ascontiguousarray(vectors[start:start + add_block], dtype=np.float32))
             bar.update(min(add_block, n - start))

@@ -57,13 +57,13 @@ import contextlib
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from e2e_linker.console import detail, say
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
@@ -235,21 +235,20 @@ class VectorStore(StoreEncoding):
         rows = self._partial_at(path, texts)
         self._describe(path, {"kb": info.kb or None, "names": len(texts),
                               "packed_index": str(packed)})
-        if self.progress:
-            print(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
-                  f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded on "
-                  f"first use and cached in {self.folder} ({rows.present:,} so far)",
-                  file=sys.stderr)
+        if self.progress:  # routine facts: with `linker -v` only (e2e_linker/console.py)
+            detail(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
+                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded "
+                   f"on first use and cached in {self.folder} ({rows.present:,} so far)")
             if covered is not None:
                 def count(n: int) -> str:
                     return f"{n:,} {items} it" if n != 1 else f"1 {items[:-1]} it"
 
                 added, removed = len(covered.added), covered.removed
-                print(f"KB index: the packed index holds {info.names - removed:,} of this "
-                      f"KB's {len(texts):,} {items}; {count(added)} lacks "
-                      f"{'is' if added == 1 else 'are'} encoded now and searched exactly "
-                      f"beside it; {count(removed)} holds that this KB lacks "
-                      f"{'is' if removed == 1 else 'are'} never returned", file=sys.stderr)
+                detail(f"KB index: the packed index holds {info.names - removed:,} of this "
+                       f"KB's {len(texts):,} {items}; {count(added)} lacks "
+                       f"{'is' if added == 1 else 'are'} encoded now and searched exactly "
+                       f"beside it; {count(removed)} holds that this KB lacks "
+                       f"{'is' if removed == 1 else 'are'} never returned")
         return PackedRows(rows, read_packed(packed), covered)
 
     def _grown_coverage(self, packed: str | os.PathLike, info: PackedInfo,
@@ -269,10 +268,9 @@ class VectorStore(StoreEncoding):
         hashes = read_name_hashes(packed) if info.hashed else None
         if hashes is None:
             if self.progress:
-                print(f"KB index: this KB's {items} differ from the {owner}'s packed index, "
-                      f"which was packed before it recorded its {items} (`{pack_command}` "
-                      f"writes one that does); every {items[:-1]} is encoded instead",
-                      file=sys.stderr)
+                say(f"KB index: this KB's {items} differ from the {owner}'s packed index, "
+                    f"which was packed before it recorded its {items} (`{pack_command}` "
+                    f"writes one that does); every {items[:-1]} is encoded instead")
             return None
         covered = coverage(hashes, texts)
         with contextlib.suppress(OSError):  # a read-only cache: computed again next time
@@ -281,11 +279,11 @@ class VectorStore(StoreEncoding):
         if covered.within(max_change):
             return covered
         if self.progress:
-            print(f"KB index: this KB adds {len(covered.added):,} {items} to the {owner}'s "
-                  f"packed index and drops {covered.removed:,} of its {info.names:,}, more "
-                  f"than {max_change:.0%} of either, so the packed index is not used: every "
-                  f"{items[:-1]} is encoded instead (once; `{pack_command}` packs an index for "
-                  "this KB)", file=sys.stderr)
+            say(f"KB index: this KB adds {len(covered.added):,} {items} to the {owner}'s "
+                f"packed index and drops {covered.removed:,} of its {info.names:,}, more "
+                f"than {max_change:.0%} of either, so the packed index is not used: every "
+                f"{items[:-1]} is encoded instead (once; `{pack_command}` packs an index for "
+                "this KB)")
         return None
 
     def _full_list_at_hand(self, texts: Sequence[str], path: Path) -> bool:

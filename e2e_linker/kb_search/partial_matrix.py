@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from e2e_linker.console import say
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.kb_search.cache_folder import ensure_room, exclusive, writable
 from e2e_linker.kb_search.integrity import (
@@ -348,7 +348,7 @@ class PartialKBMatrix:
         """The fp16 vectors of ``missing`` rows, each distinct text encoded once."""
         texts = sorted({self.names[i] for i in missing.tolist()})
         if self.progress and len(texts) > 2000:
-            print(f"KB index: encoding {len(texts):,} shortlisted names", file=sys.stderr)
+            say(f"KB index: encoding {len(texts):,} shortlisted names")
         vectors = self.encoder.encode(texts, batch_size=self.batch_size,
                                       dtype=np.float32 if self.unit else np.float16,
                                       progress="encoding shortlisted KB names"

@@ -13,13 +13,13 @@ same object, its methods moved here unchanged.
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from e2e_linker.console import progress_bar, progress_enabled, say
 from e2e_linker.kb_search.cache_folder import ensure_room, exclusive
 from e2e_linker.kb_search.integrity import (
     DAMAGED,
@@ -80,23 +80,21 @@ class StoreEncoding(NameTable):
 
     def _encode_missing(self, names: Sequence[str], batch_size: int, progress: bool) -> None:
         """Encode and store the names the table lacks (called with its folder locked)."""
-        from tqdm.auto import tqdm
-
         known, stored = self.load(locked=True)  # another process may have added them
         row = {n: i for i, n in enumerate(known)}
         missing = sorted({n for n in names if n not in row}, key=len)
         if missing:
-            if progress and len(missing) > 2 * ESTIMATE_SAMPLE:
+            if progress and progress_enabled() and len(missing) > 2 * ESTIMATE_SAMPLE:
                 seconds = self.estimate_seconds(missing, batch_size)
                 took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-                print(f"KB index: encoding {len(missing):,} names not cached yet "
-                      f"(about {took} on this machine, once) into {self.names_folder}; "
-                      f"an interrupted encode resumes from its last {self.checkpoint:,}-name "
-                      "checkpoint", file=sys.stderr)
+                say(f"KB index: encoding {len(missing):,} names not cached yet "
+                    f"(about {took} on this machine, once) into {self.names_folder}; "
+                    f"an interrupted encode resumes from its last {self.checkpoint:,}-name "
+                    "checkpoint")
             parts = [np.asarray(stored)] if stored is not None else []
             done = list(known)
-            bar = tqdm(total=len(missing), desc="encoding KB names", unit="name",
-                       disable=not progress)
+            bar = progress_bar(total=len(missing), desc="encoding KB names", unit="name",
+                               enabled=progress)
             # the bar moves every few batches, the store is written every checkpoint; pieces
             # are whole batches of the length-sorted list, so the batches (and vectors) are
             # the ones a single encode of the block would make
@@ -126,8 +124,6 @@ class StoreEncoding(NameTable):
 
     def _encode_unit(self, texts: list[str], label: str, path: Path) -> None:
         """Encode a unit list into ``path`` (folder locked)."""
-        from tqdm.auto import tqdm
-
         dim = self.encoder.hidden_size
         seeded, found = (None, np.zeros(len(texts), bool))
         if len(texts) >= self.seed_min:
@@ -136,7 +132,7 @@ class StoreEncoding(NameTable):
         parts_dir.mkdir(parents=True, exist_ok=True)
         todo = [i for i in range(len(texts)) if not found[i]]
         n_parts = (len(todo) + self.part_size - 1) // self.part_size
-        bar = tqdm(total=len(todo), desc=label, unit="text", disable=not self.progress)
+        bar = progress_bar(total=len(todo), desc=label, unit="text", enabled=self.progress)
         for p in range(n_parts):
             part_path = parts_dir / f"{p:05d}.npy"
             chunk = todo[p * self.part_size:(p + 1) * self.part_size]

@@ -33,6 +33,7 @@ def load_normalizer(model: str | os.PathLike | None = None, kb: str | None = Non
     """
     from data_tools.registry import load_corpus
     from e2e_linker.collective.model_kb import open_kb
+    from e2e_linker.console import say
     from e2e_linker.kb_search.concept_search import mode_requires
     from e2e_linker.normalizer.normalizer_dir import (
         load_model,
@@ -47,6 +48,10 @@ def load_normalizer(model: str | os.PathLike | None = None, kb: str | None = Non
     spec = kb or settings.kb
     if not spec:
         raise UserError("the normalizer model records no KB; pass --kb")
+    # the first normalize call of a process pays this load; on a machine that never compiled
+    # the KB it takes a minute or more, so a person watching is told why it waits
+    say(f"loading the normalizer over KB '{spec}' (its first use on this machine compiles "
+        "the KB and encodes its mentions: a minute or two, cached afterwards)...")
     knowledge = open_kb(spec, cache_dir=cache_dir, sieves=False)  # it folds its own texts
     if kb is None and settings.kb_hash and knowledge.content_hash() != settings.kb_hash:
         raise UserError(

@@ -47,6 +47,10 @@ from e2e_linker.normalizer.pools import (
 
 #: The search mode used when neither the caller nor the model directory names one.
 DEFAULT_MODE = "D-T+OD-T"
+#: The link score below which ``linker normalize``, :meth:`e2e_linker.api.Linker.normalize`
+#: and ``POST /normalize`` answer "no concept" (NIL), chosen on BC5CDR and NCBI disease dev
+#: (docs/results.md, "NIL: the normalizer's no-match answer"); 0 links every mention.
+DEFAULT_NIL_THRESHOLD = 0.78
 COMPOSITE_POLICIES = ("auto", "always", "never")
 
 
@@ -58,6 +62,8 @@ class NormalizeOptions:
 
     mode: str = DEFAULT_MODE
     top_k: int = 5
+    #: below this link score a mention gets no concept (None or 0: every mention gets one);
+    #: the doors pass :data:`DEFAULT_NIL_THRESHOLD`, annotate's text linker none
     nil_threshold: float | None = None
     type_aware: bool = True
     #: "auto": split a composite when every part matches better than the whole mention
@@ -196,15 +202,19 @@ class Normalizer:
         return out
 
     def rank(self, queries: Sequence[MentionQuery], modes: Sequence[str],
-             k: int | None = None) -> dict[str, list[Prediction]]:
+             k: int | None = None, nil_threshold: float | None = None
+             ) -> dict[str, list[Prediction]]:
         """Predictions of every mode for every query, from one encoding and base search.
 
         Each distinct (text, type) of the queries — whole mentions, composite parts, texts as
         written — is encoded once and searched once per base search the modes need; each mode
         is then assembled from those results (:meth:`ConceptSearcher.combine`) and decided per
-        mention by the rule of :meth:`_decide`.
+        mention by the rule of :meth:`_decide`. ``nil_threshold``: this call's (None: the
+        options'; 0: none).
         """
         k = k or self.options.top_k
+        if nil_threshold is None:
+            nil_threshold = self.options.nil_threshold
         keys: dict[tuple[str, str | None], int] = {}
         for q in queries:
             for text in (q.whole, *q.parts, *([q.raw] if q.raw else [])):
@@ -224,7 +234,8 @@ class Normalizer:
             ranked = self.searcher.combine(mode, base)
             lexical = self.options.lexical and any(source in ("O", "OD")
                                                    for source, _ in parse_mode(mode))
-            out[mode] = [self._decide(q, ranked, keys, k, lexical) for q in queries]
+            out[mode] = [self._decide(q, ranked, keys, k, lexical, nil_threshold)
+                         for q in queries]
         return out
 
     def _salt_free_pools(self) -> list[LabeledTexts]:
@@ -252,7 +263,7 @@ class Normalizer:
 
     def _decide(self, q: MentionQuery, ranked: list[Ranked],
                 keys: dict[tuple[str, str | None], int], k: int,
-                lexical: bool = False) -> Prediction:
+                lexical: bool = False, nil_threshold: float | None = None) -> Prediction:
         """The decision rule for one mention, given the mode's ranked answers for every text.
 
         1. Start from the ranking of the whole mention after abbreviation expansion.
@@ -270,7 +281,8 @@ class Normalizer:
            because its inputs do: here every part is encoded and searched like the whole, so
            scores compare; a detected span has one vector and its parts none, so there a
            part counts only as an exact name or sieve match.
-        5. *NIL*: below ``nil_threshold`` the concept IDs are dropped (the score is kept).
+        5. *NIL*: below ``nil_threshold`` (none when None or 0) the concept IDs are dropped;
+           the score and the candidates are kept, so a caller sees what the best link was.
         """
         whole = ranked[keys[(q.whole, q.type)]]
         if q.raw is not None and self.options.written_first:
@@ -299,8 +311,7 @@ class Normalizer:
             pred = Prediction(_ids_of(whole[0][0]), whole_score, _format(whole[:k]))
         else:
             pred = Prediction([], None, "")
-        threshold = self.options.nil_threshold
-        if threshold is not None and pred.score is not None and pred.score < threshold:
+        if nil_threshold and pred.score is not None and pred.score < nil_threshold:
             pred.concept_ids = []
         return pred
 
@@ -317,13 +328,14 @@ class Normalizer:
             ann.infons["candidates"] = pred.candidates
 
     def normalize(self, docs: Iterable[Document],
-                  abbreviations: Sequence[DocumentAbbreviations] | None = None
-                  ) -> list[Document]:
+                  abbreviations: Sequence[DocumentAbbreviations] | None = None,
+                  nil_threshold: float | None = None) -> list[Document]:
         """Fill ``concept_ids``, ``link_score`` and ``infons['candidates']`` in place
-        (``abbreviations``: as in :meth:`queries`)."""
+        (``abbreviations``: as in :meth:`queries`; ``nil_threshold``: as in :meth:`rank`)."""
         docs = list(docs)
         queries = self.queries(docs, abbreviations)
-        predictions = self.rank(queries, [self.options.mode])[self.options.mode]
+        predictions = self.rank(queries, [self.options.mode],
+                                nil_threshold=nil_threshold)[self.options.mode]
         self.apply(queries, predictions)
         return docs
 

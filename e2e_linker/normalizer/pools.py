@@ -17,9 +17,13 @@ from e2e_linker.lexical.abbreviations import (
 from e2e_linker.lexical.text_forms import TextNormalizer, split_composite
 
 #: Annotation types of other corpora that mean a KB type: NCBI disease's four classes are all
-#: diseases, so over a KB holding chemicals too (bc5cdr) they search the diseases only.
+#: diseases, so over a KB holding chemicals too (bc5cdr) they search the diseases only; BioRED's
+#: genes and species are the types ``linker normalize`` links by name
+#: (:mod:`e2e_linker.normalizer.given_mentions`).
 TYPE_ALIASES = {"SpecificDisease": "Disease", "DiseaseClass": "Disease",
-                "Modifier": "Disease", "CompositeMention": "Disease"}
+                "Modifier": "Disease", "CompositeMention": "Disease",
+                "ChemicalEntity": "Chemical", "DiseaseOrPhenotypicFeature": "Disease",
+                "GeneOrGeneProduct": "Gene", "OrganismTaxon": "Species"}
 
 
 def ontology_pool(kb, text: TextNormalizer) -> LabeledTexts:

@@ -12,6 +12,7 @@ and the evaluations share; ``linker pipeline show`` prints the result (:meth:`Pi
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import typing
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,6 +32,10 @@ else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport
 
 #: the file a model directory declares its pipeline in
 PIPELINE_FILE = "pipeline.toml"
+#: a named pipeline a model directory also ships (``--pipeline bc5cdr``: a benchmark's
+#: guideline), ``pipeline.NAME.toml``
+NAMED_PIPELINE = "pipeline.{}.toml"
+_NAME = re.compile(r"[a-z0-9_]+")
 #: the modules whose steps are registered (imported for their ``@register``)
 STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: registered steps a model directory without a ``pipeline.toml`` leaves off: each was
@@ -114,6 +119,24 @@ class Pipeline:
         except tomllib.TOMLDecodeError as exc:
             raise UserError(f"{path}: not valid TOML ({exc})") from exc
         return cls.from_mapping(data, str(path))
+
+    @classmethod
+    def chosen(cls, spec: str | None, directory: str | Path | None, config) -> Pipeline:
+        """The pipeline ``--pipeline spec`` names for the model in ``directory``: None, the
+        model's own (:meth:`for_model`); a name, the model's ``pipeline.NAME.toml``
+        (:func:`named_pipelines`); else a TOML file. One :class:`UserError` for a name the
+        model does not ship, listing those it does."""
+        if spec is None:
+            return cls.for_model(directory, config)
+        if _NAME.fullmatch(spec) and not Path(spec).is_file():
+            found = Path(directory) / NAMED_PIPELINE.format(spec) if directory else None
+            if found is None or not found.is_file():
+                names = named_pipelines(directory)
+                raise UserError(f"--pipeline {spec}: no such named pipeline in the model"
+                                + (f" (it ships: {', '.join(names)}); " if names else "; ")
+                                + "or give a TOML file")
+            return cls.from_file(found)
+        return cls.from_file(spec)
 
     @classmethod
     def for_model(cls, directory: str | Path | None, config) -> Pipeline:
@@ -249,6 +272,17 @@ class Pipeline:
                 lines += ["", f"[{step.name}]"] + [f"{n} = {toml_value(v)}"
                                                     for n, v in changed.items()]
         return "\n".join(lines) + "\n"
+
+
+def named_pipelines(directory: str | Path | None) -> list[str]:
+    """The names of the pipelines a model directory ships beside its own
+    (``pipeline.NAME.toml``), sorted."""
+    if directory is None or not Path(directory).is_dir():
+        return []
+    prefix, suffix = NAMED_PIPELINE.split("{}")
+    return sorted(p.name[len(prefix):-len(suffix)] for p in Path(directory).iterdir()
+                  if p.name.startswith(prefix) and p.name.endswith(suffix)
+                  and _NAME.fullmatch(p.name[len(prefix):-len(suffix)]))
 
 
 def check_changes(disable: Iterable[str] = (), enable: Iterable[str] = (),

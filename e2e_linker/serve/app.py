@@ -39,8 +39,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from data_tools.documents import Document
-from data_tools.formats.mentions_jsonl import CONCEPT_NAME, mention_records
-from e2e_linker.collective.settings import AnnotateSettings
+from data_tools.formats.mentions_jsonl import ANNOTATOR, mention_records
+from e2e_linker.collective.settings import AnnotateSettings, type_list
 from e2e_linker.errors import EXPECTED_ERRORS
 from e2e_linker.serve.batching import ANNOTATE, NORMALIZE, READY, Batcher, Job
 from e2e_linker.serve.bodies import (
@@ -109,9 +109,10 @@ def load_linker(settings: AnnotateSettings, threads: int | None = None) -> Any:
         return Linker.load(settings=settings)
 
 
-def validation_message(exc: ValidationError) -> tuple[int, str]:
+def validation_message(exc: ValidationError, fields: Sequence[str] = ()) -> tuple[int, str]:
     """A pydantic error as ``(status, one line)``: 400 for a body that is not JSON, 422 for
-    JSON of the wrong shape (the first problem, with where it is)."""
+    JSON of the wrong shape (the first problem, with where it is; an unknown field with the
+    ``fields`` the body takes)."""
     error = exc.errors(include_url=False)[0]
     if error["type"] == "json_invalid":
         return 400, f"malformed JSON: {error.get('ctx', {}).get('error', error['msg'])}"
@@ -120,34 +121,68 @@ def validation_message(exc: ValidationError) -> tuple[int, str]:
     if error["type"] == "extra_forbidden" and error["loc"][:1] in (("documents",),
                                                                    ("passages",)):
         message += "; a BioC JSON body goes with Content-Type application/bioc+json"
+    elif error["type"] == "extra_forbidden" and fields and len(error["loc"]) == 1:
+        message += f"; the fields are {', '.join(fields)}"
     return 422, f"{where}: {message}" if where else message
 
 
-def parse_json(adapter: Callable[[bytes], Any], body: bytes) -> Any:
-    """``adapter(body)`` (a pydantic JSON validator) with its errors as one line."""
+def parse_json(adapter: Callable[[bytes], Any], body: bytes, fields: Sequence[str] = ()
+               ) -> Any:
+    """``adapter(body)`` (a pydantic JSON validator) with its errors as one line (naming
+    ``fields``, those of the body's object, when it has another)."""
     try:
         return adapter(body)
     except ValidationError as exc:
-        status, message = validation_message(exc)
+        status, message = validation_message(exc, fields)
         raise RequestError(status, message) from None
 
 
-def name_concepts(docs: Sequence[Document], kb: Any) -> None:
-    """Give each annotation its concept's preferred name, as ``linker annotate --format
-    jsonl`` does before writing."""
-    from e2e_linker.api import concept_name_in
-
-    for doc in docs:
-        for ann in doc.annotations:
-            name = concept_name_in(kb, "|".join(ann.concept_ids))
-            if name is not None:
-                ann.infons[CONCEPT_NAME] = name
+#: the query parameters ``POST /annotate`` takes (another one is refused, not ignored)
+ANNOTATE_QUERY = ("explain", "format", "replace", "types")
 
 
-def mentions_body(docs: Sequence[Document], kb: Any, jsonl: bool) -> bytes:
+def check_query(request: Request, accepted: Sequence[str]) -> None:
+    """Refuse a query parameter the route does not take: ``/annotate?type=Gene`` used to
+    be answered as if it were not there."""
+    unknown = sorted(set(request.query_params) - set(accepted))
+    if unknown:
+        raise RequestError(422, f"unknown query parameter{'s' if len(unknown) > 1 else ''} "
+                                f"{', '.join(unknown)}; {request.url.path} takes "
+                                f"{', '.join(accepted)}")
+
+
+def chosen_types(batcher: Batcher, asked: Sequence[str] | None) -> frozenset[str] | None:
+    """The mention types a request asks for (None: every type), each one the service
+    writes (its ``--types``, else the model's), or a 422 naming those."""
+    if not asked:
+        return None
+    if batcher.state != READY:
+        raise batcher.not_ready()
+    annotator = batcher.linker.annotator
+    offered = list(annotator.settings.types or annotator.model.config.types)
+    unknown = [t for t in asked if t not in offered]
+    if unknown:
+        raise RequestError(422, f"types: {', '.join(unknown)} is not a type this service "
+                                f"writes; use {', '.join(offered)}")
+    return frozenset(asked)
+
+
+def keep_types(docs: Sequence[Document], wanted: frozenset[str] | None) -> Sequence[Document]:
+    """``docs`` with the linker's mentions of other types than ``wanted`` left out (the
+    input's own annotations stay); all of them when ``wanted`` is None."""
+    if wanted is not None:
+        for doc in docs:
+            for passage in doc.passages:
+                passage.annotations = [a for a in passage.annotations
+                                       if a.type in wanted
+                                       or a.infons.get("annotator") != ANNOTATOR]
+    return docs
+
+
+def mentions_body(docs: Sequence[Document], jsonl: bool) -> bytes:
     """The annotated texts' mentions: ``{"documents": [{"id", "mentions"}]}``, or with
-    ``jsonl`` the JSON Lines ``linker annotate --format jsonl`` writes, byte for byte."""
-    name_concepts(docs, kb)
+    ``jsonl`` the JSON Lines ``linker annotate --format jsonl`` writes, byte for byte (the
+    linker filled each annotation's record: :mod:`data_tools.formats.records`)."""
     if jsonl:
         return "".join(json.dumps(record, ensure_ascii=False) + "\n"
                        for doc in docs for record in mention_records(doc)).encode()
@@ -344,37 +379,52 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
                   TEXT: {"schema": {"type": "string"}},
                   **{kind: {"schema": {"type": "string"}} for kind in DOCUMENT_TYPES}}}})
     async def annotate(request: Request, explain: bool = False, replace: bool = False,
-                       output: str | None = Query(None, alias="format")) -> Response:
+                       output: str | None = Query(None, alias="format"),
+                       types: str | None = Query(None, description="write only mentions "
+                                                 "of these types, comma-separated")
+                       ) -> Response:
         """JSON ``{"text": ...}`` or ``{"texts": [...]}`` (or a ``text/plain`` body) → the
         mentions of each text, as ``linker annotate --format jsonl`` writes them (JSON Lines
         with ``Accept: application/x-ndjson`` or ``?format=jsonl``). A BioC XML, BioC JSON or
         PubTator body (by Content-Type) → the same format with the annotations added
         (``?replace=true`` drops the old ones). ``explain`` (in the JSON or the query) adds
-        each mention's deciding step and top candidates."""
+        each mention's deciding step and top candidates; ``types`` (in the JSON or the query,
+        comma-separated there) keeps only mentions of those types. An unknown query parameter,
+        JSON field or type is refused (422) with the accepted names."""
+        check_query(request, ANNOTATE_QUERY)
+        asked = type_list(types) if types is not None else None
         body = await request.body()
         kind = media_type(request.headers.get("content-type"), body)
         fmt = document_format(kind)
         if fmt is not None:
+            wanted = chosen_types(batcher, asked)
             docs, collection = await run_in_threadpool(read_body, body, fmt,
                                                        config.max_queue)
-            done = await run(Job(ANNOTATE, docs, explain, replace), request)
+            done = keep_types(await run(Job(ANNOTATE, docs, explain, replace), request),
+                              wanted)
             out = await run_in_threadpool(write_body, done, fmt, collection)
             return Response(out, media_type=kind)
         if kind == JSON:
             req = await run_in_threadpool(parse_json, AnnotateRequest.model_validate_json,
-                                          body)
+                                          body, tuple(AnnotateRequest.model_fields))
             items, explain = req.items(), explain or req.explain
+            if req.types is not None:
+                if asked is not None:
+                    raise RequestError(422, "types: give them in the query or the JSON, "
+                                            "not both")
+                asked = req.types
         elif kind == TEXT:
             items = [(TEXT_PLAIN_ID, await run_in_threadpool(decode_text, body))]
         else:
             raise unsupported(kind)
         jsonl = wants_jsonl(request, output)
+        wanted = chosen_types(batcher, asked)
         docs = text_documents(items)
         if not docs:  # {"texts": []}: nothing to wait for
             return Response(b"" if jsonl else b'{"documents":[]}',
                             media_type=NDJSON if jsonl else JSON)
-        done = await run(Job(ANNOTATE, docs, explain), request)
-        out = await run_in_threadpool(mentions_body, done, batcher.linker.kb, jsonl)
+        done = keep_types(await run(Job(ANNOTATE, docs, explain), request), wanted)
+        out = await run_in_threadpool(mentions_body, done, jsonl)
         return Response(out, media_type=NDJSON if jsonl else JSON)
 
     @app.post("/normalize", summary="Link mentions you already have", response_model=None,
@@ -382,8 +432,12 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
               openapi_extra={"requestBody": {"required": True, "content": {JSON: {
                   "schema": {"type": "array", "items": NormalizeItem.model_json_schema()}}}}})
     async def normalize(request: Request) -> JSONResponse:
-        """``[{"text": ..., "type": ...}, ...]`` → each mention's concept, with the
-        normalizer (``linker normalize``'s engine; loaded on the first call)."""
+        """``[{"text": ..., "type": ..., "species": ...}, ...]`` → each mention's concept,
+        as :meth:`Linker.normalize <e2e_linker.api.Linker.normalize>` links it (the
+        normalizer is loaded on the first call): a gene by its names, of the item's
+        ``species`` first (an NCBI Taxonomy ID or a name; default human); no match is
+        ``"concept_id": null``. IDs are namespaced; a gene carries ``species`` and
+        ``species_name``."""
         body = await request.body()
         kind = media_type(request.headers.get("content-type"), body)
         if kind != JSON:
@@ -398,10 +452,12 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
             await asyncio.wrap_future(batcher.normalizer_ready())
         except Exception as exc:  # noqa: BLE001 - this request fails; the next one retries
             raise RequestError(503, f"the normalizer failed to load: {exc}") from None
-        found = await run(Job(NORMALIZE, [(i.text, i.type) for i in items]), request)
+        found = await run(Job(NORMALIZE, [(i.text, i.type, i.species) for i in items]),
+                          request)
         return JSONResponse({"mentions": [
             {"text": m.text, "type": m.type, "concept_id": m.concept_id,
-             "concept_name": m.concept_name, "link_score": m.link_score} for m in found]})
+             "concept_name": m.concept_name, "species": m.species,
+             "species_name": m.species_name, "link_score": m.link_score} for m in found]})
 
     async def page_answer(request: Request, text: str, explain: bool) -> HTMLResponse:
         name_of = partial(concept_name_of, batcher) if batcher.state == READY else None

@@ -17,7 +17,9 @@ TEXT_ID_PREFIX = "text"
 
 class AnnotateRequest(BaseModel):
     """One text (``text``) or several (``texts``), optionally named (``ids``, one per text;
-    default ``text-1``, ``text-2``...); ``explain`` adds why each mention got its concept."""
+    default ``text-1``, ``text-2``...); ``explain`` adds why each mention got its concept;
+    ``types`` keeps only mentions of those types (each one the service writes). Another
+    field is refused, naming these."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -26,6 +28,8 @@ class AnnotateRequest(BaseModel):
     ids: list[str] | None = Field(default=None, description="a document ID per text")
     explain: bool = Field(default=False, description="add each mention's explanation: the "
                           "deciding step and the top 5 dense candidates")
+    types: list[str] | None = Field(default=None, description="write only mentions of these "
+                                    "types (default: every type the service writes)")
 
     @model_validator(mode="after")
     def _one_of_text_or_texts(self) -> AnnotateRequest:
@@ -66,7 +70,9 @@ class Explanation(BaseModel):
 
 
 class MentionRecord(BaseModel):
-    """A mention as ``linker annotate --format jsonl`` writes it."""
+    """A mention as ``linker annotate --format jsonl`` writes it: ``concept_id`` namespaced
+    (``MESH:D013629``, ``NCBIGene:672``), and for a gene its ``species`` (``NCBITaxon:9606``)
+    and ``species_name``."""
 
     document: str
     start: int
@@ -75,8 +81,14 @@ class MentionRecord(BaseModel):
     type: str
     concept_id: str | None
     concept_name: str | None = None
+    species: str | None = Field(default=None, description="a gene's NCBI Taxonomy ID")
+    species_name: str | None = Field(default=None, description="a gene's species")
     mention_score: float | None
     link_score: float | None
+    confidence: float | None = Field(
+        default=None, ge=0, le=1,
+        description="how likely span, type and concept are all right (docs/results.md, "
+                    "'One confidence'); filled for every mention the linker finds")
     explanation: Explanation | None = None
 
 
@@ -94,21 +106,27 @@ class AnnotateResponse(BaseModel):
 
 
 class NormalizeItem(BaseModel):
-    """A mention found elsewhere: its text and (optionally) its type."""
+    """A mention found elsewhere: its text and (optionally) its type and, for a gene, its
+    species (an NCBI Taxonomy ID such as ``10090`` or a name such as ``mouse``; default
+    human)."""
 
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1)
     type: str | None = None
+    species: str | None = None
 
 
 class NormalizedMention(BaseModel):
-    """A given mention with its concept (``concept_id`` null when nothing was linked)."""
+    """A given mention with its concept (``concept_id`` null when nothing was linked: no
+    match), namespaced, and a gene's species (``NCBITaxon:9606``, ``Homo sapiens``)."""
 
     text: str
     type: str
     concept_id: str | None
     concept_name: str | None
+    species: str | None = None
+    species_name: str | None = None
     link_score: float | None
 
 

@@ -5,7 +5,8 @@ when it is opened (CSS inline, no scripts, no fonts), so it can be mailed or arc
 run. Every piece of document text, ID and type is escaped: the input is untrusted.
 
 Mentions are highlighted by type; hovering one shows its concept IDs, the concepts' preferred
-names (when a KB is given) and scores, with a link to each MeSH ID's page, and, for mentions
+names (the record the linker wrote, or a KB's when given), a gene's species, and scores, with a
+link to each MeSH, NCBI Gene or NCBI Taxonomy ID's page, and, for mentions
 annotated with ``--explain``, why: the step that decided and the top dense candidates. Given the gold
 documents, gold and prediction stand side by side and each mention is marked true positive,
 false positive or false negative by ``linker score --strict`` itself: the keys come from
@@ -27,12 +28,23 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from data_tools.documents import Annotation, Document, Passage
-from data_tools.formats.mentions_jsonl import explanation_of
+from data_tools.formats.mentions_jsonl import (
+    CONCEPT_NAME,
+    SPECIES,
+    SPECIES_NAME,
+    confidence_of,
+    explanation_of,
+)
 from e2e_linker.scoring import is_scored, mentions_of, score
 
 #: MeSH descriptor (D…) and supplementary concept (C…) IDs, with or without "MESH:"
 MESH_ID = re.compile(r"^(?:MESH:)?([CD]\d{6,9})$", re.IGNORECASE)
 MESH_PAGE = "https://meshb.nlm.nih.gov/record/ui?ui={}"
+#: namespaced NCBI Gene and NCBI Taxonomy IDs (a bare number could be either)
+GENE_ID = re.compile(r"^NCBIGene:(\d+)$", re.IGNORECASE)
+GENE_PAGE = "https://www.ncbi.nlm.nih.gov/gene/{}"
+TAXON_ID = re.compile(r"^NCBITaxon:(\d+)$", re.IGNORECASE)
+TAXON_PAGE = "https://www.ncbi.nlm.nih.gov/Taxonomy/Browser/wwwtax.cgi?id={}"
 #: highlight colours: the two BC5CDR types first, then any other type in sorted order
 PALETTE = ("#ffd27f", "#9fd4ff", "#c6f0a6", "#f5b5e8", "#d9c8ff", "#ffb3a7", "#b8f2e6")
 KNOWN_TYPES = ("Chemical", "Disease")
@@ -80,10 +92,24 @@ class Marked:
     hidden: tuple[Marked, ...] = ()
 
 
-def mesh_link(concept_id: str) -> str | None:
-    """The MeSH browser page of a MeSH ID; None for any other ID."""
-    match = MESH_ID.match(concept_id.strip())
-    return MESH_PAGE.format(match.group(1).upper()) if match else None
+def concept_link(concept_id: str) -> str | None:
+    """The page of a MeSH ID (with or without ``MESH:``), an ``NCBIGene:`` or an
+    ``NCBITaxon:`` ID; None for any other ID."""
+    concept_id = concept_id.strip()
+    if match := MESH_ID.match(concept_id):
+        return MESH_PAGE.format(match.group(1).upper())
+    if match := GENE_ID.match(concept_id):
+        return GENE_PAGE.format(match.group(1))
+    if match := TAXON_ID.match(concept_id):
+        return TAXON_PAGE.format(match.group(1))
+    return None
+
+
+def linked(concept_id: str) -> str:
+    """``concept_id`` escaped, as a link to its page when it has one (:func:`concept_link`)."""
+    link = concept_link(concept_id)
+    return f'<a href="{html.escape(link)}">{html.escape(concept_id)}</a>' if link \
+        else html.escape(concept_id)
 
 
 def type_colours(types: Iterable[str]) -> dict[str, str]:
@@ -142,21 +168,27 @@ def outermost(marked: Iterable[Marked]) -> list[Marked]:
 
 
 def describe(item: Marked, name_of: NameOf | None) -> str:
-    """Tooltip lines of one annotation: verdict, type, IDs with names and MeSH links, scores."""
+    """Tooltip lines of one annotation: verdict, type, IDs with names and links, a gene's
+    species, the confidence and the scores."""
     a = item.annotation
     parts = [f'<b class="err">{VERDICTS[item.verdict]}</b>'] if item.verdict in ("fp", "fn") \
         else []
     parts.append(f"<b>{html.escape(a.type or 'untyped')}</b> “{html.escape(a.text or '')}”")
+    recorded = a.infons.get(CONCEPT_NAME) if len(a.concept_ids) == 1 else None
     for cid in a.concept_ids or ["(no concept)"]:
-        link = mesh_link(cid)
-        line = f'<a href="{html.escape(link)}">{html.escape(cid)}</a>' if link \
-            else html.escape(cid)
-        name = name_of(cid) if name_of and a.concept_ids else None
+        line = linked(cid)
+        name = recorded or (name_of(cid) if name_of and a.concept_ids else None)
         if name:
             line += f" {html.escape(name)}"
         parts.append(line)
+    if a.infons.get(SPECIES):
+        species = " ".join(linked(taxon) for taxon in a.infons[SPECIES].split("|"))
+        if a.infons.get(SPECIES_NAME):
+            species += f" {html.escape(a.infons[SPECIES_NAME])}"
+        parts.append(f"<i>species:</i> {species}")
     scores = [f"{label} {value:.3f}" for label, value in
-              (("mention", a.mention_score), ("link", a.link_score)) if value is not None]
+              (("confidence", confidence_of(a)), ("mention", a.mention_score),
+               ("link", a.link_score)) if value is not None]
     if scores:
         parts.append(html.escape(", ".join(scores)))
     parts.extend(explain_lines(a, name_of))

@@ -5,8 +5,12 @@ Why: the pipeline declaration (e2e_linker/default_model/pipeline.toml) replaced 
 through five methods; a step that runs in another order, reads another floor or is missing
 changes some annotation. The digest below is of ``linker annotate`` (PubTator in, BioC XML
 out, ``--replace``, the packed index, one thread, an empty cache). It was first the output of
-commit 43b11c1, before the declaration, and was last changed with the model (issue 43: the
-BioRED + species model, its KB with species and HomoloGene's genes, its re-earned pipeline).
+commit 43b11c1, before the declaration, was changed with the model (issue 43: the BioRED +
+species model, its KB with species and HomoloGene's genes, its re-earned pipeline), and last
+with the record and the short forms (issues 43-45: namespaced IDs, concept names, a gene's
+species and one confidence on every annotation; short forms resolved through their long
+forms, docs/decisions/0039-short-forms-through-long-forms.md; monoclonal antibodies kept as
+chemicals, docs/decisions/0011-gene-products.md).
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
 filled can move it. Change the digest only with a change meant to move the output, and say
@@ -27,7 +31,7 @@ import pytest
 from data_tools.registry import data_dir
 
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts (see the module docstring)
-DEV_100_SHA256 = "4091ce904366662b0866654d7d816338b69e637f696ee7e92c536af2bd333617"
+DEV_100_SHA256 = "a25c558285136147bf3378a407396e8cc7a6de9947a106636b08e951b828cb86"
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100
 
@@ -70,13 +74,15 @@ def test_the_declared_pipeline_gives_the_recorded_output(tmp_path, cache):
 def test_rats_have_rat_genes(tmp_path, cache):
     """Issue 45's example: the species the text names is a Species annotation with its NCBI
     Taxonomy ID, and the gene symbols are that species' genes (rat Il6 and Tnf, which the KB
-    holds through HomoloGene), not the human or mouse ones."""
+    holds through HomoloGene), not the human or mouse ones; each gene carries its species."""
     source = tmp_path / "rats.txt"
     source.write_text("In rats, Il6 and Tnf were induced.\n", encoding="utf-8")
     out = tmp_path / "rats.jsonl"
     run = annotate([str(source), "-o", str(out), "--format", "jsonl"], cache)
     assert run.returncode == 0, run.stderr[-2000:]
-    found = [(m["text"], m["type"], m["concept_id"])
+    found = [(m["text"], m["type"], m["concept_id"], m.get("species"), m.get("species_name"))
              for m in map(json.loads, out.read_text().splitlines())]
-    assert found == [("rats", "Species", "NCBITaxon:10116"), ("Il6", "Gene", "24498"),
-                     ("Tnf", "Gene", "24835")]
+    rat = ("NCBITaxon:10116", "Rattus norvegicus")
+    assert found == [("rats", "Species", "NCBITaxon:10116", None, None),
+                     ("Il6", "Gene", "NCBIGene:24498", *rat),
+                     ("Tnf", "Gene", "NCBIGene:24835", *rat)]

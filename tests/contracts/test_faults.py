@@ -303,9 +303,10 @@ def test_pipe_of_a_string_raises_instead_of_annotating_each_character(linker):
 
 
 def test_normalize_validates_its_items_before_the_normalizer_loads(linker):
-    with pytest.raises(UserError, match=r"normalize item 1: expected a text or a \(text, type\) "
-                                        r"pair, not \('a', 'b', 'c'\)"):
-        linker.normalize([("tamoxifen",), ("a", "b", "c")])
+    with pytest.raises(UserError, match=r"normalize item 1: expected a text, a \(text, type\) "
+                                        r"pair or a \(text, type, species\) triple, not "
+                                        r"\('a', 'b', 'c', 'd'\)"):
+        linker.normalize([("tamoxifen",), ("a", "b", "c", "d")])
     with pytest.raises(UserError, match=r"a str is one mention: pass \[text\]"):
         linker.normalize("tamoxifen")
 

@@ -14,6 +14,7 @@ from data_tools.kb_loaders import (
     load_hgnc,
     load_homologene,
     load_id_name_list,
+    load_kb_tsv,
     load_medic,
     load_mesh_descriptors,
     load_mesh_supplementary,
@@ -148,6 +149,76 @@ def test_tsv_and_spec_errors(tmp_path):
     assert len(load_kb(f"tsv:{path}+tsv:{path}")) == 2
     with pytest.raises(FormatError, match="unknown KB spec"):
         load_kb("nonsense")
+
+
+def _kb_file(tmp_path, text: str):
+    path = tmp_path / "mine.tsv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_tsv_spec_skips_a_header_comments_and_blank_lines(tmp_path):
+    path = _kb_file(tmp_path, "# my KB\n\nConcept_ID\tName\tsynonyms\ttype\n"
+                              "D1\taspirin\t\tChemical\n")
+    kb = load_kb(f"tsv:{path}")
+    assert [c.id for c in kb] == ["D1"] and "Concept_ID" not in kb
+
+
+def test_tsv_spec_reads_a_header_like_row_after_the_first_as_a_concept(tmp_path):
+    """Only the first row may be a header: a concept named "name" later is kept."""
+    path = _kb_file(tmp_path, "\ufeffid\tname\nD1\taspirin\nid\tname\n")
+    kb = load_kb_tsv(path)
+    assert [c.id for c in kb] == ["D1", "id"]  # the byte-order mark did not hide the header
+
+
+def test_tsv_spec_reads_synonyms_from_their_cell_and_the_name_cell(tmp_path):
+    path = _kb_file(tmp_path, "D1\taspirin|ASA\tacetylsalicylic acid| |Aspirin\n"
+                              "D2\tcold\n")
+    kb = load_kb(f"tsv:{path}")
+    assert kb.get("D1").name == "aspirin"
+    assert kb.get("D1").all_names() == ["aspirin", "ASA", "acetylsalicylic acid"]
+    assert kb.get("D2").all_names() == ["cold"]
+
+
+def test_tsv_spec_gives_the_type_column_to_the_concept(tmp_path):
+    path = _kb_file(tmp_path, "D1\taspirin\t\tChemical\nD2\tcold\t\t Disease|Chemical \n"
+                              "D3\tfoo\n")
+    kb = load_kb(f"tsv:{path}")
+    assert [kb.get(c).type for c in ("D1", "D2", "D3")] == ["Chemical", "Chemical|Disease", ""]
+    assert kb.get("D1").source == "tsv"
+
+
+def test_tsv_spec_merges_rows_of_one_id_and_refuses_two_types(tmp_path):
+    path = _kb_file(tmp_path, "MESH:D1\taspirin\t\tChemical\nD1\tASA\nD1\tAspirin\t\tChemical\n")
+    kb = load_kb_tsv(path)
+    assert len(kb) == 1 and kb.get("D1").all_names() == ["aspirin", "ASA"]
+    path.write_text("D1\taspirin\t\tChemical\nD1\tASA\t\tDisease\n")
+    with pytest.raises(FormatError, match=r"mine\.tsv: line 2: ID D1 has type Disease here but "
+                                          r"Chemical on line 1"):
+        load_kb_tsv(path)
+
+
+def test_tsv_spec_refuses_a_row_with_more_than_four_cells(tmp_path):
+    path = _kb_file(tmp_path, "D1\taspirin\t\tChemical\nD2\tcold\t\tDisease\textra\n")
+    with pytest.raises(FormatError, match=r"mine\.tsv: line 2: 5 tab-separated cells; a tsv KB "
+                                          r"row has at most 4"):
+        load_kb(f"tsv:{path}")
+
+
+@pytest.mark.parametrize(("row", "missing"), [("D2\t \tsyn", "a name"), ("D2", "a name"),
+                                              ("\tcold", "an ID"), ("D2\t|", "a name")])
+def test_tsv_spec_refuses_a_row_without_id_or_name(tmp_path, row, missing):
+    path = _kb_file(tmp_path, f"D1\taspirin\n{row}\n")
+    with pytest.raises(FormatError, match=rf"mine\.tsv: line 2: row without {missing}"):
+        load_kb(f"tsv:{path}")
+
+
+def test_load_tsv_by_column_numbers_keeps_reading_other_layouts(tmp_path):
+    """``load_tsv``'s callers name their columns: extra columns are theirs to ignore."""
+    path = _kb_file(tmp_path, "X1\tfoo\tf|fo\tThing\tmore\tcells\n")
+    kb = load_tsv(path, synonyms_col=2, type_col=3)
+    assert kb.get("X1").all_names() == ["foo", "f", "fo"] and kb.get("X1").type == "Thing"
+    assert load_id_name_list(path).get("X1").all_names() == ["foo"]
 
 
 def test_names_from_corpus_uses_single_ids_and_composite_parts(bc5cdr_test_docs):
@@ -389,3 +460,15 @@ def test_bc5cdr_genes_hash_is_unchanged():
     assert kb.content_hash() == \
         "951a5f7e3605f404320a3def1c49329560dd5a14ed18435c4d9eda77ee348cb5"
     assert len(kb) == 509_003 and "Species" not in kb.types()
+
+
+def test_proteins_are_gene_products_but_monoclonal_antibodies_are_drugs():
+    from data_tools.kb_loaders import is_gene_product
+
+    assert is_gene_product(["D12.776.543.750.705.852.150"])  # a protein
+    assert is_gene_product(["D08.811.277.040"])  # an enzyme
+    # trastuzumab: under Proteins only as a monoclonal antibody
+    assert not is_gene_product(["D12.776.124.486.485.114.224.060.875",
+                                "D12.776.124.790.651.114.224.060.875",
+                                "D12.776.377.715.548.114.224.200.875"])
+    assert not is_gene_product(["D02.092.063"])  # no protein branch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -100,3 +101,82 @@ def test_every_command_is_registered_and_has_help(runner, name):
     result = runner.invoke(main, [name, "--help"])
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output and name in result.output
+
+
+@pytest.mark.parametrize("args, words", [
+    (["annotate", "x.txt", "-o", "-", "--thresold", "0.5"], ["no such option", "--threshold"]),
+    (["annotat"], ["no such command 'annotat'"]),
+    (["--quiet"], ["no such option '--quiet'"]),
+    (["annotate", "-o", "-"], ["missing argument"]),
+    (["annotate", "x.txt", "-o", "-", "--format", "xml"], ["'xml' is not one of", "jsonl"]),
+    (["annotate", "x.txt", "-o", "-", "--threshold", "2"], ["--threshold", "0<=x<=1"]),
+    (["annotate", "x.txt", "-o", "-", "--batch-size", "0"], ["--batch-size", "x>=1"]),
+])
+def test_a_usage_error_is_one_line_exit_2(runner, tmp_path, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.txt").write_text("Aspirin.\n")
+    result = runner.invoke(main, args, prog_name="linker")
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "-h`" in lines[0] and "Usage:" not in result.output
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def test_help_is_unchanged_by_the_one_line_errors(runner):
+    for args in (["-h"], ["--help"], ["annotate", "-h"], ["kb", "--help"]):
+        result = runner.invoke(main, args, prog_name="linker")
+        assert result.exit_code == 0 and result.output.startswith("Usage: linker"), args
+    assert "-v, --verbose" in runner.invoke(main, ["-h"]).output
+    bare = runner.invoke(main, [], prog_name="linker")  # plain `linker`: the help, as before
+    assert "Usage: linker" in bare.output and "Commands:" in bare.output
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from tests.helpers.tiny_linker import tiny_linker_dir
+
+    root = tmp_path_factory.mktemp("quiet")
+    model, _ = tiny_linker_dir(root / "tiny")
+    return model, root / "cache"
+
+
+def _one_sentence(tiny_model, *first: str) -> subprocess.CompletedProcess:
+    """`linker [first] annotate - -o -` on one sentence, stderr a pipe (no terminal)."""
+    from e2e_linker.console import VERBOSE_ENV
+
+    model, cache = tiny_model
+    env = {k: v for k, v in os.environ.items() if k != VERBOSE_ENV}
+    env["E2E_LINKER_CACHE"] = str(cache)
+    return subprocess.run([sys.executable, "-m", "e2e_linker", *first, "annotate", "-", "-o",
+                           "-", "--model", str(model), "--index", "exact"],
+                          input="Aspirin caused a headache.\n", env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_no_line_on_stderr_for_a_successful_run_without_a_terminal(tiny_model):
+    first = _one_sentence(tiny_model)  # a cold cache: the KB is encoded in this run
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == ""
+    assert first.stdout and all(json.loads(line) for line in first.stdout.splitlines())
+    # -v: the progress, the summary and the KB index lines come back
+    loud = _one_sentence(tiny_model, "-v")
+    assert loud.returncode == 0, loud.stderr
+    assert loud.stdout == first.stdout
+    assert "wrote 1 documents" in loud.stderr and "mentions found" in loud.stderr
+    assert "documents:" in loud.stderr  # the progress bar
+
+
+def test_verbose_lasts_for_its_run_only(runner, tmp_path, monkeypatch):
+    from e2e_linker.console import VERBOSE_ENV
+
+    monkeypatch.delenv(VERBOSE_ENV, raising=False)
+    seen = []
+    monkeypatch.setattr("e2e_linker.commands.convert.command.callback",
+                        lambda **kwargs: seen.append(os.environ.get(VERBOSE_ENV)))
+    (tmp_path / "a.txt").write_text("1|t|T\n\n")
+    source, target = str(tmp_path / "a.txt"), str(tmp_path / "b.xml")
+    assert runner.invoke(main, ["-v", "convert", source, target]).exit_code == 0
+    assert runner.invoke(main, ["convert", source, target]).exit_code == 0
+    assert seen == ["1", None] and VERBOSE_ENV not in os.environ

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
+from data_tools.formats.namespaces import namespaced_id
 from e2e_linker.scoring import merge_predictions, score
 
 
@@ -193,3 +194,68 @@ def test_merge_predictions_joins_by_document_without_touching_inputs():
     assert len(a[0].annotations) == 1
     merged_gen = merge_predictions(iter(a), (d for d in b))
     assert sum(len(d.annotations) for d in merged_gen) == 3
+
+
+def test_ids_compare_across_prefix_styles():
+    """Gold as corpora write it (bare MeSH and gene IDs, a PubTator file's bare taxon) against
+    the linker's namespaced IDs: every mode matches them; an ID whose prefix is part of it
+    (OMIM) does not lose it."""
+    gold = [doc((0, 10, ["D013629"], "Chemical"), (20, 30, ["672"], "Gene"),
+                (40, 50, ["10116"], "Species"), (60, 70, ["D000001", "C000002"]),
+                (80, 90, ["OMIM:613162"]))]
+    pred = [doc((0, 10, ["MESH:D013629"], "Chemical"), (20, 30, ["NCBIGene:672"], "Gene"),
+                (40, 50, ["NCBITaxon:10116"], "Species"),
+                (60, 70, ["mesh:D000001", "MESH:C000002"]), (80, 90, ["613162"]))]
+    for mode in ("strict", "partial", "accuracy"):
+        report = score(gold, pred, mode)
+        assert (report.tp, report.fn) == (4, 1), mode
+    # ``resolve`` sees the KB's keys (``D2``, ``672``), whatever the prefix
+    primary = {"D2": "D1", "HGNC:1100": "672"}.get
+    mapped = score([doc((0, 10, ["D1"]), (20, 30, ["HGNC:1100"]))],
+                   [doc((0, 10, ["MESH:D2"]), (20, 30, ["NCBIGene:672"]))], "strict",
+                   resolve=lambda cid: primary(cid, cid))
+    assert counts(mapped) == (2, 0, 0)
+
+
+def test_the_published_dnorm_tmchem_figures_hold_whatever_the_prediction_prefixes(
+        shared_data, tmp_path):
+    """The official DNorm + tmChem output (``MESH:D…``) against BC5CDR test gold (bare
+    ``D…``): docs/scoring.md's figures, the same with the predictions' IDs bare, and the same
+    through ``linker score`` on a namespaced BioC file."""
+    from click.testing import CliRunner
+
+    from data_tools.formats import read_documents, write_documents
+    from e2e_linker.cli import main
+
+    gold_file = shared_data / "bc5cdr" / "CDR_TestSet.PubTator.txt"
+    base = shared_data / "bc5cdr" / "baselines"
+    files = [base / "TestSet.DNorm.PubTator.txt", base / "TestSet.tmChem.PubTator.txt"]
+    gold = list(read_documents(gold_file))
+    pred = merge_predictions(*(read_documents(f) for f in files))
+    published = {"strict": (0.8459, 0.7743, 0.8085), "partial": (0.8658, 0.8002, 0.8317),
+                 "mentions": (0.8973, 0.8213, 0.8576)}
+
+    def figures(predicted):
+        return {mode: tuple(round(x, 4) for x in (r.precision, r.recall, r.f1))
+                for mode in published for r in [score(gold, predicted, mode)]}
+
+    assert figures(pred) == published
+    prefixed = sum(cid.startswith("MESH:") for d in pred for a in d.annotations
+                   for cid in a.concept_ids)
+    assert prefixed > 5000  # the predictions are namespaced, the gold is not
+    assert not any(cid.startswith("MESH:") for d in gold for a in d.annotations
+                   for cid in a.concept_ids)
+    for d in pred:
+        for a in d.annotations:
+            a.concept_ids = [cid.removeprefix("MESH:") for cid in a.concept_ids]
+    assert figures(pred) == published
+    for d in pred:
+        for a in d.annotations:
+            a.concept_ids = [namespaced_id(cid, source="MeSH") for cid in a.concept_ids]
+    namespaced = tmp_path / "pred.bioc.xml"
+    write_documents(pred, namespaced)
+    result = CliRunner().invoke(main, ["score", str(gold_file), str(namespaced), "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert tuple(round(report[k], 4) for k in ("precision", "recall", "f1")) == \
+        published["strict"]

@@ -1,5 +1,6 @@
 """The spaCy component: ``spacy.blank("en").add_pipe("e2e_linker")`` through the entry point,
-entities with concept IDs, types and scores at the Linker's own offsets."""
+entities with concept IDs, types and scores at the Linker's own offsets; one namespaced
+``kb_id_`` with a composite's parts as ``ent._.concept_ids``, and a gene's species."""
 
 from __future__ import annotations
 
@@ -43,8 +44,10 @@ def test_pipe_fills_ents_with_ids_labels_and_scores(setup):
         for ent in doc.ents:
             m = mentions[(ent.start_char, ent.end_char)]  # token-aligned on this text
             assert ent.label_ == m.type and ent.kb_id_ == (m.concept_id or "")
+            assert ent._.concept_ids == ([m.concept_id] if m.concept_id else [])
             assert ent._.mention_score == m.mention_score
             assert ent._.link_score == m.link_score
+            assert ent._.confidence == m.confidence and 0.0 <= ent._.confidence <= 1.0
             assert ent._.concept_name == m.concept_name
         starts = [e.start for e in doc.ents]
         assert starts == sorted(starts)  # no overlaps: spaCy would refuse them anyway
@@ -67,3 +70,44 @@ def test_mentions_inside_tokens_expand_and_overlaps_are_filtered():
     [ent] = doc.ents
     assert (ent.start_char, ent.end_char, ent.kb_id_) == (0, 11, "C2")
     assert ent._.mention_score == 0.8 and ent._.concept_name is None
+
+
+def test_one_kb_id_the_parts_and_the_species_as_extensions():
+    from e2e_linker.api import Mention
+    from e2e_linker.spacy_component import LinkerComponent
+
+    nlp = spacy.blank("en")
+    doc = nlp("Il6 and Tnf genes in rats")
+    mentions = [Mention(0, 11, "Il6 and Tnf", "Gene", "NCBIGene:24498|NCBIGene:24835", None,
+                        0.9, None, "NCBITaxon:10116", "Rattus norvegicus"),
+                Mention(21, 25, "rats", "Species", "NCBITaxon:10116", "Rattus norvegicus",
+                        0.8, 0.7)]
+    LinkerComponent.set_entities(doc, mentions)
+    gene, rat = doc.ents
+    assert gene.kb_id_ == "NCBIGene:24498"  # spaCy's one ID: the first part
+    assert gene._.concept_ids == ["NCBIGene:24498", "NCBIGene:24835"]
+    assert (gene._.species, gene._.species_name) == ("NCBITaxon:10116", "Rattus norvegicus")
+    assert rat.kb_id_ == "NCBITaxon:10116" and rat._.concept_ids == ["NCBITaxon:10116"]
+    assert rat._.species is None and rat._.concept_name == "Rattus norvegicus"
+
+
+def test_the_component_shows_the_linkers_record(tmp_path):
+    """With a KB of the real sources the entities carry namespaced IDs and genes' species,
+    the Linker's own."""
+    from tests.helpers.namespaced_kb import RAT, namespaced_kb_spec
+
+    directory, _ = tiny_linker_dir(tmp_path / "tiny")
+    options = {"cache_dir": str(tmp_path / "cache"), "kb": namespaced_kb_spec(tmp_path)}
+    nlp = spacy.blank("en")
+    nlp.add_pipe("e2e_linker", config={"model_dir": str(directory), **options})
+    linker = Linker.load(directory, **options)
+    ents = [e for text in TEXTS for e in nlp(text).ents]
+    assert ents and all(e.kb_id_.startswith(("MESH:", "NCBIGene:", "NCBITaxon:"))
+                        for e in ents)
+    genes = [e for e in ents if e.kb_id_.startswith("NCBIGene:")]
+    assert genes and all(e._.species == RAT for e in genes)
+    found = {(m.start, m.end): m for text in TEXTS[:1] for m in linker(text)}
+    for ent in nlp(TEXTS[0]).ents:
+        m = found[ent.start_char, ent.end_char]
+        assert (ent.kb_id_, ent._.species, ent._.species_name) == \
+            (m.concept_id, m.species, m.species_name)

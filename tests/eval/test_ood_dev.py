@@ -161,6 +161,72 @@ def test_gold_genes_are_counted_by_species_with_those_linked():
     pred = [_doc("1", [(0, 4, "Gene", "3576"), (24, 27, "Gene", "21926")]),  # rat Tnf: mouse
             _doc("2", [(0, 4, "Gene", "16193"), (24, 27, "Gene", "99999")])]
     taxa = {"3576": "9606", "24835": "10116", "21926": "10090", "16193": "10090"}
-    assert genes_by_species(gold, pred, taxa) == {
+    expected = {
         "human": {"gold": 1, "linked": 1}, "mouse": {"gold": 1, "linked": 1},
         "not in the KB": {"gold": 1, "linked": 1}, "other": {"gold": 1, "linked": 0}}
+    assert genes_by_species(gold, pred, taxa) == expected
+    # the linker's output is namespaced (NCBIGene:3576): the counts are the same
+    for doc in pred:
+        for ann in doc.annotations:
+            ann.concept_ids = [f"NCBIGene:{cid}" for cid in ann.concept_ids]
+    assert genes_by_species(gold, pred, taxa) == expected
+
+
+def test_predictions_are_labelled_right_only_with_span_type_and_concept():
+    """What the confidence model learns from: the strict criterion, namespaced predictions
+    against bare gold as the scorer compares them, other types left out."""
+    from eval.ood_dev import labelled_predictions
+
+    gold = [_doc("1", [(0, 4, "Gene", "3576"), (9, 16, "Chemical", "D001241"),
+                       (31, 37, "Disease", "D001249")])]
+    pred = [_doc("1", [(0, 4, "Gene", "NCBIGene:3576"), (9, 16, "Chemical", "MESH:D001241"),
+                       (9, 15, "Chemical", "MESH:D001241"), (31, 37, "Chemical", "D001249"),
+                       (24, 27, "Gene", "NCBIGene:1")])]
+    pred[0].annotations[1].infons["link_method"] = "exact"
+    rows = labelled_predictions(gold, pred, ("Chemical", "Disease"), None)
+    assert [(r["type"], r["link_method"], r["correct"]) for r in rows] == [
+        ("Chemical", "exact", True), ("Chemical", None, False), ("Chemical", None, False)]
+    assert [r["correct"] for r in labelled_predictions(gold, pred, ("Gene",), None)] == \
+        [True, False]
+
+
+def test_reliability_bins_counts_ece_and_brier():
+    from eval.ood_dev import reliability
+
+    found = reliability([0.05, 0.15, 0.15, 0.95, 1.0], [False, True, False, True, True],
+                        bins=10)
+    assert [(b["lo"], b["count"], b["confidence"], b["accuracy"]) for b in found["bins"]] == [
+        (0.0, 1, 0.05, 0.0), (0.1, 2, 0.15, 0.5), (0.9, 2, 0.975, 1.0)]
+    assert found["ece"] == round((1 * 0.05 + 2 * 0.35 + 2 * 0.025) / 5, 4)
+    assert found["brier"] == round((0.05 ** 2 + 0.85 ** 2 + 0.15 ** 2 + 0.05 ** 2) / 5, 4)
+    assert found["n"] == 5 and found["accuracy"] == 0.6
+
+
+def test_the_confidence_fit_holds_biored_out_and_beats_the_mention_score_there():
+    """Exact links right, dense ones mostly wrong, in every corpus: the fit on the fitting
+    corpora learns it and is better calibrated than the mention score on the held-out one."""
+    import random
+
+    from eval.ood_dev import CONFIDENCE_HELD_OUT, confidence_fit
+
+    rng = random.Random(1)
+
+    def rows(n: int) -> list[dict]:
+        out = []
+        for _ in range(n):
+            exact = rng.random() < 0.5
+            out.append({"mention_score": rng.uniform(0.5, 1.0), "link_method":
+                        "exact" if exact else "dense", "link_score": None if exact else 20.0,
+                        "type": "Chemical", "correct": rng.random() < (0.95 if exact else 0.2)})
+        return out
+
+    labelled = {"bc5cdr:dev": rows(600), "ncbi_disease:dev": rows(300),
+                CONFIDENCE_HELD_OUT: rows(400)}
+    model, report = confidence_fit(labelled)
+    assert model.fitted["fit_on"] == ["bc5cdr:dev", "ncbi_disease:dev"]
+    assert model.fitted["rows"] == 900 and model.methods == ("dense", "exact")
+    held = report[CONFIDENCE_HELD_OUT]
+    assert held["model"]["ece"] < held["mention_score_alone"]["ece"]
+    assert held["model"]["brier"] < held["mention_score_alone"]["brier"]
+    assert model.fitted["held_out_ece"] == held["model"]["ece"]
+    assert set(report) == {CONFIDENCE_HELD_OUT, "bc5cdr:dev"}

@@ -16,8 +16,8 @@ def tiny_linker_dir(root: Path, threshold: float = 0.0,
     documents per second, so CLI runs can be tested end to end on real corpora.
 
     ``filler_concepts`` adds that many made-up concepts to the KB (a KB large enough for a
-    product-quantised index needs a few thousand names). ``typed``: the KB spec reads the
-    concepts' types and synonyms (``kb:``; the default ``tsv:`` spec reads IDs and names)."""
+    product-quantised index needs a few thousand names). ``typed``: the KB spec is a saved KB
+    (``kb:``) instead of the ``tsv:`` file; both give the concepts' types and synonyms."""
     from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
     from e2e_linker.collective.model_kb import assemble_kb, save_model_kb
 

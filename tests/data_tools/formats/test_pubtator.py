@@ -173,6 +173,33 @@ def test_row_shapes_round_trip_exactly(tmp_path):
     assert "\thepatic\tDisease\tD000001\n" in format_document(doc)
 
 
+def test_the_linkers_ids_follow_pubtator3s_columns_and_read_ids_stay_as_written(tmp_path):
+    """The linker's namespaced IDs (its ``annotator`` infon) are written as PubTator3 writes
+    them: MeSH ``MESH:D…``, a gene's bare NCBI Gene ID, a species' bare taxon; the same IDs
+    read from a file are written back as they were."""
+    text = "BRCA1 in rats given tacrine."
+    doc = Document("5", [Passage(0, text, {"type": "title"})])
+    linker = {"annotator": "e2e_linker"}
+    for start, end, type_, ids in ((0, 5, "Gene", ["NCBIGene:672"]),
+                                   (9, 13, "Species", ["NCBITaxon:10116"]),
+                                   (20, 27, "Chemical", ["MESH:D013629"]),
+                                   (0, 13, "Gene", ["NCBIGene:672", "NCBIGene:497672"])):
+        doc.add_annotation(Annotation(start, end, text[start:end], type_, ids,
+                                      infons=dict(linker)))
+    rows = format_document(doc).splitlines()[2:-1]
+    assert [row.split("\t")[5] for row in rows] == ["672", "10116", "MESH:D013629",
+                                                     "672|497672"]
+    path = _write(tmp_path, format_document(doc), "linked.txt")
+    (back,) = read_documents(path)
+    assert [a.concept_ids for a in back.annotations] == [
+        ["672"], ["10116"], ["MESH:D013629"], ["672", "497672"]]
+    assert format_document(back) == format_document(doc)
+    # a file that wrote the namespaces itself (no annotator infon) keeps them
+    written = ("6|t|BRCA1 in rats.\n6|a|\n6\t0\t5\tBRCA1\tGene\tNCBIGene:672\n"
+               "6\t9\t13\trats\tSpecies\tNCBITaxon:10116\n\n")
+    (kept,) = read_documents(_write(tmp_path, written, "namespaced.txt"))
+    assert format_document(kept) == written
+
 
 def test_writer_keeps_offsets_for_multi_passage_and_messy_text():
     doc = Document("9", [Passage(0, "T\tx", {"type": "title"}),

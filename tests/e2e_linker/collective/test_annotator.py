@@ -297,3 +297,46 @@ def test_max_span_len_bounds_the_spans_scored_above_the_training_length(annotato
     assert max(map(tokens, short)) <= 3 < max(map(tokens, default)) <= trained
     assert short < default < longer
     assert trained < max(map(tokens, longer)) <= trained + 6
+
+
+def test_annotate_gives_the_record_after_every_step_sees_kb_keys(annotator):
+    """What annotate returns carries the record (data_tools.formats.records): namespaced IDs
+    and a gene's species; the pipeline's steps (link, and the annotate stage in it) work on
+    the KB's keys, which the record then namespaces."""
+    from data_tools.formats.mentions_jsonl import CONCEPT_NAME, SPECIES, SPECIES_NAME
+    from data_tools.formats.namespaces import kb_key
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.kb_search.entity_index import EntityIndex
+    from e2e_linker.lexical.sieves import NameDictionary
+
+    kb = KB([Concept("D001241", "aspirin", ["acetylsalicylic acid"], "Chemical", "MeSH"),
+             Concept("D007052", "ibuprofen", [], "Chemical", "MeSH"),
+             *(Concept(str(24490 + n), name, [], "Gene", "NCBI Gene", taxon="10116")
+               for n, name in enumerate(("Il6", "Tnf", "Renal1", "Nausea1", "Hdc", "Dlr"))),
+             Concept("NCBITaxon:10116", "Rattus norvegicus", ["rats"], "Species",
+                     "NCBI Taxonomy")])
+    index = EntityIndex.build(kb, annotator.model.entity_encoder, cache_dir=False,
+                              progress=False)
+    real = Annotator.from_parts(annotator.model, index, NameDictionary.from_kb(kb),
+                                annotator.settings, kb=kb)
+    docs = synthetic_docs(4)
+    spans, _ = real.detect(docs)
+    keys = {(docs[s.doc_index].id, s.start, s.end): a.concept_ids
+            for s, a in zip(spans, real.link(spans, docs), strict=True) if a is not None}
+    assert all(cid in kb.concepts for ids in keys.values() for cid in ids)  # the KB's keys
+    out = real.annotate(docs, replace=True)
+    genes = 0
+    for doc in out:
+        for ann in doc.annotations:
+            assert [kb_key(c) for c in ann.concept_ids] == keys[doc.id, ann.start, ann.end]
+            assert all(c.startswith(("MESH:D", "NCBIGene:", "NCBITaxon:"))
+                       for c in ann.concept_ids)
+            assert ann.infons[CONCEPT_NAME] == kb.get(kb_key(ann.concept_ids[0])).name
+            if ann.concept_ids[0].startswith("NCBIGene:"):
+                genes += 1
+                assert ann.infons[SPECIES] == "NCBITaxon:10116"
+                assert ann.infons[SPECIES_NAME] == "Rattus norvegicus"
+            else:
+                assert SPECIES not in ann.infons
+    assert genes and genes < sum(len(d.annotations) for d in out)

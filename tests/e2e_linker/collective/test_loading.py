@@ -6,6 +6,7 @@ from click.testing import CliRunner
 
 from e2e_linker.cli import main
 from e2e_linker.compiled_kb.store import BYPASS_ENV, list_compiled
+from e2e_linker.console import VERBOSE_ENV
 from tests.helpers.synthetic import synthetic_docs
 from tests.helpers.tiny_linker import tiny_linker_dir
 
@@ -26,6 +27,7 @@ def test_annotate_output_is_the_same_with_the_compiled_kb_and_without(tmp_path, 
     write_documents(synthetic_docs(6), tmp_path / "in.xml")
     cache = tmp_path / "cache"
     outputs = {}
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # the compile's progress lines: -v without a terminal
     for run in ("compiling", "compiled", "bypassed"):
         if run == "bypassed":
             monkeypatch.setenv(BYPASS_ENV, "off")

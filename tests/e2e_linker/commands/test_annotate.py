@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -159,7 +162,12 @@ def test_stdin_to_stdout_holds_only_the_output(model_dir, tmp_path, monkeypatch)
     rows = _jsonl(result.stdout)  # every stdout line is JSON: notes went to stderr
     assert rows and {r["document"] for r in rows} == {"stdin"}
     assert all(TEXT[r["start"]:r["end"]] == r["text"] for r in rows)
-    assert "mentions found" in result.stderr and "mentions found" not in result.stdout
+    assert result.stderr == ""  # a success is silent when no terminal watches
+    loud = CliRunner().invoke(main, ["-v", "annotate", "-", "-o", "-", "--model",
+                                     str(directory), "--index", "exact"],
+                              input=TEXT.encode("utf-8"))
+    assert loud.stdout == result.stdout  # -v: the notes go to stderr, never stdout
+    assert "mentions found" in loud.stderr and "wrote 1 documents" in loud.stderr
     # a BioC document on stdin is read as BioC; -o - takes any format
     write_documents(synthetic_docs(2), tmp_path / "in.xml")
     result = _annotate(directory, "-", "-o", "-", "--format", "pubtator",
@@ -192,3 +200,99 @@ def test_the_manifests_settings_read_back_as_they_were_written():
     record = run_settings(AnnotateSettings(types="Chemical").for_model(config))
     assert json.loads(json.dumps(record)) == record
     assert record["types"] == ["Chemical"] and record["lexical_types"] == ["Gene"]
+
+
+def test_pubtator_output_follows_pubtator3s_columns_and_bioc_keeps_the_record(
+        model_dir, tmp_path, monkeypatch):
+    """With a KB of the real sources: PubTator rows give MeSH IDs with ``MESH:``, genes and
+    species bare (PubTator3's columns); BioC gives the namespaced IDs with each gene's species
+    as infons, the same mentions; input annotations keep their IDs as written."""
+    from data_tools.formats.namespaces import comparable_id
+    from tests.helpers.namespaced_kb import RAT, RAT_NAME, namespaced_kb_spec
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    docs = synthetic_docs(4)
+    write_documents(docs, tmp_path / "in.txt")
+    spec = namespaced_kb_spec(tmp_path)
+    for name in ("out.txt", "out.xml"):
+        result = _annotate(directory, tmp_path / "in.txt", "-o", tmp_path / name,
+                           "--format", "pubtator" if name == "out.txt" else "bioc",
+                           "--kb", spec)
+        assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in (tmp_path / "out.txt").read_text().splitlines()
+            if line.count("\t") >= 5]
+    ids = [row[5] for row in rows]
+    gold = {(d.id, a.start, a.end, a.concept_id) for d in docs for a in d.annotations}
+    predicted = [i for row, i in zip(rows, ids, strict=True)
+                 if (row[0], int(row[1]), int(row[2]), i) not in gold]
+    assert any(i.startswith("MESH:D") for i in predicted)
+    assert any(i.isdigit() for i in predicted)  # genes (and species) bare
+    assert not any(i.startswith(("NCBIGene:", "NCBITaxon:")) for i in ids)
+    bioc = [a for d in read_documents(tmp_path / "out.xml") for a in d.annotations
+            if a.infons.get("annotator") == "e2e_linker"]
+    genes = [a for a in bioc if a.concept_ids[0].startswith("NCBIGene:")]
+    assert genes and all((a.infons["species"], a.infons["species_name"]) == (RAT, RAT_NAME)
+                         for a in genes)
+    assert sorted(comparable_id(i) for i in predicted) == \
+        sorted(comparable_id(a.concept_id) for a in bioc)
+    # the input's own annotations keep their IDs (C001, D001...) in both
+    assert {(d.id, a.start, a.end, a.concept_id) for d in read_documents(tmp_path / "out.xml")
+            for a in d.annotations if a.infons.get("annotator") != "e2e_linker"} == gold
+
+
+# ---- options: --input-format, ranges, the help -------------------------------------------
+
+def test_input_format_reads_every_input_as_the_format_given(model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    notes = tmp_path / "notes.dat"  # a name that tells no format
+    notes.write_text(TEXT, encoding="utf-8")
+    unknown = _annotate(directory, notes, "-o", "-")
+    assert unknown.exit_code == 2 and "cannot tell the format" in unknown.stderr
+    lines = _annotate(directory, notes, "--input-format", "text-lines", "-o", "-")
+    assert lines.exit_code == 0, lines.output
+    assert {r["document"] for r in _jsonl(lines.stdout)} == {"notes.dat-1", "notes.dat-3"}
+    whole = _annotate(directory, notes, "--input-format", "text", "-o", "-")
+    assert whole.exit_code == 0, whole.output
+    assert {r["document"] for r in _jsonl(whole.stdout)} == {"notes.dat"}
+    # the hidden --lines is --input-format text-lines
+    (tmp_path / "notes.txt").write_text(TEXT, encoding="utf-8")
+    assert _annotate(directory, tmp_path / "notes.txt", "--lines", "-o", "-").stdout == \
+        _annotate(directory, tmp_path / "notes.txt", "--input-format", "text-lines", "-o",
+                  "-").stdout
+    # a format that does not fit, or two that disagree: one line, exit 2
+    as_pubtator = _annotate(directory, notes, "--input-format", "pubtator", "-o", "-")
+    assert as_pubtator.exit_code == 2 and len(as_pubtator.stderr.splitlines()) == 1
+    both = _annotate(directory, notes, "--lines", "--input-format", "bioc", "-o", "-")
+    assert both.exit_code == 2 and "--lines is --input-format text-lines" in both.stderr
+    write_documents(synthetic_docs(1), tmp_path / "corpus.xml")
+    xml = _annotate(directory, tmp_path / "corpus.xml", "--input-format", "text-lines",
+                    "-o", "-")
+    assert xml.exit_code == 2 and "--input-format text-lines reads plain text" in xml.stderr
+
+
+def test_help_groups_basic_and_advanced_options_and_shows_one_example():
+    from e2e_linker.commands.annotate import BASIC_OPTIONS
+    from e2e_linker.commands.annotate import command as annotate_command
+
+    result = CliRunner().invoke(main, ["annotate", "-h"], prog_name="linker")
+    assert result.exit_code == 0
+    text = result.output
+    basic, advanced = text.split("Basic options:")[1].split("Advanced options:")
+    advanced, example = advanced.split("Example:")
+
+    def listed(section: str) -> set[str]:
+        return set(re.findall(r"^  (?:-\w, )?(--[\w-]+)", section, re.MULTILINE))
+
+    assert {"--output", "--model", "--kb", "--format", "--input-format", "--types",
+            "--threshold", "--explain", "--help"} <= listed(basic)
+    assert {"--shard-size", "--num-processes", "--set", "--index", "--precision"} <= \
+        listed(advanced)
+    assert not listed(basic) & listed(advanced)
+    assert "linker annotate - -o -" in example and example.count("linker annotate") == 1
+    assert "--lines" not in text  # hidden: --input-format text-lines
+    shown = [p for p in annotate_command.params
+             if isinstance(p, click.Option) and not p.hidden]
+    assert len(shown) <= 25  # issue 42's bound on annotate's options (--help not counted)
+    assert set(BASIC_OPTIONS) <= {p.name for p in shown}

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from tests.helpers.tiny_linker import tiny_linker_dir
 
@@ -111,12 +112,13 @@ def test_pack_ships_an_index_that_a_first_annotate_uses(tmp_path):
     assert packed.returncode == 0, packed.stderr
     assert (model / "kb_index.safetensors").is_file() and "packed KB index" in packed.stdout
     sample = "examples/bc5cdr_sample.bioc.xml"
-    first = _linker("annotate", sample, "-o", str(tmp_path / "a.bioc.xml"), "--replace",
+    # -v: the KB index lines that say which index served are off on a pipe by default
+    first = _linker("-v", "annotate", sample, "-o", str(tmp_path / "a.bioc.xml"), "--replace",
                     "--model", str(model), "--cache-dir", str(tmp_path / "empty"))
     assert first.returncode == 0, first.stderr
     assert "packed index shipped with the model" in first.stderr
     assert "encoding KB names" not in first.stderr  # no full encode
-    full = _linker("annotate", sample, "-o", str(tmp_path / "b.bioc.xml"), "--replace",
+    full = _linker("-v", "annotate", sample, "-o", str(tmp_path / "b.bioc.xml"), "--replace",
                    "--model", str(model), "--cache-dir", str(tmp_path / "c1"))
     assert full.returncode == 0 and "packed index" not in full.stderr  # the full matrix wins
     # detection does not depend on the KB; links may differ where the shortlist missed the
@@ -124,7 +126,7 @@ def test_pack_ships_an_index_that_a_first_annotate_uses(tmp_path):
     a, b = (_mentions(tmp_path / name) for name in ("a.bioc.xml", "b.bioc.xml"))
     assert [m[:3] for m in a] == [m[:3] for m in b] and len(a) > 20
     assert sum(x[3] == y[3] for x, y in zip(a, b, strict=True)) >= 0.9 * len(a)
-    forced = _linker("annotate", sample, "-o", str(tmp_path / "c.bioc.xml"), "--index",
+    forced = _linker("-v", "annotate", sample, "-o", str(tmp_path / "c.bioc.xml"), "--index",
                      "packed", "--model", str(model), "--cache-dir", str(tmp_path / "c1"))
     assert forced.returncode == 0 and "packed index shipped" in forced.stderr
 
@@ -199,3 +201,75 @@ def test_info_and_verify_on_a_damaged_cache(tiny_encoder, tmp_path):
         "discards and re-encodes what is damaged, or delete it now"]
     as_json = json.loads(_info(tmp_path, "--verify", "--json").stdout)
     assert {"file": str(rel), "state": "damaged", "why": "empty"} in as_json["verify"]
+
+
+# ---- check: a user's tsv KB read as --kb tsv:FILE reads it -----------------------------------
+
+def _check(path, *extra):
+    from click.testing import CliRunner
+
+    from e2e_linker.cli import main
+
+    return CliRunner().invoke(main, ["kb", "check", str(path), *extra])
+
+
+MY_KB = ("# my KB\n"
+         "id\tname\tsynonyms\ttype\n"
+         "D000001\taspirin|ASA\tacetylsalicylic acid\tChemical\n"
+         "MESH:D000002\tcold\tcommon cold\tDisease\n"
+         "OMIM:123\tcold\n"
+         "\n"
+         "D000001\tAspirin\tBayer aspirin\tChemical\n"
+         "P1\tfoo\tChemical\tProtein\n")
+
+
+def test_check_says_what_the_file_holds(tmp_path):
+    path = tmp_path / "mine.tsv"
+    path.write_text(MY_KB)
+    done = _check(path)
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"{path}: 5 rows, 4 concepts, 9 names (4 preferred + 5 synonyms)"
+    assert lines[1] == "types: Chemical 1, Disease 1, (none) 1, Protein 1"
+    assert lines[2].startswith("IDs: bare 3 (e.g. D000001), OMIM: 1 (e.g. OMIM:123)")
+    assert lines[3] == ("repeated IDs: 1, each merged into one concept with the names of all "
+                        "its rows: D000001 (lines 3, 7)")
+    # the packaged model tags Chemical, Disease, Gene and Species
+    assert lines[4].startswith("warning: types the model does not tag (Chemical, Disease, "
+                               "Gene, Species): Protein (first on line 8);")
+    assert lines[5].startswith("note: 1 concept without a type:")
+    assert lines[6:] == ["rows with problems: 2",
+                         "  line 5: name 'cold' also names D000002 (line 4)",
+                         "  line 8: synonym 'Chemical' is a type: the type is the fourth cell "
+                         "(ID<TAB>name<TAB><TAB>type)"]
+
+
+def test_check_compares_types_with_the_models_config_only(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "linker_config.json").write_text(json.dumps({"types": ["Chemical", "Protein"]}))
+    path = tmp_path / "mine.tsv"
+    path.write_text("D1\taspirin\t\tChemical\nD2\tcold\t\tDisease|Chemical\nD3\tflu\t\tDisease\n")
+    done = _check(path, "--model", str(model))
+    assert done.exit_code == 0, done.output
+    (warning,) = [line for line in done.stdout.splitlines() if line.startswith("warning:")]
+    assert warning.startswith("warning: types the model does not tag (Chemical, Protein): "
+                              "Disease (first on line 2);")
+    assert "without a type" not in done.stdout and "rows with problems: none" in done.stdout
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = _check(path, "--model", str(empty))
+    assert refused.exit_code == 2 and "not a linker model directory" in refused.stderr
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("D2\tcold\t\tDisease\textra", "line 2: 5 tab-separated cells; a tsv KB row has at most 4"),
+    ("D2\t\tcommon cold", "line 2: row without a name"),
+    ("D1\tASA\t\tDisease", "line 2: ID D1 has type Disease here but Chemical on line 1")])
+def test_check_stops_at_a_format_error_with_one_line(tmp_path, row, message):
+    path = tmp_path / "mine.tsv"
+    path.write_text(f"D1\taspirin\t\tChemical\n{row}\n")
+    done = _check(path)
+    assert done.exit_code == 2 and done.stdout == ""
+    (error,) = done.stderr.splitlines()
+    assert error.startswith(f"error: {path}: {message}")

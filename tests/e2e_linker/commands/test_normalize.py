@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.commands.normalize import command
+from e2e_linker.console import VERBOSE_ENV
 from tests.helpers.synthetic import synthetic_docs, synthetic_kb
 
 
@@ -165,6 +166,7 @@ def test_a_packed_normalizer_index_links_without_encoding_the_whole_kb(tiny_dir,
     assert packed.exit_code == 0, packed.output
     assert (directory / "kb_index.safetensors").is_file()
     monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # the KB index line that says which index served
     docs = synthetic_docs(5)
     for doc in docs:
         for ann in doc.annotations:
@@ -189,3 +191,96 @@ def test_a_packed_normalizer_index_links_without_encoding_the_whole_kb(tiny_dir,
     no_index = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(tiny_dir),
                                             "--kb", f"kb:{kb_file}", "--index", "packed"])
     assert "no packed KB index" in str(no_index.exception)  # a UserError: one line from `linker`
+
+
+# ---- one KB with annotate: genes by name, species, no match, the record (issue 44) -----------
+
+@pytest.fixture(scope="module")
+def gene_model(tmp_path_factory):
+    from tests.helpers.gene_kb import gene_linker_dir
+
+    return gene_linker_dir(tmp_path_factory.mktemp("genes"))
+
+
+def gene_docs() -> list:
+    from data_tools.documents import Annotation, Document, Passage
+
+    out = []
+    for doc_id, text, spans in (
+            ("1", "BRCA1 and tamoxifen in breast cancer.",
+             [("BRCA1", "Gene"), ("tamoxifen", "Chemical"), ("breast cancer", "Disease")]),
+            ("2", "In mice, Brca1 loss and qzxv blorft.",
+             [("Brca1", "Gene"), ("qzxv blorft", "Disease"), ("mice", "Species")])):
+        doc = Document(doc_id, [Passage(0, text)])
+        for surface, type_ in spans:
+            start = text.index(surface)
+            doc.add_annotation(Annotation(start, start + len(surface), surface, type_, []))
+        out.append(doc)
+    return out
+
+
+def run_normalize(tiny_dir, gene_model, tmp_path, *flags: str, suffix: str = ".json"):
+    directory, spec = gene_model
+    src, dst = tmp_path / "in.json", tmp_path / f"out{suffix}"
+    write_documents(gene_docs(), src)
+    result = CliRunner().invoke(command, [str(src), "-o", str(dst), "--model", str(tiny_dir),
+                                          "--linker-model", str(directory), "--kb", spec,
+                                          *flags])
+    return result, dst
+
+
+def test_genes_are_linked_by_name_with_species_and_namespaced_ids(tiny_dir, gene_model,
+                                                                  tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    result, dst = run_normalize(tiny_dir, gene_model, tmp_path, "--nil-threshold", "0")
+    assert result.exit_code == 0, result.output
+    anns = [a for d in read_documents(dst) for a in d.annotations]
+    assert [a.concept_ids for a in anns][:3] == [["NCBIGene:672"], ["MESH:D013629"],
+                                                 ["MESH:D001943"]]
+    # the document names mice: its Brca1 is the mouse gene, and "mice" the mouse
+    assert anns[3].concept_ids == ["NCBIGene:12189"] and anns[5].concept_ids == \
+        ["NCBITaxon:10090"]
+    assert [(a.infons.get("species"), a.infons.get("species_name")) for a in anns[:2]] == [
+        ("NCBITaxon:9606", "Homo sapiens"), (None, None)]
+    assert [a.infons["concept_name"] for a in anns[:3]] == ["BRCA1", "Tamoxifen",
+                                                            "Breast Neoplasms"]
+    assert anns[4].concept_ids  # threshold 0: nonsense gets its best concept, as before
+    # --species puts a species first where the document names none
+    result, dst = run_normalize(tiny_dir, gene_model, tmp_path, "--species", "mouse")
+    assert result.exit_code == 0, result.output
+    assert next(read_documents(dst)).annotations[0].concept_ids == ["NCBIGene:12189"]
+
+
+def test_a_mention_below_the_threshold_gets_no_concept(tiny_dir, gene_model, tmp_path,
+                                                       monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    result, dst = run_normalize(tiny_dir, gene_model, tmp_path, "--nil-threshold", "0.999",
+                                suffix=".txt")
+    assert result.exit_code == 0, result.output
+    anns = [a for d in read_documents(dst) for a in d.annotations]
+    assert [a.text for a in anns if not a.concept_ids] == ["qzxv blorft"]
+    assert "\tqzxv blorft\tDisease\t-1" in dst.read_text()  # PubTator's "no concept"
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--species", "martian"], ["unknown species 'martian'"]),
+    (["--nil-threshold", "2"], ["--nil-threshold", "0<=x<=1"]),
+])
+def test_a_bad_species_or_threshold_is_one_line(tiny_dir, gene_model, tmp_path, monkeypatch,
+                                                flags, words):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    result, dst = run_normalize(tiny_dir, gene_model, tmp_path, *flags)
+    assert result.exit_code != 0
+    message = str(result.exception) if result.exit_code == 1 else result.output
+    assert all(w in message for w in words), message
+    assert not dst.exists()
+
+
+def test_the_summary_line_is_for_a_watcher_only(tiny_dir, gene_model, tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    for verbose, shown in (("", False), ("1", True)):
+        monkeypatch.setenv("E2E_LINKER_VERBOSE", verbose)
+        result, _ = run_normalize(tiny_dir, gene_model, tmp_path, "--nil-threshold", "0.999")
+        assert result.exit_code == 0, result.output
+        assert ("normalized 6 mentions in 2 documents (1 with no concept, search"
+                in result.stderr) is shown, result.stderr

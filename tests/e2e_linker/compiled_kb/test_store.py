@@ -47,7 +47,10 @@ class Builds:
         return load_tsv(self.spec.split(":", 1)[1], synonyms_col=2, type_col=3)
 
 
-def test_the_first_open_compiles_and_later_ones_read(tmp_path, vocab, capsys):
+def test_the_first_open_compiles_and_later_ones_read(tmp_path, vocab, capsys, monkeypatch):
+    from e2e_linker.console import VERBOSE_ENV
+
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # the compile's lines are progress: -v here
     spec, cache = spec_of(vocab), tmp_path / "cache"
     build = Builds(spec)
     first = open_compiled(spec, build, cache_dir=cache)

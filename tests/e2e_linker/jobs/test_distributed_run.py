@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from data_tools.formats import read_documents, write_documents
 from e2e_linker.cli import main
 from e2e_linker.commands.annotate import command as annotate_command
+from e2e_linker.console import VERBOSE_ENV
 from e2e_linker.jobs.corpus_run import REPORT, SHARDS
 from e2e_linker.jobs.distributed import render_argv
 from tests.helpers.tiny_linker import tiny_linker_dir
@@ -44,7 +45,9 @@ def setup(tmp_path_factory, bc5cdr_test_docs):
 
 
 def _run(model: Path, corpus: Path, out: Path | str, cache: Path, *extra: str):
-    env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+    # verbose: the progress lines the assertions count are off on a pipe by default
+    env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1",
+           VERBOSE_ENV: "1"}
     return subprocess.run([sys.executable, "-m", "e2e_linker", "annotate", str(corpus), "-o",
                            str(out), "--model", str(model), "--shard-size", str(SHARD), *extra],
                           env=env, capture_output=True, text=True, timeout=300)

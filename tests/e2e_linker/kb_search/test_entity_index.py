@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from data_tools.kb import KB, Concept
+from e2e_linker.console import VERBOSE_ENV
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
 
 
@@ -232,9 +233,10 @@ def _exact_twin(index: EntityIndex, encoder, folder) -> EntityIndex:
 
 
 def test_a_kb_that_grew_uses_the_packed_index_and_searches_the_added_names_exactly(
-        tiny_encoder, tmp_path, capsys):
+        tiny_encoder, tmp_path, capsys, monkeypatch):
     from e2e_linker.kb_search.backends import SearchParams
 
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # the KB index lines are -v's
     kb = _big_kb()
     packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
     grown = _grown(kb, [("MYDRUG001", "zorbanib", ""), ("MYDRUG002", "cotriyl hexfuate", "")])
@@ -345,10 +347,12 @@ def test_names_the_kb_dropped_are_never_returned(tiny_encoder, tmp_path):
     assert [r[0][0] for r in index.link(queries)] == [r[0][0] for r in exact.link(queries)]
 
 
-def test_a_kb_that_grew_too_much_is_encoded_whole_and_says_why(tiny_encoder, tmp_path, capsys):
+def test_a_kb_that_grew_too_much_is_encoded_whole_and_says_why(tiny_encoder, tmp_path, capsys,
+                                                               monkeypatch):
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.packed_index import MAX_CHANGE
 
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # stderr is no terminal here
     kb = _big_kb()
     packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
     many = int(MAX_CHANGE * len(kb) * 1.2)
@@ -364,10 +368,11 @@ def test_a_kb_that_grew_too_much_is_encoded_whole_and_says_why(tiny_encoder, tmp
 
 
 def test_a_packed_index_without_name_hashes_serves_only_its_own_list(tiny_encoder, tmp_path,
-                                                                     capsys):
+                                                                     capsys, monkeypatch):
     from safetensors import safe_open
     from safetensors.numpy import save_file
 
+    monkeypatch.setenv(VERBOSE_ENV, "1")  # stderr is no terminal here
     kb = _big_kb()
     packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
     with safe_open(str(packed), framework="numpy") as handle:  # as packed before hashes

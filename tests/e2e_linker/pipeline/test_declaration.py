@@ -191,3 +191,31 @@ def test_the_registry_order_runs_by_stage():
     stages = [STEPS[n].stage for n in order]
     assert stages == sorted(stages, key=("select", "link", "annotate").index)
     assert all(issubclass(STEPS[n], Step) and STEPS[n].summary for n in order)
+
+
+def test_a_named_pipeline_is_the_models_pipeline_name_toml_and_a_file_still_works(tmp_path):
+    from e2e_linker.pipeline.declaration import named_pipelines
+
+    config = shipped_config()
+    required = [n for n in registry_order() if STEPS[n].required]
+    (tmp_path / PIPELINE_FILE).write_text(f"steps = {json.dumps(required)}\n")
+    (tmp_path / "pipeline.bc5cdr.toml").write_text(
+        f"steps = {json.dumps([*required, 'gene_products'])}\n")
+    (tmp_path / "pipeline.Not-a-name.toml").write_text("")
+    assert named_pipelines(tmp_path) == ["bc5cdr"]
+    assert Pipeline.chosen(None, tmp_path, config).names == required
+    assert Pipeline.chosen("bc5cdr", tmp_path, config).names == [*required, "gene_products"]
+    own = tmp_path / "mine.toml"
+    own.write_text(f"steps = {json.dumps([*required, 'no_single_gene'])}\n")
+    assert Pipeline.chosen(str(own), tmp_path, config).names == [*required, "no_single_gene"]
+    with pytest.raises(UserError, match=r"--pipeline ncbi: no such named pipeline in the model "
+                                        r"\(it ships: bc5cdr\)"):
+        Pipeline.chosen("ncbi", tmp_path, config)
+
+
+def test_the_shipped_model_ships_the_bc5cdr_guideline_by_name():
+    from e2e_linker.pipeline.declaration import named_pipelines
+
+    assert "bc5cdr" in named_pipelines(DEFAULT_MODEL_DIR)
+    bc5cdr = Pipeline.chosen("bc5cdr", DEFAULT_MODEL_DIR, shipped_config())
+    assert bc5cdr.has("gene_products")

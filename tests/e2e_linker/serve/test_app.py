@@ -123,7 +123,8 @@ def test_annotate_gives_the_mention_records_of_linker_annotate(url):
     for m in doc["mentions"]:
         assert TEXTS[2][m["start"]:m["end"]] == m["text"]  # exact on non-ASCII text
         assert set(m) >= {"document", "start", "end", "text", "type", "concept_id",
-                          "mention_score", "link_score"}
+                          "mention_score", "link_score", "confidence"}
+        assert 0.0 <= m["confidence"] <= 1.0  # always filled
         assert "explanation" not in m
     named = [m for m in doc["mentions"] if m["concept_id"]]
     assert named and all(m["concept_name"] for m in named)
@@ -194,13 +195,13 @@ def test_a_call_run_inside_a_long_call_gives_the_same_bits(tiny):
     alone = [linker.annotator.annotate([text_document(t, f"s{n}")])[0]
              for n, t in enumerate(TEXTS[:4])]
     long_alone = linker.annotator.annotate([text_document(long_text, "long")])
-    assert mentions_body(short_docs, linker.kb, True) == mentions_body(alone, linker.kb, True)
-    assert mentions_body(long_docs, linker.kb, True) == mentions_body(long_alone, linker.kb,
-                                                                     True)
+    assert mentions_body(short_docs, True) == mentions_body(alone, True)
+    assert mentions_body(long_docs, True) == mentions_body(long_alone, True)
 
 
 def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_path,
                                                                 monkeypatch):
+    kb = assemble_kb(f"tsv:{tiny[2]}")
     plain = httpx.post(f"{url}/annotate", json={"texts": TEXTS[:3]}, timeout=60).json()
     why = httpx.post(f"{url}/annotate", json={"texts": TEXTS[:3], "explain": True},
                      timeout=60).json()
@@ -210,8 +211,12 @@ def test_explain_adds_the_deciding_step_and_top_candidates_only(url, tiny, tmp_p
             explanation = w.pop("explanation")
             assert w == p  # the rest unchanged
             assert 1 <= len(explanation["candidates"]) <= 5
-            scores = [c["score"] for c in explanation["candidates"]]
-            assert scores == sorted(scores, reverse=True)
+            # the dense ranking's order: concepts of the span's type first (the tiny KB is
+            # typed, the first candidate is of it), each group by score
+            types = [kb.get(c["concept_id"]).type for c in explanation["candidates"]]
+            order = [(t != types[0], -c["score"])
+                     for t, c in zip(types, explanation["candidates"], strict=True)]
+            assert order == sorted(order)
             steps.add(explanation["step"])
             if explanation["step"] == "dense":
                 assert explanation["candidates"][0]["concept_id"] == p["concept_id"]
@@ -275,6 +280,43 @@ def test_normalize_links_given_mentions_in_order(url):
     assert httpx.get(f"{url}/info").json()["normalizer"] == "ready"
 
 
+@pytest.fixture(scope="module")
+def gene_url(tmp_path_factory):
+    """A server over a tiny model whose KB holds human and mouse genes, linked by name."""
+    from e2e_linker.collective.settings import AnnotateSettings
+    from tests.helpers.gene_kb import gene_linker_dir
+    from tests.helpers.tiny import tiny_encoder_dir
+
+    root = tmp_path_factory.mktemp("serve-genes")
+    directory, spec = gene_linker_dir(root)
+    settings = AnnotateSettings(model_dir=str(directory), kb=spec, cache_dir=str(root / "cache"),
+                                index_kind="exact",
+                                normalizer_model=str(tiny_encoder_dir(root / "norm")))
+    with running(ServeConfig(settings=settings)) as base:
+        yield base
+
+
+def test_normalize_links_genes_with_their_species_and_answers_no_match(gene_url):
+    answer = httpx.post(f"{gene_url}/normalize", json=[
+        {"text": "BRCA1", "type": "Gene"}, {"text": "BRCA1", "type": "Gene", "species": "mouse"},
+        {"text": "tamoxifen", "type": "Chemical"}, {"text": "ZZZ9", "type": "Gene"}],
+        timeout=120)
+    assert answer.status_code == 200, answer.text
+    assert [{k: m[k] for k in ("concept_id", "concept_name", "species", "species_name")}
+            for m in answer.json()["mentions"]] == [
+        {"concept_id": "NCBIGene:672", "concept_name": "BRCA1", "species": "NCBITaxon:9606",
+         "species_name": "Homo sapiens"},
+        {"concept_id": "NCBIGene:12189", "concept_name": "Brca1",
+         "species": "NCBITaxon:10090", "species_name": "Mus musculus"},
+        {"concept_id": "MESH:D013629", "concept_name": "Tamoxifen", "species": None,
+         "species_name": None},
+        {"concept_id": None, "concept_name": None, "species": None, "species_name": None}]
+    refused = httpx.post(f"{gene_url}/normalize",
+                         json=[{"text": "BRCA1", "type": "Gene", "species": "martian"}],
+                         timeout=60)
+    assert refused.status_code == 422 and "unknown species 'martian'" in refused.json()["error"]
+
+
 JSON = {"Content-Type": "application/json"}
 BAD = [  # (what, path, body, headers, status, words of the one-line message)
     ("malformed JSON", "/annotate", b'{"text": ', JSON, 400, ["malformed JSON"]),
@@ -282,7 +324,8 @@ BAD = [  # (what, path, body, headers, status, words of the one-line message)
     ("text and texts", "/annotate", b'{"text": "a", "texts": ["b"]}', JSON, 422,
      ["either text or texts"]),
     ("neither", "/annotate", b'{"explain": true}', JSON, 422, ["either text or texts"]),
-    ("unknown field", "/annotate", b'{"txt": "a"}', JSON, 422, ["txt", "Extra inputs"]),
+    ("unknown field", "/annotate", b'{"txt": "a"}', JSON, 422,
+     ["txt", "Extra inputs", "the fields are text, texts, ids, explain, types"]),
     ("a text not a string", "/annotate", b'{"texts": ["a", 5]}', JSON, 422,
      ["texts.1", "valid string"]),
     ("ids of another length", "/annotate", b'{"texts": ["a"], "ids": ["x", "y"]}', JSON, 422,
@@ -310,6 +353,16 @@ BAD = [  # (what, path, body, headers, status, words of the one-line message)
     ("empty XML", "/annotate", b"", {"Content-Type": "application/xml"}, 400, ["empty"]),
     ("explain=maybe", "/annotate?explain=maybe", b'{"text": "a"}', JSON, 422, ["explain"]),
     ("format=xml", "/annotate?format=xml", b'{"text": "a"}', JSON, 422, ["json or jsonl"]),
+    ("unknown query parameter", "/annotate?type=Gene", b'{"text": "a"}', JSON, 422,
+     ["unknown query parameter type", "explain, format, replace, types"]),
+    ("a type the service does not write", "/annotate?types=Chemical,Gene", b'{"text": "a"}',
+     JSON, 422, ["types: Gene", "Chemical, Disease"]),
+    ("an unknown type in the JSON", "/annotate", b'{"text": "a", "types": ["gene"]}', JSON,
+     422, ["types: gene", "Chemical, Disease"]),
+    ("types twice", "/annotate?types=Chemical", b'{"text": "a", "types": ["Chemical"]}',
+     JSON, 422, ["not both"]),
+    ("unknown query with a BioC body", "/annotate?replce=true", BIOC_XML.encode(),
+     {"Content-Type": "application/xml"}, 422, ["replce"]),
     ("normalize malformed", "/normalize", b"[{", JSON, 400, ["malformed JSON"]),
     ("normalize object", "/normalize", b'{"text": "a"}', JSON, 422, ["valid array"]),
     ("normalize empty text", "/normalize", b'[{"text": ""}]', JSON, 422, ["0.text"]),
@@ -397,3 +450,85 @@ def test_a_candidates_infon_is_what_explanations_are_read_from(url):
     xml = httpx.post(f"{url}/annotate?explain=true", content=BIOC_XML.encode(),
                      headers={"Content-Type": "application/xml"}, timeout=60).text
     assert 'key="dense_candidates"' in xml and 'key="link_method"' in xml
+
+
+def test_every_answer_carries_the_linkers_record(tiny, tmp_path, monkeypatch):
+    """With a KB of the real sources: JSON mentions with namespaced IDs and genes' species,
+    the explanation's candidates namespaced too, the bytes ``linker annotate`` writes, BioC
+    and PubTator bodies as it writes them, and the page showing a gene's species."""
+    from dataclasses import replace
+
+    from tests.helpers.namespaced_kb import RAT, RAT_NAME, namespaced_kb_spec
+
+    settings, directory, _ = tiny
+    spec = namespaced_kb_spec(tmp_path)
+    config = ServeConfig(settings=replace(settings, kb=spec), max_wait_ms=10)
+    with running(config) as base:
+        answer = httpx.post(f"{base}/annotate", json={"texts": TEXTS, "explain": True},
+                            timeout=60)
+        assert answer.status_code == 200, answer.text
+        mentions = [m for d in answer.json()["documents"] for m in d["mentions"]]
+        lines = jsonl(base, {"texts": TEXTS, "explain": True})
+        bioc = httpx.post(f"{base}/annotate", content=BIOC_XML.encode(),
+                          headers={"Content-Type": "application/xml"}, timeout=60).content
+        pubtator = httpx.post(f"{base}/annotate", content=GOOD_PUBTATOR.encode(),
+                              headers={"Content-Type": "text/x-pubtator"}, timeout=60).content
+        # a text with a gene, alone (a text's mentions do not depend on what shares its call)
+        gene_text = next(TEXTS[int(d["id"].removeprefix("text-")) - 1]
+                         for d in answer.json()["documents"] for m in d["mentions"]
+                         if m["concept_id"].startswith("NCBIGene:"))
+        page = httpx.post(f"{base}/", data={"text": gene_text}, timeout=60).text
+    prefixes = ("MESH:", "NCBIGene:", "NCBITaxon:")
+    assert mentions and all(m["concept_id"].startswith(prefixes) for m in mentions)
+    genes = [m for m in mentions if m["concept_id"].startswith("NCBIGene:")]
+    assert all((m["species"], m["species_name"]) == (RAT, RAT_NAME) for m in genes)
+    assert all("species" not in m for m in mentions if m not in genes)
+    assert all(c["concept_id"].startswith(prefixes)
+               for m in mentions for c in m["explanation"]["candidates"])
+    # linker annotate writes the same, in every format
+    monkeypatch.setenv("E2E_LINKER_CACHE", settings.cache_dir)
+    (tmp_path / "text.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    (tmp_path / "in.xml").write_text(BIOC_XML, encoding="utf-8")
+    (tmp_path / "in.pubtator").write_text(GOOD_PUBTATOR, encoding="utf-8")
+    for source, out, extra, answered in (
+            ("text.txt", "out.jsonl", ("--lines", "--explain", "--format", "jsonl"), lines),
+            ("in.xml", "out.xml", (), bioc), ("in.pubtator", "out.pubtator", (), pubtator)):
+        done = CliRunner().invoke(main, ["annotate", str(tmp_path / source), "-o",
+                                         str(tmp_path / out), *extra, "--model",
+                                         str(directory), "--kb", spec, "--index", "exact",
+                                         "--threshold", "0"])
+        assert done.exit_code == 0, done.output
+        assert (tmp_path / out).read_bytes() == answered, out
+    assert b"NCBIGene:" not in pubtator and b"MESH:D" in pubtator  # PubTator3's columns
+    assert b'key="species"' in bioc and b"NCBIGene:" in bioc
+    assert "<i>species:</i> <a href=" in page and RAT_NAME in page
+
+
+def test_types_keep_only_the_mentions_of_those_types_as_linker_annotate_types(
+        url, tiny, tmp_path, monkeypatch):
+    everything = jsonl(url, {"texts": TEXTS})
+    chemicals = jsonl(url, {"texts": TEXTS, "types": ["Chemical"]})
+    query = httpx.post(f"{url}/annotate?types=Chemical&format=jsonl", json={"texts": TEXTS},
+                       timeout=60)
+    assert query.content == chemicals
+    rows = [json.loads(line) for line in chemicals.splitlines()]
+    assert rows and {r["type"] for r in rows} == {"Chemical"}
+    assert rows == [json.loads(line) for line in everything.splitlines()
+                    if json.loads(line)["type"] == "Chemical"]
+    (tmp_path / "text.txt").write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    cli(tiny, monkeypatch, str(tmp_path / "text.txt"), "--input-format", "text-lines",
+        "--format", "jsonl", "--types", "Chemical", "-o", str(tmp_path / "out.jsonl"))
+    assert (tmp_path / "out.jsonl").read_bytes() == chemicals
+    # a document body keeps its own annotations, whatever their type
+    xml = httpx.post(f"{url}/annotate?types=Disease", content=BIOC_XML.encode(),
+                     headers={"Content-Type": "application/xml"}, timeout=60)
+    assert xml.status_code == 200, xml.text
+    tmp = tmp_path / "back.xml"
+    tmp.write_bytes(xml.content)
+    from data_tools.formats import read_documents
+
+    [doc] = read_documents(tmp)
+    predicted = [a for a in doc.annotations if a.infons.get("annotator") == "e2e_linker"]
+    assert predicted and {a.type for a in predicted} == {"Disease"}
+    assert [a.id for a in doc.annotations if a.infons.get("annotator") != "e2e_linker"] == \
+        ["g1"]

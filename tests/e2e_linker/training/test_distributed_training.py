@@ -20,6 +20,7 @@ import torch
 import yaml
 
 from data_tools.formats import write_documents
+from e2e_linker.console import VERBOSE_ENV
 from tests.helpers.synthetic import CHEMICALS, DISEASES, synthetic_docs
 from tests.helpers.tiny import tiny_encoder_dir
 
@@ -55,7 +56,9 @@ def _config(root: Path, tiny: Path, kb: Path, train: Path, frozen: bool) -> Path
 
 
 def _train(config: Path, out: Path, cache: Path, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+    # verbose: the progress lines the assertions count are off on a pipe by default
+    env = {**os.environ, "E2E_LINKER_CACHE": str(cache), "OMP_NUM_THREADS": "1",
+           VERBOSE_ENV: "1"}
     result = subprocess.run([sys.executable, "-m", "e2e_linker", "train", str(config),
                              "--output-dir", str(out), *extra],
                             env=env, capture_output=True, text=True, timeout=300)

@@ -1,13 +1,15 @@
-"""The HTML page of `linker view`: escaping, MeSH links, strict verdicts as `linker score`
-counts them, overlaps, exact offsets."""
+"""The HTML page of `linker view`: escaping, MeSH, NCBI Gene and Taxonomy links, the linker's
+record (name, species), strict verdicts as `linker score` counts them (namespaced predictions
+against bare gold too), overlaps, exact offsets."""
 
 from __future__ import annotations
 
 import re
 
 from data_tools.documents import Annotation, Document, Passage
+from data_tools.formats.mentions_jsonl import CONCEPT_NAME, CONFIDENCE, SPECIES, SPECIES_NAME
 from e2e_linker.scoring import score
-from e2e_linker.viewer.html_page import Marked, compare, mesh_link, outermost, render_page
+from e2e_linker.viewer.html_page import Marked, compare, concept_link, outermost, render_page
 
 
 def doc(text: str, *anns: tuple[int, int, str, list[str]], doc_id: str = "d1") -> Document:
@@ -20,12 +22,48 @@ def totals(page: str) -> str:
     return re.search(r"documents: (TP \d+ · FP \d+ · FN \d+)", page).group(1)
 
 
-def test_mesh_ids_link_to_the_mesh_browser_and_other_ids_do_not():
-    assert mesh_link("D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
-    assert mesh_link("MESH:D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
-    assert mesh_link("MESH:c000601") == "https://meshb.nlm.nih.gov/record/ui?ui=C000601"
-    assert mesh_link("OMIM:601665") is None and mesh_link("-1") is None
-    assert mesh_link('D003920"><script>') is None
+def test_mesh_gene_and_taxon_ids_link_to_their_pages_and_other_ids_do_not():
+    assert concept_link("D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
+    assert concept_link("MESH:D003920") == "https://meshb.nlm.nih.gov/record/ui?ui=D003920"
+    assert concept_link("MESH:c000601") == "https://meshb.nlm.nih.gov/record/ui?ui=C000601"
+    assert concept_link("NCBIGene:672") == "https://www.ncbi.nlm.nih.gov/gene/672"
+    assert concept_link("NCBITaxon:10116") == \
+        "https://www.ncbi.nlm.nih.gov/Taxonomy/Browser/wwwtax.cgi?id=10116"
+    assert concept_link("OMIM:601665") is None and concept_link("-1") is None
+    assert concept_link("672") is None  # a bare number could be a gene or a taxon
+    assert concept_link('D003920"><script>') is None
+    assert concept_link('NCBIGene:672"><script>') is None
+
+
+def test_the_linkers_record_shows_its_name_and_a_genes_species():
+    gene = Annotation(0, 5, "BRCA1", "Gene", ["NCBIGene:672"], id="0",
+                      infons={CONCEPT_NAME: "BRCA1 DNA repair", SPECIES: "NCBITaxon:9606",
+                              SPECIES_NAME: "Homo <sapiens>"})
+    page = render_page([Document("d1", [Passage(0, "BRCA1 here", annotations=[gene])])],
+                       name_of=lambda cid: "from the KB")
+    assert ('href="https://www.ncbi.nlm.nih.gov/gene/672">NCBIGene:672</a> BRCA1 DNA repair'
+            in page)  # the record's name, not name_of's
+    assert "from the KB" not in page
+    assert ('<i>species:</i> <a href="https://www.ncbi.nlm.nih.gov/Taxonomy/Browser/'
+            'wwwtax.cgi?id=9606">NCBITaxon:9606</a> Homo &lt;sapiens&gt;') in page
+
+
+def test_the_hover_shows_the_confidence_before_the_scores():
+    ann = Annotation(0, 7, "aspirin", "Chemical", ["MESH:D001241"], id="0",
+                     infons={CONFIDENCE: "0.8731"}, mention_score=0.95, link_score=31.2)
+    page = render_page([Document("d1", [Passage(0, "aspirin", annotations=[ann])])])
+    assert "confidence 0.873, mention 0.950, link 31.200" in page
+    ann.infons.pop(CONFIDENCE)  # an annotation no linker wrote: no confidence line
+    page = render_page([Document("d1", [Passage(0, "aspirin", annotations=[ann])])])
+    assert "confidence" not in page and "mention 0.950, link 31.200" in page
+
+
+def test_namespaced_predictions_count_against_bare_gold_as_linker_score_does():
+    text = "aspirin and BRCA1"
+    gold = doc(text, (0, 7, "Chemical", ["D001241"]), (12, 17, "Gene", ["672"]))
+    pred = doc(text, (0, 7, "Chemical", ["MESH:D001241"]), (12, 17, "Gene", ["NCBIGene:672"]))
+    page = render_page([pred], [gold])
+    assert totals(page) == "TP 2 · FP 0 · FN 0"
 
 
 def test_hostile_text_types_ids_and_names_are_escaped():
