@@ -33,6 +33,16 @@ Each stage's seconds are summed over slices, so drift hits all three alike and t
 meaningful even when the absolute numbers do not. Peak RSS is sampled per stage by a
 background thread; the 1-, 5- and 15-minute load averages are recorded before and after.
 Writes the JSON, a Markdown table (same stem, ``.md``) and a PNG plot (``.png``) side by side.
+
+**Host time.** The ``annotate`` stage runs with timing wrappers around the library's functions
+and methods (:class:`HostClock`, :data:`HOST_PARTS`, every pipeline step; installed for that
+stage only, the library untouched). Its host milliseconds per document are its wall time less
+the encoder forward and the KB search (:data:`DEVICE_PARTS`), split by stage — reading,
+abbreviation scan, chunking and batching, span heads, span candidates to Python objects,
+selection steps, linking, species, annotate-stage rule steps, writing, and ``other`` for what
+no wrapper covers — so that the split adds up to the figure (:func:`host_split`): the work a
+GPU waits for. One more annotate pass of the first slice runs under cProfile, untimed, its
+top functions written beside the JSON (``.profile.txt``; ``--no-profile`` skips it).
 """
 
 from __future__ import annotations
@@ -47,13 +57,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from e2e_linker.encoder.precision import PRECISIONS
+from eval.reporting import machine
 
 STAGES = ("encoder", "annotate", "annotate_plain", "baseline", "annotate_text", "per_mention")
 STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
@@ -109,6 +120,204 @@ class RssSampler:
         self.peak = max(self.peak, current_rss_mb())
 
 
+#: annotate's parts that are not host work: the encoder forward and the KB search
+DEVICE_PARTS = ("encoder forward", "KB search")
+#: what annotate's host time is split into (:class:`HostClock`): part → (stage it is reported
+#: under, the functions and methods it times, as ``module:attribute``); a part's seconds are
+#: its own, the parts timed inside it taken out. Every registered pipeline step is a part
+#: of its own besides (:func:`step_parts`), reported under :data:`STEP_STAGES`.
+HOST_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "read input": ("reading input", ()),  # timed by annotate_file itself
+    "encoder forward": ("encoder forward", (
+        "e2e_linker.collective.model:CollectiveLinker.token_states",)),
+    "KB search": ("KB search", ("e2e_linker.kb_search.entity_index:EntityIndex.search",)),
+    "abbreviation scan": ("abbreviation scan", (
+        "e2e_linker.collective.annotator:scan_documents",)),
+    "chunking": ("chunking and batching", ("e2e_linker.collective.annotator:chunk_documents",)),
+    "length batches": ("chunking and batching", (
+        "e2e_linker.collective.annotator:length_batches",)),
+    "collate to device": ("chunking and batching", (
+        "e2e_linker.collective.annotator:collate_chunks",)),
+    "span heads": ("span heads (torch, after the encoder)", (
+        "e2e_linker.collective.model:CollectiveLinker.candidate_spans",
+        "e2e_linker.collective.model:CollectiveLinker.span_vectors",
+        "e2e_linker.collective.model:CollectiveLinker.type_logits")),
+    "span objects": ("span candidates to Python objects", (
+        "e2e_linker.collective.annotator:Annotator.detect",)),
+    "selection set-up": ("selection steps", (
+        "e2e_linker.collective.annotator:Annotator.select",)),
+    "linking set-up": ("linking", ("e2e_linker.collective.annotator:Annotator.link",)),
+    "dense ranking": ("linking", ("e2e_linker.kb_search.entity_index:EntityIndex.link",)),
+    "name-only ranking": ("linking", (
+        "e2e_linker.collective.gene_ranking:GeneRanking.name_only_ranking",)),
+    "sieve stack": ("linking", ("e2e_linker.lexical.sieve_stack:SieveStack.match",)),
+    "composites": ("linking", (
+        "e2e_linker.collective.span_linking:SpanLinker.composite_ids",)),
+    "short forms": ("linking", (
+        "e2e_linker.collective.span_linking:SpanLinker.link_short_forms",)),
+    "species order": ("species", (
+        "e2e_linker.collective.span_linking:SpanLinker.mentioned_taxa",
+        "e2e_linker.collective.span_linking:preferred_taxa",
+        "e2e_linker.collective.span_linking:mentioned_taxa_first",
+        "e2e_linker.collective.gene_ranking:GeneRanking.mention_species",
+        "e2e_linker.collective.gene_ranking:GeneRanking.species_first",
+        "e2e_linker.collective.gene_ranking:GeneRanking.named_in_document_first",
+        "e2e_linker.collective.gene_ranking:GeneRanking.ortholog")),
+    # Annotator.annotate's own lines: each annotation's record (IDs, names) and the counts
+    "annotation records": ("writing output", (
+        "e2e_linker.collective.annotator:Annotator.annotate",)),
+    "copy documents": ("writing output", (
+        "e2e_linker.collective.annotator:attach_annotations",)),
+    "write output": ("writing output", ()),  # timed by annotate_file itself
+}
+#: the stage a pipeline step's part is reported under, by the step's stage
+STEP_STAGES = {"select": "selection steps", "link": "linking",
+               "annotate": "annotate-stage rule steps"}
+#: the parts a CUDA device finishes before their time is taken (its kernels run
+#: asynchronously: without a synchronisation their time would land on whatever waits next)
+SYNCED_PARTS = ("encoder forward", "span heads")
+#: what no part covers: annotate_file's own lines and the timing itself
+OTHER = "other"
+
+
+def step_parts() -> dict[str, tuple[str, str]]:
+    """Every registered pipeline step as a part: ``"<stage> step <name>"`` → (the stage it is
+    reported under, :data:`STEP_STAGES`; the step's ``run`` as ``module:Class.run``)."""
+    import e2e_linker.pipeline.declaration  # noqa: F401  (imports the steps: registers them)
+    from e2e_linker.pipeline.step import STEPS
+
+    return {f"{cls.stage} step {name}": (STEP_STAGES[cls.stage],
+                                          f"{cls.__module__}:{cls.__qualname__}.run")
+            for name, cls in STEPS.items()}
+
+
+def part_stages() -> dict[str, str]:
+    """Every part (:data:`HOST_PARTS` and the pipeline steps) → the stage it is reported under."""
+    stages = {label: stage for label, (stage, _) in HOST_PARTS.items()}
+    stages.update({label: stage for label, (stage, _) in step_parts().items()})
+    return stages
+
+
+class HostClock:
+    """Where annotate's time goes: timing wrappers around the library's functions and methods
+    (:data:`HOST_PARTS`, every pipeline step), installed for one call at a time
+    (:meth:`installed`), each adding the seconds of its own to its part.
+
+    Why from outside: the library stays as users run it, and nothing is timed unless the
+    bench asks. A part's time is its own (the parts timed inside it are taken out), so the
+    parts add up to the time of the outermost one; with ``sync`` (CUDA) the
+    :data:`SYNCED_PARTS` wait for their kernels, so the GPU's time is theirs.
+    """
+
+    def __init__(self, sync: Callable[[], None] | None = None):
+        self.seconds: dict[str, float] = {}
+        self.sync = sync
+        self._stack: list[list[float]] = []  # [start, seconds of the parts timed inside]
+
+    @contextmanager
+    def part(self, label: str):
+        """Time a block as ``label`` (its own seconds: nested parts are taken out)."""
+        start = time.perf_counter()
+        self._stack.append([start, 0.0])
+        try:
+            yield
+        finally:
+            if self.sync is not None and label in SYNCED_PARTS:
+                self.sync()
+            elapsed = time.perf_counter() - start
+            inner = self._stack.pop()[1]
+            self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - inner
+            if self._stack:
+                self._stack[-1][1] += elapsed
+
+    def wrap(self, label: str, function: Callable) -> Callable:
+        """``function`` timed as ``label``; a generator it returns is run to its end inside
+        the timing (a lazy batch plan would otherwise be timed as its creation)."""
+        import functools
+        import inspect
+
+        @functools.wraps(function)
+        def timed(*args, **kwargs):
+            with self.part(label):
+                result = function(*args, **kwargs)
+                if inspect.isgenerator(result):
+                    result = iter(list(result))
+            return result
+
+        return timed
+
+    def targets(self) -> list[tuple[str, str]]:
+        """``(part, "module:attribute")`` for every function and method the clock times."""
+        pairs = [(label, target) for label, (_, targets) in HOST_PARTS.items()
+                 for target in targets]
+        return pairs + [(label, target) for label, (_, target) in step_parts().items()]
+
+    @contextmanager
+    def installed(self):
+        """The wrappers in place while the block runs, the originals put back after (a name
+        that no longer exists is an error naming it: the table must follow the library)."""
+        import importlib
+
+        undo: list[Callable[[], None]] = []
+        try:
+            for label, target in self.targets():
+                module_name, _, path = target.partition(":")
+                owner = importlib.import_module(module_name)
+                *parents, name = path.split(".")
+                for parent in parents:
+                    owner = getattr(owner, parent)
+                undo.append(self._install(owner, name, label, target))
+            yield self
+        finally:
+            for restore in reversed(undo):
+                restore()
+
+    def _install(self, owner, name: str, label: str, target: str) -> Callable[[], None]:
+        """Replace ``owner.name`` by its timed version; returns what puts it back."""
+        if not hasattr(owner, name):
+            raise RuntimeError(f"eval.bench host timing: {target} does not exist (update "
+                               "HOST_PARTS)")
+        own = name in vars(owner)  # a class attribute may be inherited: then it is deleted
+        raw = vars(owner)[name] if own else getattr(owner, name)
+        if isinstance(raw, (staticmethod, classmethod)):
+            replacement = type(raw)(self.wrap(label, raw.__func__))
+        else:
+            replacement = self.wrap(label, raw)
+        setattr(owner, name, replacement)
+
+        def restore() -> None:
+            if own:
+                setattr(owner, name, raw)
+            else:
+                delattr(owner, name)
+
+        return restore
+
+
+def host_split(wall_seconds: float, parts: dict[str, float], documents: int) -> dict:
+    """annotate's host milliseconds per document — its wall time less the encoder forward and
+    the KB search — and how they split: per stage of :data:`HOST_PARTS` and per part, the
+    unattributed rest as :data:`OTHER`, so that the stages add up to the host figure."""
+    per_doc = 1000.0 / max(documents, 1)
+    device = sum(parts.get(p, 0.0) for p in DEVICE_PARTS)
+    host = wall_seconds - device
+    stage_of = part_stages()
+    stages: dict[str, float] = {}
+    for label, seconds in parts.items():
+        if label not in DEVICE_PARTS:
+            stage = stage_of[label]
+            stages[stage] = stages.get(stage, 0.0) + seconds * per_doc
+    stages[OTHER] = (wall_seconds - sum(parts.values())) * per_doc
+    return {"host_ms_per_doc": host * per_doc,
+            "annotate_ms_per_doc": wall_seconds * per_doc,
+            "encoder_forward_ms_per_doc": parts.get("encoder forward", 0.0) * per_doc,
+            "kb_search_ms_per_doc": parts.get("KB search", 0.0) * per_doc,
+            "host_stages_ms_per_doc": dict(sorted(stages.items(), key=lambda kv: -kv[1])),
+            "host_parts_ms_per_doc": {label: seconds * per_doc for label, seconds in
+                                      sorted(parts.items(), key=lambda kv: -kv[1])
+                                      if label not in DEVICE_PARTS}}
+
+
 class StageTotals:
     """Seconds, documents, tokens, mentions and peak RSS accumulated for one stage."""
 
@@ -118,6 +327,8 @@ class StageTotals:
         self.tokens = 0
         self.mentions = 0
         self.peak_rss_mb = 0.0
+        #: seconds by part of the stage (:class:`HostClock`; annotate only)
+        self.parts: dict[str, float] = {}
 
     @contextmanager
     def timed(self):
@@ -137,21 +348,24 @@ class StageTotals:
 
 def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
     """Real tokens in the chunks ``annotate`` builds for ``docs``, and a closure that runs
-    the bare encoder over them in annotate's own length batches (chunking is not timed)."""
-    from e2e_linker.collective.batches import collate_chunks, length_batches
+    the bare encoder over them in annotate's own length batches, padded as annotate pads them
+    (``PAD_MULTIPLE``: the same tensor shapes; chunking is not timed)."""
+    from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
     from e2e_linker.collective.chunking import chunk_documents
 
     model = annotator.model
     cfg = model.config
-    chunks = chunk_documents(docs, model.tokenizer, cfg.max_length, cfg.max_span_len,
+    settings = annotator.settings
+    chunks = chunk_documents(docs, model.tokenizer, cfg.max_length, settings.max_span_len,
                              cfg.chunk_overlap)
-    groups = list(length_batches(chunks, annotator.settings.batch_size, annotator.settings.max_batch_tokens))
+    groups = list(length_batches(chunks, settings.batch_size, settings.max_batch_tokens,
+                                 PAD_MULTIPLE))
     pad = model.tokenizer.pad_token_id or 0
 
     @torch.inference_mode()
     def run() -> None:
         for group in groups:
-            batch = collate_chunks([chunks[i] for i in group], pad, model.device)
+            batch = collate_chunks([chunks[i] for i in group], pad, model.device, PAD_MULTIPLE)
             model.token_states(batch)
         if model.device.type == "cuda":
             torch.cuda.synchronize()
@@ -159,17 +373,23 @@ def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
     return sum(len(c) for c in chunks), run
 
 
-def annotate_file(annotator, source: Path, target: Path, mode: str) -> tuple[int, int, int]:
+def annotate_file(annotator, source: Path, target: Path, mode: str,
+                  clock: HostClock | None = None) -> tuple[int, int, int]:
     """File in → file out in ``mode`` (the annotator's settings put back afterwards); returns
-    (documents, tokens, mentions) of the run."""
+    (documents, tokens, mentions) of the run. ``clock``: reading and writing are timed as its
+    parts (the rest by the wrappers it installed)."""
     from data_tools.formats import read_documents, write_documents
 
+    clock = clock or HostClock()  # an unused clock: the same code path, nothing recorded
     saved = annotator.settings
     annotator.settings = replace(saved, mode=mode)
     try:
         before = dict(annotator.stats)
-        docs = list(read_documents(source))
-        write_documents(annotator.annotate(docs, replace=True), target)
+        with clock.part("read input"):
+            docs = list(read_documents(source))
+        annotated = annotator.annotate(docs, replace=True)
+        with clock.part("write output"):
+            write_documents(annotated, target)
         if annotator.model.device.type == "cuda":
             torch.cuda.synchronize()
     finally:
@@ -227,10 +447,15 @@ def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
 
 def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
               warmup_docs: int = 4, text_linker=None,
-              compare_plain: bool = False, baseline=None) -> dict[str, StageTotals]:
+              compare_plain: bool = False, baseline=None,
+              profile_to: Path | None = None) -> dict[str, StageTotals]:
     """The stages, interleaved slice by slice (see the module docstring); ``annotate_text``
     (spans linked by ``text_linker``, ``linker annotate --linking text``) when one is given,
-    ``annotate_plain`` with ``compare_plain``, ``baseline`` with another annotator."""
+    ``annotate_plain`` with ``compare_plain``, ``baseline`` with another annotator.
+
+    The ``annotate`` stage runs with a :class:`HostClock` installed (its parts' seconds in
+    ``totals["annotate"].parts``); ``profile_to``: one more annotate pass over the first
+    slice, untimed, under cProfile, written there as text (:func:`profile_annotate`)."""
     from data_tools.formats import read_documents
 
     totals = {stage: StageTotals() for stage in STAGES
@@ -240,8 +465,12 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
               and (baseline is not None or stage != "baseline")}
     runners = stage_runners(annotator, text_linker, baseline)
 
-    def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
-        return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0])
+    def annotate_stage(stage: str, source: Path, target: Path,
+                       clock: HostClock | None = None) -> tuple[int, int, int]:
+        return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0], clock)
+
+    sync = torch.cuda.synchronize if annotator.model.device.type == "cuda" else None
+    clock = HostClock(sync)
 
     with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
         folder = Path(tmp)
@@ -267,8 +496,10 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
                 if stage not in totals:
                     continue
                 out = folder / f"out{n:04d}.{stage}.bioc.xml"
-                with totals[stage].timed():
-                    d, t, m = annotate_stage(stage, path, out)
+                timing = clock if stage == "annotate" else None
+                # installed outside the timing, so that putting the wrappers in is not timed
+                with timing.installed() if timing else nullcontext(), totals[stage].timed():
+                    d, t, m = annotate_stage(stage, path, out, timing)
                 totals[stage].documents += d
                 totals[stage].tokens += t
                 totals[stage].mentions += m
@@ -277,7 +508,48 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
             enc.mentions = totals["annotate"].mentions
             print(f"slice {n + 1}/{len(slices)}: " + ", ".join(
                 f"{s} {t.seconds:.1f}s" for s, t in totals.items()), file=sys.stderr, flush=True)
+        if profile_to is not None:
+            profile_annotate(runners["annotate"], slices[0], folder / "profiled.bioc.xml",
+                             profile_to)
+    totals["annotate"].parts = dict(clock.seconds)
     return totals
+
+
+def profile_annotate(annotator, source: Path, target: Path, out: Path, top: int = 40) -> None:
+    """One annotate pass, file → file, under cProfile; ``out`` gets the ``top`` functions by
+    cumulative time, by their own time, and by their own time among the project's functions
+    (``e2e_linker/``, ``data_tools/``: the Python host work), as text.
+
+    Why a pass of its own: the profiler slows Python calls several-fold, so its seconds are
+    not the timed run's; it says which functions the host time of :func:`host_split` goes to.
+    """
+    import cProfile
+    import io
+    import pstats
+    import sysconfig
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        documents = annotate_file(annotator, source, target, STAGE_SETTINGS["annotate"][0])[0]
+    finally:
+        profiler.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    text.write(f"cProfile of one annotate pass, file → file: {documents} documents of "
+               f"{source.name} (untimed; the profiler's own cost inflates Python calls)\n")
+    for title, order, only in (("by cumulative time", "cumulative", ()),
+                               ("by own time (tottime)", "tottime", ()),
+                               ("the project's functions by own time", "tottime",
+                                (r"e2e_linker/|data_tools/",))):
+        text.write(f"\n== {title}\n")
+        stats.sort_stats(order).print_stats(*only, top)
+    report = text.getvalue()
+    # paths relative to the installed packages and the checkout (the longer prefix first)
+    for prefix in (sysconfig.get_paths()["purelib"], str(Path(__file__).resolve().parents[1])):
+        report = report.replace(prefix + os.sep, "")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report)
 
 
 #: a ``--tree`` worker, run in its checkout: load the linker once (argv: torch threads, model
@@ -426,7 +698,34 @@ def summarise(totals: dict[str, StageTotals], annotator, args: argparse.Namespac
         "stages": stages,
         "paper_gpu_mentions_per_s": PAPER_GPU_MENTIONS_PER_S,
     }
+    result["machine"] = machine()
+    result.update(host_split(totals["annotate"].seconds, totals["annotate"].parts,
+                             totals["annotate"].documents))
     return result
+
+
+def host_markdown(result: dict) -> list[str]:
+    """The host-time table: annotate's milliseconds per document less the encoder forward and
+    the KB search, by stage, with each stage's parts (:func:`host_split`)."""
+    host = result["host_ms_per_doc"]
+    lines = [f"Host time: **{host:.2f} ms/document** — annotate {result['annotate_ms_per_doc']:.2f}"
+             f" ms/document, less the encoder forward "
+             f"({result['encoder_forward_ms_per_doc']:.2f}) and the KB search "
+             f"({result['kb_search_ms_per_doc']:.2f}).", "",
+             "| host stage | ms/document | share | its parts (ms/document) |", "|---|---|---|---|"]
+    stage_of = part_stages()
+    for stage, ms in result["host_stages_ms_per_doc"].items():
+        parts = ", ".join(f"{label.split(' step ')[-1]} {part_ms:.2f}" for label, part_ms
+                          in result["host_parts_ms_per_doc"].items()
+                          if stage_of.get(label) == stage and part_ms >= 0.005)
+        if stage == OTHER:
+            parts = "annotate_file's own lines, the timing itself"
+        share = ms / host if host else float("nan")
+        lines.append(f"| {stage} | {ms:.2f} | {share:.1%} | {parts} |")
+    if result.get("profile"):
+        lines += ["", f"Where the host time goes, by function: `{result['profile']}` "
+                      "(cProfile over one more annotate pass of the first slice)."]
+    return lines
 
 
 def markdown(result: dict) -> str:
@@ -460,11 +759,14 @@ def markdown(result: dict) -> str:
                    f"**{result['ratio_annotate_vs_baseline_docs']:.3f}**")
     lines.append(ratios + ".")
     lines.append("")
+    if "host_ms_per_doc" in result:
+        lines += host_markdown(result) + [""]
     lines.append(f"{result['documents']} documents of `{result['corpus']}`; device "
                  f"{result['device']}, {result['cpu_threads']} torch threads "
                  f"({result['cpu_count']} CPUs), torch {result['torch']}, int8 quantized: "
                  f"{result['quantize']}, precision: {result.get('precision', 'fp32')}, "
-                 f"index: {result['index']}; load average before/after "
+                 f"index: {result['index']}; machine: {result.get('machine', '?')}; "
+                 f"load average before/after "
                  f"{result['loadavg_before'][0]:.2f} / {result['loadavg_after'][0]:.2f}; "
                  f"peak RSS {result['peak_rss_mb']:.0f} MB.")
     lines.append("")
@@ -527,6 +829,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--kb-memory-budget", type=float, default=None,
                         help="MB the KB index may use (drives --index auto)")
     parser.add_argument("--no-per-mention", action="store_true")
+    parser.add_argument("--no-profile", action="store_true",
+                        help="skip the cProfile pass (by default one more annotate pass of "
+                             "the first slice, written beside the JSON as .profile.txt)")
     parser.add_argument("--text-linking", action="store_true",
                         help="also time annotate --linking text (spans linked by the "
                              "normalizer), interleaved with the collective linking")
@@ -575,13 +880,15 @@ def main(argv: list[str] | None = None) -> dict:
                                    quantize=args.quantize, precision=args.precision,
                                    index_kind=args.index,
                                    kb_memory_budget_mb=args.kb_memory_budget).annotator
+        out = Path(args.json)
+        profile = None if args.no_profile else out.with_suffix(".profile.txt")
         # inside: the baseline's files (its packed index) stay readable while it runs
         totals = run_bench(annotator, docs, args.slice_docs, not args.no_per_mention,
                            text_linker=text_linker, compare_plain=args.compare_plain,
-                           baseline=baseline)
+                           baseline=baseline, profile_to=profile)
     command = "python -m eval.bench " + " ".join(argv if argv is not None else sys.argv[1:])
     result = summarise(totals, annotator, args, load_before, load_seconds, command)
-    out = Path(args.json)
+    result["profile"] = profile.name if profile is not None else None
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     out.with_suffix(".md").write_text(markdown(result))

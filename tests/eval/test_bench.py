@@ -112,3 +112,101 @@ def test_trees_take_turns_on_the_same_slices_and_report_against_the_first(tmp_pa
     assert totals["before"].mentions == totals["after"].mentions  # the same code and model
     table = bench.trees_markdown(totals, "python -m eval.bench --tree before=. --tree after=.")
     assert "| before |" in table and table.count("| 1.000 |") >= 1
+
+
+def test_host_time_splits_annotate_into_parts_that_add_up(annotator, tmp_path):
+    """The annotate stage runs with the timing wrappers: every part the tiny pipeline reaches
+    is timed, the host figure is annotate less the encoder forward and the KB search, the
+    stages add up to it, the profile is written, and the wrappers are gone afterwards."""
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.collective.model import CollectiveLinker
+    from e2e_linker.collective.span_linking import SpanLinker
+    from e2e_linker.pipeline.linking_steps import ExactName, Link
+
+    originals = (Annotator.detect, CollectiveLinker.token_states, Link.run,
+                 vars(SpanLinker)["mentioned_taxa"])
+    profile = tmp_path / "bench.profile.txt"
+    totals = bench.run_bench(annotator, synthetic_docs(5), slice_docs=3, warmup_docs=0,
+                             per_mention=False, profile_to=profile)
+    parts = totals["annotate"].parts
+    for part in ("read input", "chunking", "encoder forward", "span heads", "span objects",
+                 "KB search", "dense ranking", "link step link", "select step overlaps",
+                 "annotate step type_from_concept", "copy documents", "write output"):
+        assert parts.get(part, 0) > 0, part
+    assert sum(parts.values()) <= totals["annotate"].seconds
+    args = argparse.Namespace(corpus="synthetic", slice_docs=3)
+    result = bench.summarise(totals, annotator, args, (0.0, 0.0, 0.0), 1.0, "test")
+    per_doc = 1000 / 5
+    expected = (totals["annotate"].seconds - parts["encoder forward"] - parts["KB search"])
+    assert result["host_ms_per_doc"] == pytest.approx(expected * per_doc)
+    assert sum(result["host_stages_ms_per_doc"].values()) == pytest.approx(
+        result["host_ms_per_doc"])
+    assert "encoder forward" not in result["host_parts_ms_per_doc"]
+    assert result["host_stages_ms_per_doc"]["selection steps"] > 0
+    assert result["machine"]
+    table = bench.markdown(result)
+    assert "Host time: **" in table and "| linking |" in table and "| other |" in table
+    report = profile.read_text()
+    assert "== by cumulative time" in report and "annotator.py" in report
+    assert "== the project's functions by own time" in report
+    # the library as it was: the originals back, an inherited method not left on its class
+    assert (Annotator.detect, CollectiveLinker.token_states, Link.run,
+            vars(SpanLinker)["mentioned_taxa"]) == originals
+    assert "run" not in vars(ExactName)
+    assert isinstance(vars(SpanLinker)["mentioned_taxa"], staticmethod)
+
+
+def test_host_clock_counts_each_part_once(monkeypatch):
+    """A part's seconds are its own: the parts timed inside it are taken out, so nested
+    parts add up to the outer one's time (a fake clock: no timing in tests)."""
+    now = [0.0]
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: now[0])
+    clock = bench.HostClock()
+
+    def inner():
+        now[0] += 2.0
+        yield 1
+        now[0] += 1.0
+        yield 2
+
+    timed_inner = clock.wrap("inner", inner)
+    with clock.part("outer"):
+        now[0] += 5.0
+        assert list(timed_inner()) == [1, 2]  # a generator runs inside its timing
+        now[0] += 1.0
+    assert clock.seconds == {"outer": 6.0, "inner": 3.0}
+
+
+def test_host_clock_names_a_target_that_moved(monkeypatch):
+    """A function the table names that the library no longer has is an error naming it, and
+    the wrappers installed before it are taken out again."""
+    from e2e_linker.collective.annotator import Annotator
+
+    original = Annotator.detect
+    parts = dict(bench.HOST_PARTS)
+    parts["gone"] = ("linking", ("e2e_linker.collective.annotator:Annotator.no_such_method",))
+    monkeypatch.setattr(bench, "HOST_PARTS", parts)
+    with pytest.raises(RuntimeError, match="Annotator.no_such_method does not exist"):
+        with bench.HostClock().installed():
+            pass
+    assert Annotator.detect is original
+
+
+def test_the_bare_encoder_runs_annotates_batches(annotator, monkeypatch):
+    """The encoder stage's forwards have the shapes of annotate's own (same chunks, same
+    length batches, the same padding), so the limit it measures is annotate's forward."""
+    from e2e_linker.collective.model import CollectiveLinker
+
+    shapes: list[tuple[int, ...]] = []
+    original = CollectiveLinker.token_states
+
+    def recording(self, batch):
+        shapes.append(tuple(batch["input_ids"].shape))
+        return original(self, batch)
+
+    monkeypatch.setattr(CollectiveLinker, "token_states", recording)
+    docs = synthetic_docs(6)
+    bench.encoder_only(annotator, docs)[1]()
+    bare, shapes[:] = list(shapes), []
+    annotator.detect(docs)
+    assert bare == shapes and bare
