@@ -18,10 +18,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def linker(args: list[str], cache: Path) -> tuple[float, str, str]:
-    """Run ``linker ARGS`` with ``E2E_LINKER_CACHE=cache``: (wall seconds, stdout, stderr)."""
+    """Run ``linker -v ARGS`` with ``E2E_LINKER_CACHE=cache``: (wall seconds, stdout, stderr).
+    ``-v``: the KB index lines on stderr (which index served the run), which a run on a pipe
+    does not print otherwise."""
     env = {**os.environ, "E2E_LINKER_CACHE": str(cache)}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "e2e_linker", *args], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "e2e_linker", "-v", *args], capture_output=True,
                           text=True, env=env, cwd=REPO)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
