@@ -206,6 +206,13 @@ class Document:
             pos += len(passage.text)
         return "".join(out)
 
+    def text_view(self) -> Document:
+        """A document of the same ID and passage texts alone (no infons, annotations or
+        relations): the view a linker adds the annotations it links to, so that the input's
+        own annotations are never touched."""
+        return Document(id=self.id, passages=[Passage(offset=p.offset, text=p.text)
+                                              for p in self.passages])
+
     def add_annotation(self, ann: Annotation) -> None:
         """Attach ``ann`` to the passage that contains its start offset."""
         passage = self.passage_at(ann.start)

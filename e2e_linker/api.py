@@ -315,7 +315,6 @@ def check_settings(settings: AnnotateSettings) -> None:
     """Refuse, before anything loads, settings a caller could only have got wrong: each
     :class:`~e2e_linker.errors.UserError` names the setting and the values it accepts
     (``Linker.load(threshold=2)`` used to load and then find nothing, silently)."""
-    from e2e_linker.collective.settings import MODES
     from e2e_linker.encoder.precision import PRECISIONS
     from e2e_linker.errors import UserError
     from e2e_linker.kb_search.backends import SEARCH_KINDS
@@ -336,8 +335,9 @@ def check_settings(settings: AnnotateSettings) -> None:
                                                   and s.kb_memory_budget_mb > 0):
         raise UserError(f"kb_memory_budget_mb={s.kb_memory_budget_mb!r}: megabytes, above 0 "
                         "(None: no budget)")
+    # (mode and linking: AnnotateSettings refuses them itself, on construction)
     for name, accepted in (("device", (None, *DEVICES)), ("index_kind", SEARCH_KINDS),
-                           ("precision", PRECISIONS), ("mode", MODES)):
+                           ("precision", PRECISIONS)):
         value = getattr(s, name)
         if value not in accepted:
             shown = ", ".join("None" if a is None else a for a in accepted)

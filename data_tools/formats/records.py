@@ -65,14 +65,20 @@ def record_annotation(ann: Annotation, kb: Any) -> None:
         ann.infons[CANDIDATES] = namespaced_candidates(ann.infons[CANDIDATES], kb)
 
 
-def namespaced_candidates(found: str, kb: Any) -> str:
-    """The :data:`~data_tools.formats.mentions_jsonl.CANDIDATES` infon (``ID|score;...``) with
-    each ID namespaced, the scores as written."""
-    items = []
-    for item in found.split(";"):
-        cid, bar, score = item.rpartition("|")
-        items.append(f"{namespaced_in(kb, cid)}{bar}{score}" if bar else item)
-    return ";".join(items)
+def namespaced_candidates(ranked: str, kb: Any) -> str:
+    """A candidates infon with every ID namespaced, the scores as written: the dense
+    ranking's :data:`~data_tools.formats.mentions_jsonl.CANDIDATES` (``ID|score;...``) and
+    the normalizer's ``candidates`` (``label|score;...``, a label of several IDs joined by
+    ``|``, a composite's parts joined by `` || ``); an item without a score is kept as
+    written."""
+    def item(text: str) -> str:
+        label, bar, score = text.rpartition("|")
+        if not bar:
+            return text
+        return "|".join(namespaced_in(kb, cid) for cid in label.split("|")) + f"|{score}"
+
+    return " || ".join(";".join(item(t) for t in part.split(";") if t)
+                       for part in ranked.split(" || ")) if ranked else ""
 
 
 def record_annotations(annotations: Iterable[Annotation | None], kb: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from data_tools.documents import Annotation, Document, Passage
+from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
 from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
 from data_tools.species import mentioned_taxa_first, preferred_taxa
@@ -343,9 +343,7 @@ class SpanLinker:
             if ann is None:
                 continue
             if span.doc_index not in views:
-                doc = docs[span.doc_index]
-                views[span.doc_index] = Document(id=doc.id, passages=[
-                    Passage(offset=p.offset, text=p.text) for p in doc.passages])
+                views[span.doc_index] = docs[span.doc_index].text_view()
             views[span.doc_index].add_annotation(ann)
         self.text_linker.normalize(list(views.values()),
                                    [abbreviations[d] for d in views])

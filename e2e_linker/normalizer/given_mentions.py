@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from data_tools.documents import Annotation, Document, Passage
+from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import CANDIDATES, CONCEPT_NAME, SPECIES, SPECIES_NAME
-from data_tools.formats.records import namespaced_in, record_annotation
+from data_tools.formats.records import namespaced_candidates, namespaced_in, record_annotation
 from data_tools.kb_loaders import GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
 from data_tools.species import document_species
 from e2e_linker.errors import UserError
@@ -195,24 +195,11 @@ class GivenMentionLinker:
         views: dict[int, Document] = {}
         for d, ann in found:
             if d not in views:
-                views[d] = Document(id=docs[d].id, passages=[
-                    Passage(offset=p.offset, text=p.text) for p in docs[d].passages])
+                views[d] = docs[d].text_view()
             views[d].add_annotation(ann)
         normalizer.normalize(list(views.values()), nil_threshold=threshold)
         for _, ann in found:
             ranked = ann.infons.get(NORMALIZE_CANDIDATES, "")
             record_annotation(ann, normalizer.kb)
-            ann.infons[NORMALIZE_CANDIDATES] = namespaced_ranking(ranked, normalizer.kb)
+            ann.infons[NORMALIZE_CANDIDATES] = namespaced_candidates(ranked, normalizer.kb)
 
-
-def namespaced_ranking(ranked: str, kb) -> str:
-    """The normalizer's ``candidates`` infon (``label|score;...``, a composite's parts joined
-    by `` || ``, a label of several IDs joined by ``|``) with every ID namespaced."""
-    def item(text: str) -> str:
-        label, bar, score = text.rpartition("|")
-        if not bar:
-            return text
-        return "|".join(namespaced_in(kb, cid) for cid in label.split("|")) + f"|{score}"
-
-    return " || ".join(";".join(item(t) for t in part.split(";") if t)
-                       for part in ranked.split(" || ")) if ranked else ""

@@ -67,3 +67,15 @@ def test_format_errors_and_skipped_records_describe_themselves():
     assert str(FormatError("bad")) == "bad"
     skipped = Skipped.from_error(FormatError("bad row", where="line 4"), path="c.txt")
     assert skipped.describe() == "c.txt: line 4: bad row"
+
+
+def test_a_text_view_holds_the_passage_texts_alone_and_leaves_the_document_untouched():
+    doc = Document("d", [Passage(0, "Aspirin helps.", infons={"type": "title"},
+                                 annotations=[Annotation(0, 7, "Aspirin", "Chemical", ["D001241"])]),
+                         Passage(15, "Pain fades.")], infons={"source": "x"})
+    view = doc.text_view()
+    assert (view.id, view.text, view.annotations, view.infons) == ("d", doc.text, [], {})
+    assert [(p.offset, p.text, p.infons) for p in view.passages] == [
+        (0, "Aspirin helps.", {}), (15, "Pain fades.", {})]
+    view.add_annotation(Annotation(15, 19, "Pain", "Disease"))
+    assert [a.text for a in doc.annotations] == ["Aspirin"]

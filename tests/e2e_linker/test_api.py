@@ -219,12 +219,9 @@ def test_normalize_names_a_bad_item_before_loading_anything(tiny, items, message
 @pytest.fixture(scope="module")
 def gene_linker(tmp_path_factory):
     """A tiny linker whose KB holds human and mouse genes, linked by name (:mod:`gene_kb`)."""
-    from tests.helpers.gene_kb import gene_linker_dir
+    from tests.helpers.gene_kb import gene_linker
 
-    root = tmp_path_factory.mktemp("genes")
-    directory, spec = gene_linker_dir(root)
-    return Linker.load(directory, kb=spec, cache_dir=str(root / "cache"), index_kind="exact",
-                       normalizer_model=str(tiny_encoder_dir(root / "norm")))
+    return gene_linker(tmp_path_factory.mktemp("genes"))
 
 
 def test_normalize_links_genes_by_name_with_their_species_and_the_record(gene_linker):

@@ -52,3 +52,15 @@ def gene_linker_dir(root: Path) -> tuple[Path, str]:
     CollectiveLinker.from_encoder(config).save(
         directory, kb_manifest=save_model_kb(directory, spec, None, kb))
     return directory, spec
+
+
+def gene_linker(root: Path):
+    """A :class:`~e2e_linker.api.Linker` over :func:`gene_linker_dir` in ``root`` (exact
+    search, its own cache, a tiny normalizer): what the normalize tests of the API and of
+    :mod:`e2e_linker.normalizer.given_mentions` load."""
+    from e2e_linker.api import Linker
+    from tests.helpers.tiny import tiny_encoder_dir
+
+    directory, spec = gene_linker_dir(root)
+    return Linker.load(directory, kb=spec, cache_dir=str(root / "cache"), index_kind="exact",
+                       normalizer_model=str(tiny_encoder_dir(root / "norm")))

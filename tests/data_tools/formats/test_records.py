@@ -16,7 +16,12 @@ from data_tools.formats.mentions_jsonl import (
     SPECIES_NAME,
     MentionJSONLWriter,
 )
-from data_tools.formats.records import concept_name_in, record_annotation, record_annotations
+from data_tools.formats.records import (
+    concept_name_in,
+    namespaced_candidates,
+    record_annotation,
+    record_annotations,
+)
 from data_tools.kb import KB, Concept
 
 
@@ -127,3 +132,13 @@ def test_the_record_reaches_json_lines_and_bioc(tmp_path):
         assert back.annotations[0].concept_ids == ["NCBIGene:672"]
         assert infons["identifier"] == "NCBIGene:672" and infons[CONCEPT_NAME] == "BRCA1"
         assert (infons[SPECIES], infons[SPECIES_NAME]) == ("NCBITaxon:9606", "Homo sapiens")
+
+
+def test_the_normalizers_candidates_are_namespaced_composites_too():
+    kb = KB([Concept("D001943", "Breast Neoplasms", [], "Disease", "MeSH"),
+             Concept("D010051", "Ovarian Neoplasms", [], "Disease", "MeSH")])
+    assert namespaced_candidates("D001943|0.9000;X1|0.5000 || D010051|0.8000", kb) == \
+        "MESH:D001943|0.9000;X1|0.5000 || MESH:D010051|0.8000"
+    assert namespaced_candidates("D001943|D010051|1.0000", kb) == \
+        "MESH:D001943|MESH:D010051|1.0000"
+    assert namespaced_candidates("", kb) == ""

@@ -7,24 +7,18 @@ from __future__ import annotations
 import pytest
 
 from data_tools.documents import Annotation, Document, Passage
-from data_tools.kb import KB, Concept
 from e2e_linker.api import Linker
 from e2e_linker.errors import UserError
 from e2e_linker.normalizer.given_mentions import (
     GivenMentionLinker,
     checked_threshold,
-    namespaced_ranking,
 )
-from tests.helpers.gene_kb import HUMAN, MOUSE, gene_linker_dir
-from tests.helpers.tiny import tiny_encoder_dir
+from tests.helpers.gene_kb import HUMAN, MOUSE, gene_linker
 
 
 @pytest.fixture(scope="module")
 def linker(tmp_path_factory):
-    root = tmp_path_factory.mktemp("given")
-    directory, spec = gene_linker_dir(root)
-    return Linker.load(directory, kb=spec, cache_dir=str(root / "cache"), index_kind="exact",
-                       normalizer_model=str(tiny_encoder_dir(root / "norm")))
+    return gene_linker(tmp_path_factory.mktemp("given"))
 
 
 def given(linker: Linker, threshold: float = 0.0, calls: list | None = None
@@ -129,13 +123,3 @@ def test_species_are_read_as_ids_words_or_kb_names(linker):
 def test_a_threshold_outside_0_1_is_refused(value):
     with pytest.raises(UserError, match="between 0 and 1"):
         checked_threshold(value)
-
-
-def test_the_normalizers_candidates_are_namespaced_composites_too():
-    kb = KB([Concept("D001943", "Breast Neoplasms", [], "Disease", "MeSH"),
-             Concept("D010051", "Ovarian Neoplasms", [], "Disease", "MeSH")])
-    assert namespaced_ranking("D001943|0.9000;X1|0.5000 || D010051|0.8000", kb) == \
-        "MESH:D001943|0.9000;X1|0.5000 || MESH:D010051|0.8000"
-    assert namespaced_ranking("D001943|D010051|1.0000", kb) == \
-        "MESH:D001943|MESH:D010051|1.0000"
-    assert namespaced_ranking("", kb) == ""
