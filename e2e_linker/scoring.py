@@ -32,6 +32,10 @@ ID policy (eval.neleval_shim converts for neleval with the same code, ``mentions
   so gold ``D013629`` matches a prediction ``MESH:D013629``, ``672`` matches ``NCBIGene:672``
   and a PubTator file's bare species ``10116`` matches ``NCBITaxon:10116``; ``resolve`` maps
   the KB's key of each (:func:`~data_tools.formats.namespaces.kb_key`) before that;
+* an ID the KB's vocabulary has replaced compares as the ID that replaced it, on both sides
+  (:func:`e2e_linker.replaced_ids.current_id`, a shipped table: BC5CDR's atorvastatin C065179
+  equals D000069059), so a model whose mined names carry current IDs scores as one that
+  answers with the corpus's;
 * several IDs (a composite, ``D1|D2``) form one kbid string joined by ``|`` in the order written;
 * no concept (``-1``, an empty ``concept_ids``) is the ordinary kbid string ``-1``, so ``-1``
   predicted on a ``-1`` gold span is a strict match;
@@ -60,6 +64,7 @@ from typing import Any
 
 from data_tools.documents import NO_CONCEPT, Annotation, Document
 from data_tools.formats.namespaces import comparable_id, kb_key
+from e2e_linker.replaced_ids import current_id
 
 MODES = ("strict", "partial", "mentions", "accuracy")
 
@@ -98,11 +103,12 @@ class Mention:
 
 def normalized_ids(ann: Annotation, resolve: Callable[[str], str] | None = None) -> tuple[str, ...]:
     """The annotation's concept IDs under the ID policy; ``resolve`` maps each KB key (e.g.
-    alt → primary: a KB's ``resolve``) before the prefixes are dropped."""
+    alt → primary: a KB's ``resolve``) before the prefixes are dropped, and a replaced ID
+    becomes the one that replaced it after (each part of a composite on its own)."""
     ids = [kb_key(c) for c in ann.concept_ids]
     if resolve is not None:
         ids = [resolve(c) for c in ids]
-    return tuple(comparable_id(c) for c in ids)
+    return tuple(current_id(comparable_id(c)) for c in ids)
 
 
 def kbid(ann: Annotation, resolve: Callable[[str], str] | None = None) -> str:

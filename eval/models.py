@@ -51,14 +51,14 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
         default_linker_dir,
         read_manifest,
     )
-    from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+    from e2e_linker.collective.model_kb import assemble_model_kb, save_model_kb
 
     source = (source or default_linker_dir()).resolve()  # links must not be relative
     skip = (EXTRA_NAMES_FILE, MANIFEST_FILE) + (() if keep_packed_index else (PACKED_INDEX_FILE,))
     link_files(source, tmp, skip=skip)
     spec = read_manifest(source)["kb"]
-    extra = mined_names(corpora) if corpora else None
-    manifest = save_model_kb(tmp, spec, extra, assemble_kb(spec, extra))
+    extra, kb = assemble_model_kb(spec, corpora)
+    manifest = save_model_kb(tmp, spec, extra, kb)
     manifest["corpus_names"] = corpora
     (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
     return tmp

@@ -33,7 +33,7 @@ def command(run_dir: str, out_dir: str, half: bool, interpolate_with: str | None
     """Copy the model in RUN_DIR to OUT_DIR with a fresh KB manifest (optionally interpolated
     with another model: --interpolate-with, --run-share)."""
     from e2e_linker.collective.model import CollectiveLinker
-    from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+    from e2e_linker.collective.model_kb import assemble_model_kb, save_model_kb
     from e2e_linker.jobs.output_checks import check_output_target
 
     # before the model loads: OUT_DIR is not RUN_DIR (its weights would be overwritten), nor
@@ -50,9 +50,8 @@ def command(run_dir: str, out_dir: str, half: bool, interpolate_with: str | None
                    f"{interpolate_with} (type rows mixed: {', '.join(mixed)})", err=True)
     train_cfg = json.loads((run / "train_config.json").read_text())
     corpora = train_cfg.get("kb_corpus_names") or []
-    extra = mined_names(corpora) if corpora else None
     spec = kb_spec or train_cfg["kb"]
-    kb = assemble_kb(spec, extra)
+    extra, kb = assemble_model_kb(spec, corpora)
     if kb_spec is not None:
         model.config.kb = kb_spec
     manifest = save_model_kb(out_dir, spec, extra, kb)

@@ -46,7 +46,7 @@ from data_tools.registry import get_dataset, load_corpus
 from e2e_linker.collective.annotator import Annotator, attach_annotations
 from e2e_linker.collective.batches import collate_chunks
 from e2e_linker.collective.model import CollectiveLinker
-from e2e_linker.collective.model_kb import assemble_kb, mined_names, save_model_kb
+from e2e_linker.collective.model_kb import assemble_model_kb, save_model_kb
 from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_scorer import BIO_TAGS, span_validity
 from e2e_linker.collective.span_selection import resolve_overlaps
@@ -333,11 +333,9 @@ class CollectiveTrainer:
             self.kb = self.train_kb = given["kb"]
         else:
             _log(f"loading KB '{cfg.kb}' + names from {cfg.kb_corpus_names}")
-            self.extra = mined_names(cfg.kb_corpus_names) if cfg.kb_corpus_names else None
-            self.kb = assemble_kb(cfg.kb, self.extra)
-            train_extra = (mined_names(cfg.train_kb_corpus_names)
-                           if cfg.train_kb_corpus_names else None)
-            self.train_kb = assemble_kb(cfg.train_kb or cfg.kb, train_extra)
+            self.extra, self.kb = assemble_model_kb(cfg.kb, cfg.kb_corpus_names)
+            _, self.train_kb = assemble_model_kb(cfg.train_kb or cfg.kb,
+                                                 cfg.train_kb_corpus_names)
         _log(f"KB {len(self.kb)} concepts; training KB {len(self.train_kb)} concepts")
         if given["model"] is not None:
             self.model = given["model"]

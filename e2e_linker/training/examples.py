@@ -3,7 +3,8 @@
 Gold annotations are mapped to chunk token positions once, up front. A mention counts for the
 mention loss when it fits in ``max_span_len`` tokens and starts in the chunk's owned range;
 it counts for the linking loss when, in addition, it has exactly one concept ID that the
-training KB knows (composite and ``-1`` mentions still teach mention detection and type).
+training KB knows, directly or as the ID that replaced it (:mod:`e2e_linker.replaced_ids`)
+(composite and ``-1`` mentions still teach mention detection and type).
 
 Each example also carries what its corpus annotates: the model types it annotates
 exhaustively (``annotated``; ``None`` when all of them, the usual case) and its ignore spans,
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from data_tools.documents import Document
 from e2e_linker.collective.chunking import Chunk, char_span_to_tokens, chunk_documents
+from e2e_linker.replaced_ids import current_id
 
 
 @dataclass
@@ -118,7 +120,10 @@ def build_examples(
                 ids = [strip_prefix(c) for c in ann.concept_ids]
                 cid = ids[0] if len(ids) == 1 else None
                 if cid is not None and known_concepts is not None and cid not in known_concepts:
-                    cid = None
+                    # an ID the vocabulary replaced trains the concept that replaced it, which
+                    # the mined names joined (e2e_linker.collective.model_kb.current_names)
+                    cid = current_id(cid)
+                    cid = cid if cid in known_concepts else None
                 example = examples[id(chunk)]
                 if len(example.spans) >= max_mentions_per_chunk:
                     stats["capped"] += 1

@@ -217,6 +217,23 @@ def test_ids_compare_across_prefix_styles():
     assert counts(mapped) == (2, 0, 0)
 
 
+def test_a_replaced_id_matches_the_id_that_replaced_it_on_either_side():
+    """BC5CDR's atorvastatin (C065179, since made descriptor D000069059: the shipped table of
+    e2e_linker.replaced_ids) matches either ID, alone or as a part of a composite; an ID not
+    in the table still needs itself."""
+    gold = [doc((0, 10, ["C065179"]), (20, 30, ["C065179", "D003920"]), (40, 50, ["D000069059"]),
+                (60, 70, ["C000001"]))]
+    pred = [doc((0, 10, ["MESH:D000069059"]), (20, 30, ["D000069059", "MESH:D003920"]),
+                (40, 50, ["C065179"]), (60, 70, ["D000069470"]))]
+    for mode in ("strict", "partial", "accuracy"):
+        report = score(gold, pred, mode)
+        assert (report.tp, report.fn) == (3, 1), mode
+    # ``resolve`` (the KB's alternative IDs) comes first, then the table
+    resolved = score([doc((0, 10, ["C065179"]))], [doc((0, 10, ["OLD"]))], "strict",
+                     resolve=lambda cid: {"OLD": "C065179"}.get(cid, cid))
+    assert counts(resolved) == (1, 0, 0)
+
+
 def test_the_published_dnorm_tmchem_figures_hold_whatever_the_prediction_prefixes(
         shared_data, tmp_path):
     """The official DNorm + tmChem output (``MESH:D…``) against BC5CDR test gold (bare

@@ -54,6 +54,18 @@ def test_gold_spans_and_linking_targets(tokenizer):
     assert stats["linkable"] == 2
 
 
+def test_an_id_the_vocabulary_replaced_trains_the_concept_that_replaced_it(tokenizer):
+    """The KB's mined names moved atorvastatin's C065179 to D000069059 (e2e_linker.replaced_ids);
+    a gold mention still citing C065179 links to it, and to nothing in a KB without it."""
+    doc = Document("1", [Passage(0, "Atorvastatin helps.", {})])
+    doc.add_annotation(Annotation(0, 12, "Atorvastatin", "Chemical", ["C065179"]))
+    examples, stats = build_examples([doc], tokenizer, ["Chemical"], {"D000069059"})
+    assert [s.concept_id for s in examples[0].spans] == ["D000069059"]
+    assert stats["linkable"] == 1
+    examples, stats = build_examples([doc], tokenizer, ["Chemical"], {"D013629"})
+    assert [s.concept_id for s in examples[0].spans] == [None] and stats["linkable"] == 0
+
+
 def test_long_spans_and_the_per_chunk_cap_are_counted(tokenizer):
     _, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], None, max_span_len=4)
     assert stats["too_long"] == 1  # the composite's six tokens
