@@ -25,6 +25,7 @@ from data_tools.formats.mentions_jsonl import (
     SPECIES,
     SPECIES_NAME,
     confidence_of,
+    explanation_of,
 )
 from data_tools.formats.records import concept_name_in
 from e2e_linker.collective.settings import AnnotateSettings
@@ -45,7 +46,12 @@ class Mention:
     (``NCBITaxon:9606``, ``Homo sapiens``), None for other concepts or when unknown;
     ``mention_score`` is None for mentions given to :meth:`Linker.normalize`; ``confidence``
     is the linker's estimate, in [0, 1], that span, type and concept are all right
-    (:mod:`e2e_linker.collective.confidence`), filled for every mention the linker finds."""
+    (:mod:`e2e_linker.collective.confidence`), filled for every mention the linker finds; for
+    a mention given to :meth:`Linker.normalize`, that its answer is right
+    (:mod:`e2e_linker.normalizer.confidence`; None only where no candidate was found);
+    ``candidates`` is the ranking the concept was chosen from, best first, as ``(namespaced
+    ID, score)`` pairs (the dense similarity; 0.0 for a ranking by names), filled only when
+    the linker explains (``Linker.load(explain=True)``)."""
 
     start: int
     end: int
@@ -58,6 +64,7 @@ class Mention:
     species: str | None = None
     species_name: str | None = None
     confidence: float | None = None
+    candidates: tuple[tuple[str, float | None], ...] = ()
 
 
 def mention_of(annotation: Annotation, kb: Any = None) -> Mention:
@@ -66,13 +73,16 @@ def mention_of(annotation: Annotation, kb: Any = None) -> Mention:
     not name it."""
     concept_id = "|".join(annotation.concept_ids) or None
     infons = annotation.infons
+    explanation = explanation_of(annotation) or {"candidates": []}
     return Mention(start=annotation.start, end=annotation.end, text=annotation.text,
                    type=annotation.type, concept_id=concept_id,
                    concept_name=infons.get(CONCEPT_NAME) or concept_name_in(kb, concept_id),
                    mention_score=annotation.mention_score, link_score=annotation.link_score,
                    species=infons.get(SPECIES) or None,
                    species_name=infons.get(SPECIES_NAME) or None,
-                   confidence=confidence_of(annotation))
+                   confidence=confidence_of(annotation),
+                   candidates=tuple((c["concept_id"], c["score"])
+                                    for c in explanation["candidates"]))
 
 
 def text_document(text: str, doc_id: str = "text") -> Document:
@@ -247,9 +257,15 @@ class Linker:
 
         No match: a mention whose best link scores below ``nil_threshold`` (default
         :data:`~e2e_linker.normalizer.normalizer.DEFAULT_NIL_THRESHOLD`, chosen on dev data;
-        0 gives every mention its best concept), or a gene no name links, comes back with
-        ``concept_id`` None (its ``link_score`` kept). A linked one carries annotate's
-        record: namespaced ID (``NCBIGene:672``), concept name, a gene's species.
+        0 gives every mention its best concept), or whose link rests on too little of its
+        spelling and scores below a higher bar (nonsense: rule 5 of
+        :meth:`~e2e_linker.normalizer.normalizer.Normalizer._decide`), or a gene no name
+        links, comes back with ``concept_id`` None (its ``link_score`` kept). A linked one
+        carries annotate's record: namespaced ID (``NCBIGene:672``), concept name, a gene's
+        species. Every answer carries a ``confidence`` in [0, 1]: that its concept is right,
+        or for a no-match answer that its best candidate is wrong
+        (:mod:`e2e_linker.normalizer.given_mentions` says how each is estimated); None only
+        for an answer without a candidate (a gene no name links).
 
         Each mention is normalized as its own one-mention document, so mentions of unrelated
         texts never define abbreviations for each other; results come back in input order with

@@ -7,7 +7,8 @@ mentions there, so the rest of a spaCy pipeline (and displaCy) sees them. Each e
 attributes ``ent._.concept_ids`` (every ID: a composite's parts; ``[]`` when unlinked),
 ``ent._.mention_score``, ``ent._.link_score``, ``ent._.confidence`` (in [0, 1]: how likely
 span, type and concept are all right; :mod:`e2e_linker.collective.confidence`),
-``ent._.concept_name`` and, for a gene,
+``ent._.concept_name``, ``ent._.kb_ents`` (the ranked candidates, as scispacy gives them:
+:func:`ranked_candidates`) and, for a gene,
 ``ent._.species`` (``NCBITaxon:9606``) and ``ent._.species_name``. Mentions
 are character spans; each becomes the smallest token span that covers it
 (``alignment_mode="expand"``) and overlapping spans are resolved by
@@ -16,11 +17,13 @@ are character spans; each becomes the smallest token span that covers it
 The factory is registered under spaCy's ``spacy_factories`` entry point, so
 ``spacy.blank("en").add_pipe("e2e_linker")`` works without importing this module; the model
 is loaded once, when the component is built (``Linker.load``, the same options as
-``linker annotate``). Needs the ``spacy`` extra: ``pip install 'e2e-linker[spacy]'``.
+``linker annotate``, with ``explain`` on: the ranking ``kb_ents`` lists). Needs the ``spacy``
+extra: ``pip install 'e2e-linker[spacy]'``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 
 from spacy.language import Language
@@ -33,7 +36,38 @@ from e2e_linker.api import Linker, Mention
 MENTION_FIELDS = ("mention_score", "link_score", "confidence", "concept_name", "species",
                   "species_name")
 #: extension attributes set on every entity span
-EXTENSIONS = ("concept_ids", *MENTION_FIELDS)
+EXTENSIONS = ("concept_ids", "kb_ents", *MENTION_FIELDS)
+
+
+def ranked_candidates(mention: Mention) -> list[tuple[str, float]]:
+    """scispacy's ``kb_ents`` for ``mention``: ``(namespaced concept ID, confidence)`` pairs,
+    best first, each confidence in [0, 1].
+
+    First the concept the linker chose (each part of a composite) with the mention's
+    ``confidence``, the linker's calibrated estimate that it is right. Then the other concepts
+    of the ranking it chose from (:attr:`Mention.candidates <e2e_linker.api.Mention>`, the
+    annotation's explanation: only a linker that explains has them) share what is left,
+    1 − confidence, as the dense model's softmax over their scores weighs them (it is trained
+    as a softmax over these scores: ``linking_ce`` in
+    :mod:`e2e_linker.training.collective_losses`; a ranking by names alone has no scores, so
+    its concepts share equally), none above the chosen concept. That share is an upper
+    estimate: what is left also covers a wrong span or type. A mention with no concept, or
+    without a confidence (one the linker did not make), lists none."""
+    if not mention.concept_id or mention.confidence is None:
+        return []
+    confidence = mention.confidence
+    chosen = mention.concept_id.split("|")
+    others = [(cid, score) for cid, score in mention.candidates if cid not in chosen]
+    if any(score is None for _, score in others):
+        weights = [1.0] * len(others)
+    else:
+        top = max((score for _, score in others), default=0.0)
+        weights = [math.exp(score - top) for _, score in others]
+    total = sum(weights)
+    shared = [(cid, round(min(confidence, (1.0 - confidence) * w / total), 4))
+              for (cid, _), w in zip(others, weights, strict=True)]
+    shared.sort(key=lambda pair: -pair[1])
+    return [(cid, confidence) for cid in chosen] + shared
 
 
 def register_extensions() -> None:
@@ -78,6 +112,7 @@ class LinkerComponent:
             if span is None:  # only whitespace: no token to hold it
                 continue
             span._.concept_ids = ids
+            span._.kb_ents = ranked_candidates(mention)
             for name in MENTION_FIELDS:
                 setattr(span._, name, getattr(mention, name))
             spans.append(span)
@@ -99,5 +134,5 @@ def make_component(nlp: Language, name: str, model_dir: str | None, kb: str | No
     """Build the component: the linker is loaded here, once (the default model without
     ``model_dir``). ``batch_size`` is how many texts go through the linker at a time."""
     linker = Linker.load(model_dir, kb=kb, device=device, threshold=threshold,
-                         cache_dir=cache_dir)
+                         cache_dir=cache_dir, explain=True)
     return LinkerComponent(linker, batch_size=batch_size)

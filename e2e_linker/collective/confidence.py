@@ -78,8 +78,14 @@ class ConfidenceModel:
 
     def __call__(self, ann: Annotation) -> float:
         """``ann``'s confidence, in [0, 1]."""
+        return self.probability(features_of(ann, self.methods, self.types))
+
+    def probability(self, features: dict[str, float]) -> float:
+        """The model's value, in [0, 1], on named ``features`` (a model fitted on other
+        features than :func:`features_of`'s, such as the normalizer's:
+        :mod:`e2e_linker.normalizer.confidence`)."""
         z = self.bias + sum(self.weights.get(name, 0.0) * value
-                            for name, value in features_of(ann, self.methods, self.types).items())
+                            for name, value in features.items())
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     def to_json(self) -> dict:

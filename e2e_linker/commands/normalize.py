@@ -3,7 +3,8 @@
 The input's annotations give the spans (gold spans, or another tool's NER); the output is the
 same documents with every annotation's ``concept_ids`` (namespaced, ``MESH:D013629``,
 ``NCBIGene:672``; none when nothing matches: NIL), ``link_score``, the record's infons
-(concept name, a gene's species) and a ``candidates`` infon (top-k) filled in. Gene and
+(concept name, a gene's species), a ``candidates`` infon (top-k) and a ``confidence`` infon
+(how likely the answer is right: :mod:`e2e_linker.normalizer.given_mentions`) filled in. Gene and
 species mentions are linked by their names against the annotate model's KB, the others by
 the text normalizer (:mod:`e2e_linker.normalizer.given_mentions`). Nothing else is changed.
 """
@@ -45,7 +46,8 @@ from e2e_linker.normalizer.normalizer import DEFAULT_NIL_THRESHOLD
 @click.option("--nil-threshold", type=click.FloatRange(0, 1), default=DEFAULT_NIL_THRESHOLD,
               show_default=True,
               help="Below this link score a mention gets no concept (NIL: no ID, '-1' in "
-                   "PubTator); 0 gives every mention its best concept.")
+                   "PubTator), as does a link sharing too little of the mention's spelling "
+                   "below a higher bar; 0 gives every mention its best concept.")
 @click.option("--batch-size", type=int, default=256, show_default=True,
               help="Texts per encoder batch.")
 @click.option("--composite", type=click.Choice(["auto", "always", "never"]), default="auto",

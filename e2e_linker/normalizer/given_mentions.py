@@ -11,13 +11,23 @@ detected span of that type: the KB names it is or is written like, ordered by sp
 document's, or one the caller gives), orthologs, short forms of the same document. A mention
 of any other type goes to the text normalizer
 (:class:`~e2e_linker.normalizer.normalizer.Normalizer`) as before, whose figures on BC5CDR and
-NCBI disease this keeps (docs/results.md); below the NIL threshold its answer is "no concept".
-A gene no name links gets no concept either.
+NCBI disease this keeps (docs/results.md); below the NIL threshold, or when the link rests on
+too little of the mention's spelling and its score is below a higher bar, its answer is "no
+concept" (:meth:`~e2e_linker.normalizer.normalizer.Normalizer._decide`, rule 5). A gene no
+name links gets no concept either.
 
 Each annotation leaves with the record ``linker annotate`` writes
 (:mod:`data_tools.formats.records`): namespaced IDs, the concept's name and, for a gene, its
 species; the ``candidates`` infon lists the top concepts namespaced too (with the
 normalizer's scores; a name-only link has none, so its candidates are IDs alone).
+
+Every answer carries a ``confidence`` infon, in [0, 1]: for the text normalizer's answers
+its :mod:`~e2e_linker.normalizer.confidence` (linked: that the concept is right; no concept:
+1 − that for the best candidate); for a name-linked gene or species, the annotate model's own
+confidence (:mod:`e2e_linker.collective.confidence`) for that link with its span taken as
+certain (mention score 1, as the span linker is handed it). An answer without a candidate
+has none, and says so by its absence: a gene no name links, or a mention the normalizer's
+search found nothing for.
 
 Both linkers are loaded on first need, so a file of diseases never loads the annotate model
 and one of genes never the normalizer.
@@ -32,7 +42,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from data_tools.documents import Annotation, Document
-from data_tools.formats.mentions_jsonl import CANDIDATES, CONCEPT_NAME, SPECIES, SPECIES_NAME
+from data_tools.formats.mentions_jsonl import (
+    CANDIDATES,
+    CONCEPT_NAME,
+    CONFIDENCE,
+    SPECIES,
+    SPECIES_NAME,
+)
 from data_tools.formats.records import namespaced_candidates, namespaced_in, record_annotation
 from data_tools.kb_loaders import GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
 from data_tools.species import document_species
@@ -52,7 +68,7 @@ NAME_LINKED_TYPES = frozenset({GENE_TYPE, SPECIES_TYPE})
 #: an NCBI Taxonomy ID as a caller may write it: ``10090`` or ``NCBITaxon:10090``
 TAXON_ID = re.compile(rf"(?:{re.escape(TAXON_PREFIX)})?(\d+)", re.IGNORECASE)
 #: the record's infons, cleared before an annotation is linked again
-RECORD_INFONS = (CONCEPT_NAME, SPECIES, SPECIES_NAME, NORMALIZE_CANDIDATES)
+RECORD_INFONS = (CONCEPT_NAME, SPECIES, SPECIES_NAME, NORMALIZE_CANDIDATES, CONFIDENCE)
 
 
 def checked_threshold(value: float) -> float:
@@ -133,10 +149,10 @@ class GivenMentionLinker:
                   species: Sequence[str | None] | None = None,
                   nil_threshold: float | None = None) -> list[Document]:
         """Link every annotation of ``docs`` in place (also returned): concept IDs, link
-        score, ``candidates`` infon and the record. ``species``: per document, the species
-        its gene mentions are of as the caller writes it (:meth:`taxa_of`), put first in the
-        order the document's text gives; ``nil_threshold``: this call's (None: this
-        linker's)."""
+        score, ``candidates`` and ``confidence`` infons and the record. ``species``: per
+        document, the species its gene mentions are of as the caller writes it
+        (:meth:`taxa_of`), put first in the order the document's text gives;
+        ``nil_threshold``: this call's (None: this linker's)."""
         docs = list(docs)
         threshold = self.nil_threshold if nil_threshold is None \
             else checked_threshold(nil_threshold)
@@ -166,7 +182,8 @@ class GivenMentionLinker:
                      species: dict[int, tuple[str, ...]]) -> None:
         """Link ``found`` (document index, annotation) with the annotator's span linker, as
         ``linker annotate`` links its spans of a name-only type (no dense vector is read for
-        them), then fill their record from its KB."""
+        them), then fill their record from its KB and, for a linked one, the confidence the
+        annotator gives that link (none for a gene no name links)."""
         from e2e_linker.collective.span_selection import SpanPrediction
         from e2e_linker.lexical.abbreviations import scan_documents
 
@@ -182,6 +199,8 @@ class GivenMentionLinker:
             ann.link_score = result.link_score if result is not None else None
             ranked = result.infons.get(CANDIDATES, "") if result is not None else ""
             record_annotation(ann, annotator.kb)
+            if ann.concept_ids:
+                ann.infons[CONFIDENCE] = f"{annotator.confidence(result):.4f}"
             ann.infons[NORMALIZE_CANDIDATES] = ";".join(
                 namespaced_in(annotator.kb, item.rpartition("|")[0])
                 for item in ranked.split(";") if item)
@@ -189,8 +208,8 @@ class GivenMentionLinker:
     def link_by_text(self, docs: Sequence[Document], found: Sequence[tuple[int, Annotation]],
                      threshold: float) -> None:
         """Link ``found`` with the text normalizer, each document as a view holding only
-        these annotations (the same objects, so the answers land in place), then fill their
-        record from the normalizer's KB."""
+        these annotations (the same objects, so the answers land in place; their confidence
+        too), then fill their record from the normalizer's KB."""
         normalizer = self.text_normalizer()
         views: dict[int, Document] = {}
         for d, ann in found:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from data_tools.documents import Annotation, Document
+from data_tools.formats.mentions_jsonl import CONFIDENCE
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.concept_search import (
@@ -38,12 +39,14 @@ from e2e_linker.lexical.abbreviations import (
 )
 from e2e_linker.lexical.sieves import CompactKeyIndex, CompactKeySieve
 from e2e_linker.lexical.text_forms import TextNormalizer, composite_parts
+from e2e_linker.normalizer.confidence import answer_confidence
 from e2e_linker.normalizer.pools import (
     TYPE_ALIASES,
     mention_pool,
     ontology_pool,
     synonym_pool,
 )
+from e2e_linker.normalizer.spelling import ConceptSpellings
 
 #: The search mode used when neither the caller nor the model directory names one.
 DEFAULT_MODE = "D-T+OD-T"
@@ -51,6 +54,12 @@ DEFAULT_MODE = "D-T+OD-T"
 #: and ``POST /normalize`` answer "no concept" (NIL), chosen on BC5CDR and NCBI disease dev
 #: (docs/results.md, "NIL: the normalizer's no-match answer"); 0 links every mention.
 DEFAULT_NIL_THRESHOLD = 0.78
+#: With a NIL threshold, a link resting on less than this share of the mention's spelling
+#: (:func:`~e2e_linker.normalizer.spelling.spelling_share`) needs a link score of at least
+#: :data:`UNSUPPORTED_NIL_THRESHOLD`; both chosen on BC5CDR and NCBI disease dev as the
+#: threshold was (docs/results.md, "NIL: the normalizer's no-match answer").
+SPELLING_EVIDENCE = 0.3
+UNSUPPORTED_NIL_THRESHOLD = 0.85
 COMPOSITE_POLICIES = ("auto", "always", "never")
 
 
@@ -65,6 +74,9 @@ class NormalizeOptions:
     #: below this link score a mention gets no concept (None or 0: every mention gets one);
     #: the doors pass :data:`DEFAULT_NIL_THRESHOLD`, annotate's text linker none
     nil_threshold: float | None = None
+    #: with a NIL threshold: a link with little spelling evidence needs the higher bar
+    #: (:data:`SPELLING_EVIDENCE`, :data:`UNSUPPORTED_NIL_THRESHOLD`)
+    spelling_nil: bool = True
     type_aware: bool = True
     #: "auto": split a composite when every part matches better than the whole mention
     composite: str = "auto"
@@ -109,12 +121,17 @@ class MentionQuery:
 
 @dataclass
 class Prediction:
-    """The answer for one mention."""
+    """The answer for one mention: its concepts (none: NIL), the best link's score and
+    spelling share (:mod:`e2e_linker.normalizer.spelling`; a composite's weakest part's),
+    the ranked candidates and the answer's confidence (:mod:`e2e_linker.normalizer.confidence`;
+    None without a candidate)."""
 
     concept_ids: list[str]
     score: float | None
     candidates: str
     parts: list[str] | None = None
+    spelling_share: float | None = None
+    confidence: float | None = None
 
 
 def _ids_of(label: str) -> list[str]:
@@ -156,6 +173,9 @@ class Normalizer:
         self._lexical_pools = ([p for p in (ontology, synonyms) if p is not None],
                                [pool] if pool is not None else [])
         self._lexical: CompactKeySieve | None = None
+        #: the names a link rests on, for its spelling share
+        self.spellings = ConceptSpellings(kb, self.text,
+                                          [p for p in (synonyms, pool) if p is not None])
         cache = VectorStore(cache_dir, encoder, unit=True, batch_size=self.options.batch_size,
                             progress=self.options.progress)
         self.searcher = ConceptSearcher(encoder, ontology, pool, cache,
@@ -282,9 +302,17 @@ class Normalizer:
            scores compare; a detected span has one vector and its parts none, so there a
            part counts only as an exact name or sieve match.
         5. *NIL*: below ``nil_threshold`` (none when None or 0) the concept IDs are dropped;
-           the score and the candidates are kept, so a caller sees what the best link was.
+           so they are, with ``spelling_nil``, when the link's spelling share (the text whose
+           ranking won against its concept's names: :mod:`e2e_linker.normalizer.spelling`;
+           a composite's weakest part) is below :data:`SPELLING_EVIDENCE` and its score below
+           :data:`UNSUPPORTED_NIL_THRESHOLD`: a cosine alone does not make nonsense a
+           concept. The score and the candidates are kept, so a caller sees what the best
+           link was.
+        6. *Confidence*: :func:`~e2e_linker.normalizer.confidence.answer_confidence` of the
+           best link and the decision.
         """
         whole = ranked[keys[(q.whole, q.type)]]
+        whole_text = q.whole
         if q.raw is not None and self.options.written_first:
             # the mention as written wins when it is itself a (near-)exact name or training
             # mention ("AAPC" seen in training, "diminished GALC activity" in the KB): the
@@ -292,7 +320,7 @@ class Normalizer:
             raw = ranked[keys[(q.raw, q.type)]]
             if raw and raw[0][1] >= self.options.sieve_threshold and (
                     not whole or raw[0][1] >= whole[0][1] - 1e-5):
-                whole = raw
+                whole, whole_text = raw, q.raw
         if lexical and (label := self.lexical_match(q)) is not None:
             whole = [(label, 1.0), *[(la, sc) for la, sc in whole if la != label]][:k]
         whole_score = whole[0][1] if whole else -np.inf
@@ -306,18 +334,33 @@ class Normalizer:
             ids = [i for r in part_lists for i in _ids_of(r[0][0])]
             score = min(r[0][1] for r in part_lists)
             candidates = " || ".join(_format(r[:k]) for r in part_lists)
-            pred = Prediction(ids, score, candidates, list(q.part_surfaces))
+            share = min(self.spellings.share(part, r[0][0])
+                        for part, r in zip(q.parts, part_lists, strict=True))
+            pred = Prediction(ids, score, candidates, list(q.part_surfaces), share)
         elif whole:
-            pred = Prediction(_ids_of(whole[0][0]), whole_score, _format(whole[:k]))
+            pred = Prediction(_ids_of(whole[0][0]), whole_score, _format(whole[:k]),
+                              spelling_share=self.spellings.share(whole_text, whole[0][0]))
         else:
             pred = Prediction([], None, "")
-        if nil_threshold and pred.score is not None and pred.score < nil_threshold:
+        if nil_threshold and pred.score is not None and self.is_nil(
+                pred.score, pred.spelling_share, nil_threshold):
             pred.concept_ids = []
+        pred.confidence = answer_confidence(pred.score, pred.spelling_share,
+                                            bool(pred.concept_ids))
         return pred
+
+    def is_nil(self, score: float, share: float | None, nil_threshold: float) -> bool:
+        """Whether a best link of ``score`` and spelling ``share`` is no match under
+        ``nil_threshold`` (rule 5 of :meth:`_decide`)."""
+        if score < nil_threshold:
+            return True
+        return self.options.spelling_nil and share is not None \
+            and share < SPELLING_EVIDENCE and score < UNSUPPORTED_NIL_THRESHOLD
 
     @staticmethod
     def apply(queries: Sequence[MentionQuery], predictions: Sequence[Prediction]) -> None:
-        """Write predictions into the annotations (IDs, link score, candidates infon)."""
+        """Write predictions into the annotations (IDs, link score, candidates and
+        confidence infons; no confidence infon for an answer without one)."""
         for q, pred in zip(queries, predictions, strict=True):
             ann = q.annotation
             ann.concept_ids = list(pred.concept_ids)
@@ -326,12 +369,17 @@ class Normalizer:
             ann.composite_texts = pred.parts if pred.parts and len(pred.parts) == len(
                 pred.concept_ids) else None
             ann.infons["candidates"] = pred.candidates
+            if pred.confidence is None:
+                ann.infons.pop(CONFIDENCE, None)
+            else:
+                ann.infons[CONFIDENCE] = f"{pred.confidence:.4f}"
 
     def normalize(self, docs: Iterable[Document],
                   abbreviations: Sequence[DocumentAbbreviations] | None = None,
                   nil_threshold: float | None = None) -> list[Document]:
-        """Fill ``concept_ids``, ``link_score`` and ``infons['candidates']`` in place
-        (``abbreviations``: as in :meth:`queries`; ``nil_threshold``: as in :meth:`rank`)."""
+        """Fill ``concept_ids``, ``link_score`` and the ``candidates`` and ``confidence``
+        infons in place (``abbreviations``: as in :meth:`queries`; ``nil_threshold``: as in
+        :meth:`rank`)."""
         docs = list(docs)
         queries = self.queries(docs, abbreviations)
         predictions = self.rank(queries, [self.options.mode],

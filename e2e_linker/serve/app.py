@@ -437,7 +437,8 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
         normalizer is loaded on the first call): a gene by its names, of the item's
         ``species`` first (an NCBI Taxonomy ID or a name; default human); no match is
         ``"concept_id": null``. IDs are namespaced; a gene carries ``species`` and
-        ``species_name``."""
+        ``species_name``; every answer its ``confidence`` (:meth:`Linker.normalize
+        <e2e_linker.api.Linker.normalize>` says what it estimates)."""
         body = await request.body()
         kind = media_type(request.headers.get("content-type"), body)
         if kind != JSON:
@@ -457,7 +458,8 @@ def create_app(config: ServeConfig, load: Callable[[], Any] | None = None,
         return JSONResponse({"mentions": [
             {"text": m.text, "type": m.type, "concept_id": m.concept_id,
              "concept_name": m.concept_name, "species": m.species,
-             "species_name": m.species_name, "link_score": m.link_score} for m in found]})
+             "species_name": m.species_name, "link_score": m.link_score,
+             "confidence": m.confidence} for m in found]})
 
     async def page_answer(request: Request, text: str, explain: bool) -> HTMLResponse:
         name_of = partial(concept_name_of, batcher) if batcher.state == READY else None

@@ -128,6 +128,12 @@ class NormalizedMention(BaseModel):
     species: str | None = None
     species_name: str | None = None
     link_score: float | None
+    confidence: float | None = Field(
+        default=None, ge=0, le=1,
+        description="how likely the answer is right: its concept, or for no match that the "
+                    "best candidate is wrong (docs/results.md, 'Confidence of a normalize "
+                    "answer'); null only for an answer without a candidate (a gene no "
+                    "name links)")
 
 
 class NormalizeResponse(BaseModel):

@@ -134,6 +134,8 @@ def test_normalize_links_given_mentions_in_order(linker):
     assert [m.concept_id for m in results] == ["C001", "D002", "D001"]
     assert [m.concept_name for m in results] == ["aspirin", "nausea", "headache"]
     assert all(m.mention_score is None for m in results)
+    # every answer says how likely it is right (exact names: very)
+    assert all(0.9 < m.confidence <= 1.0 for m in results)
     assert linker.normalize([]) == []
 
 

@@ -111,3 +111,53 @@ def test_the_component_shows_the_linkers_record(tmp_path):
         m = found[ent.start_char, ent.end_char]
         assert (ent.kb_id_, ent._.species, ent._.species_name) == \
             (m.concept_id, m.species, m.species_name)
+
+
+def test_kb_ents_rank_the_chosen_concept_first_and_share_the_rest():
+    """scispacy's ``kb_ents``: the chosen concept (each part of a composite) with the
+    mention's confidence, then the other candidates sharing 1 − confidence by the softmax of
+    their scores, none above the chosen one; nothing for an unlinked mention."""
+    import math
+
+    from e2e_linker.api import Mention
+    from e2e_linker.spacy_component import LinkerComponent, ranked_candidates
+
+    ranked = (("MESH:D002945", 33.9), ("MESH:C1", 27.0), ("MESH:C2", 26.0))
+    cisplatin = Mention(0, 9, "Cisplatin", "Chemical", "MESH:D002945", "Cisplatin", 0.99,
+                        33.9, confidence=0.9, candidates=ranked)
+    pairs = ranked_candidates(cisplatin)
+    assert [cid for cid, _ in pairs] == ["MESH:D002945", "MESH:C1", "MESH:C2"]
+    assert pairs[0][1] == 0.9
+    share = 1 / (1 + math.exp(-1.0))
+    assert pairs[1][1] == pytest.approx(0.1 * share, abs=1e-4)
+    assert pairs[2][1] == pytest.approx(0.1 * (1 - share), abs=1e-4)
+    assert sum(c for _, c in pairs) == pytest.approx(1.0, abs=1e-3)
+    # a sieve chose a concept the dense ranking put second: the rest never outrank it
+    unsure = Mention(0, 3, "x", "Chemical", "MESH:C2", None, 0.5, None, confidence=0.2,
+                     candidates=ranked)
+    pairs = ranked_candidates(unsure)
+    assert pairs[0] == ("MESH:C2", 0.2) and all(c <= 0.2 for _, c in pairs)
+    # a composite: each part first; names-only scores share equally; unlinked: nothing
+    both = Mention(0, 3, "x", "Gene", "NCBIGene:1|NCBIGene:2", None, 1.0, None,
+                   confidence=0.8, candidates=(("NCBIGene:1", 0.0), ("NCBIGene:3", 0.0),
+                                               ("NCBIGene:4", 0.0)))
+    assert ranked_candidates(both) == [("NCBIGene:1", 0.8), ("NCBIGene:2", 0.8),
+                                       ("NCBIGene:3", 0.1), ("NCBIGene:4", 0.1)]
+    assert ranked_candidates(Mention(0, 1, "x", "Chemical", None, None, 0.5, None,
+                                     confidence=0.3)) == []
+    doc = spacy.blank("en")("Cisplatin")
+    LinkerComponent.set_entities(doc, [cisplatin])
+    assert doc.ents[0]._.kb_ents == ranked_candidates(cisplatin)
+
+
+def test_the_component_lists_the_linkers_candidates(setup):
+    """Built by the factory, the linker explains: every linked entity's ``kb_ents`` starts
+    with its ``kb_id_`` at its confidence and lists the ranking after it, in [0, 1]."""
+    nlp, _ = setup
+    ents = [e for doc in nlp.pipe(TEXTS) for e in doc.ents if e.kb_id_]
+    assert ents
+    for ent in ents:
+        ids = [cid for cid, _ in ent._.kb_ents]
+        assert ids[0] == ent.kb_id_ and ent._.kb_ents[0][1] == ent._.confidence
+        assert all(0.0 <= c <= ent._.confidence for _, c in ent._.kb_ents)
+    assert any(len(e._.kb_ents) > 1 for e in ents)

@@ -123,3 +123,28 @@ def test_species_are_read_as_ids_words_or_kb_names(linker):
 def test_a_threshold_outside_0_1_is_refused(value):
     with pytest.raises(UserError, match="between 0 and 1"):
         checked_threshold(value)
+
+
+def test_every_answer_carries_a_confidence_but_a_gene_no_name_links(linker):
+    """Text answers: the normalizer's confidence, the complement for no match; a gene linked
+    by name: the annotator's confidence for that link; a gene no name links: none."""
+    from data_tools.formats.mentions_jsonl import confidence_of
+
+    doc = document("BRCA1 and tamoxifen, qzxv blorft, ZZZ9", ("BRCA1", "Gene"),
+                   ("tamoxifen", "Chemical"), ("qzxv blorft", "Disease"), ("ZZZ9", "Gene"))
+    given(linker, threshold=0.999).normalize([doc])
+    gene, chemical, nonsense, unknown = doc.annotations
+    assert 0.0 <= confidence_of(gene) <= 1.0
+    assert confidence_of(chemical) > 0.9  # an exact name
+    assert nonsense.concept_ids == [] and 0.0 <= confidence_of(nonsense) <= 1.0
+    assert unknown.concept_ids == [] and confidence_of(unknown) is None
+    # the gene's is what annotate's confidence model gives the same link, span taken as sure
+    assert confidence_of(gene) == pytest.approx(
+        linker.annotator.confidence(Annotation(0, 5, "BRCA1", "Gene", mention_score=1.0,
+                                               infons={"link_method": "exact"})), abs=1e-4)
+    # linked again at threshold 0 the nonsense gets its concept, and the confidence turns
+    # from "the best link is wrong" to "it is right": the two add up to 1
+    before = confidence_of(nonsense)
+    given(linker, threshold=0.0).normalize([doc])
+    assert nonsense.concept_ids and confidence_of(nonsense) == pytest.approx(1 - before,
+                                                                             abs=2e-4)

@@ -101,3 +101,62 @@ def test_ncbi_types_search_the_diseases_of_a_mixed_kb(tiny_encoder, tmp_path):
     normalize_documents([off], tiny_encoder, kb, mode="O-T", cache_dir=tmp_path,
                         progress=False, type_aware=False)
     assert off.annotations[0].concept_ids == ["X1"]  # unfiltered: the tie breaks by ID
+
+
+# ---- NIL by spelling, and the confidence of every answer (issue 44) -------------------------
+
+def spelling_normalizer(tiny_encoder, tmp_path, **options) -> Normalizer:
+    return Normalizer(tiny_encoder, small_kb(),
+                      options=NormalizeOptions(mode="O-T", progress=False, **options),
+                      cache_dir=tmp_path)
+
+
+def test_the_nil_rule_asks_for_spelling_below_the_higher_bar(tiny_encoder, tmp_path):
+    from e2e_linker.normalizer.normalizer import SPELLING_EVIDENCE, UNSUPPORTED_NIL_THRESHOLD
+
+    normalizer = spelling_normalizer(tiny_encoder, tmp_path)
+    little, enough = SPELLING_EVIDENCE / 2, SPELLING_EVIDENCE
+    between = (0.78 + UNSUPPORTED_NIL_THRESHOLD) / 2
+    assert normalizer.is_nil(0.77, 1.0, 0.78)  # the threshold alone, as before
+    assert normalizer.is_nil(between, little, 0.78)
+    assert not normalizer.is_nil(between, enough, 0.78)
+    assert not normalizer.is_nil(UNSUPPORTED_NIL_THRESHOLD, little, 0.78)
+    assert not normalizer.is_nil(between, None, 0.78)
+    off = spelling_normalizer(tiny_encoder, tmp_path, spelling_nil=False)
+    assert not off.is_nil(between, little, 0.78)
+
+
+def test_nonsense_is_no_concept_and_every_answer_has_a_confidence(tiny_encoder, tmp_path,
+                                                                  monkeypatch):
+    """With the higher bar above every cosine, a mention sharing no spelling with its best
+    link is NIL at any threshold above 0, while an exact name is not; threshold 0 keeps the
+    old answer (every mention its best concept)."""
+    from data_tools.formats.mentions_jsonl import confidence_of
+    from e2e_linker.normalizer import normalizer as module
+    from e2e_linker.normalizer.confidence import answer_confidence
+
+    monkeypatch.setattr(module, "UNSUPPORTED_NIL_THRESHOLD", 1.01)
+    normalizer = spelling_normalizer(tiny_encoder, tmp_path)
+    doc = doc_with("qzxv and aspirin", [("qzxv", "Disease"), ("aspirin", "Chemical")])
+    queries = normalizer.queries([doc])
+    nonsense, aspirin = normalizer.rank(queries, ["O-T"], nil_threshold=1e-6)["O-T"]
+    assert nonsense.concept_ids == [] and nonsense.score is not None
+    assert nonsense.spelling_share < module.SPELLING_EVIDENCE
+    assert aspirin.concept_ids == ["C001"] and aspirin.spelling_share == 1.0
+    # a NIL answer's confidence is that its best candidate is wrong
+    assert nonsense.confidence == pytest.approx(
+        1 - answer_confidence(nonsense.score, nonsense.spelling_share, True))
+    assert aspirin.confidence == answer_confidence(1.0, 1.0, True) > 0.9
+    normalizer.normalize([doc], nil_threshold=1e-6)
+    assert [confidence_of(a) for a in doc.annotations] == [
+        round(nonsense.confidence, 4), round(aspirin.confidence, 4)]
+    normalizer.normalize([doc], nil_threshold=0)
+    assert doc.annotations[0].concept_ids  # no threshold: the best concept, as before
+    assert 0.0 <= confidence_of(doc.annotations[0]) <= 1.0
+
+
+def test_a_composites_spelling_is_its_weakest_parts(tiny_encoder, tmp_path):
+    normalizer = spelling_normalizer(tiny_encoder, tmp_path, composite="always")
+    doc = doc_with("breast and ovarian cancer", [("breast and ovarian cancer", "Disease")])
+    [pred] = normalizer.rank(normalizer.queries([doc]), ["O-T"])["O-T"]
+    assert pred.concept_ids == ["D001943", "D010051"] and pred.spelling_share == 1.0

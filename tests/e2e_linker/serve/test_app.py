@@ -276,6 +276,7 @@ def test_normalize_links_given_mentions_in_order(url):
             for m in answer.json()["mentions"]] == [
         ("aspirin", "Chemical", "C001", "aspirin"), ("nausea", "Disease", "D002", "nausea"),
         ("headache", "", "D001", "headache")]
+    assert all(0.9 < m["confidence"] <= 1.0 for m in answer.json()["mentions"])
     assert httpx.post(f"{url}/normalize", json=[]).json() == {"mentions": []}
     assert httpx.get(f"{url}/info").json()["normalizer"] == "ready"
 
