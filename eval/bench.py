@@ -42,7 +42,10 @@ abbreviation scan, chunking and batching, span heads, span candidates to Python 
 selection steps, linking, species, annotate-stage rule steps, writing, and ``other`` for what
 no wrapper covers — so that the split adds up to the figure (:func:`host_split`): the work a
 GPU waits for. One more annotate pass of the first slice runs under cProfile, untimed, its
-top functions written beside the JSON (``.profile.txt``; ``--no-profile`` skips it).
+top functions written beside the JSON (``.profile.txt``; ``--no-profile`` skips it). What the
+process has loaded is frozen out of the cycle collector's sight after the warm-up, as
+``linker annotate``'s corpus engine freezes it after its first group
+(:mod:`e2e_linker.jobs.collector`), and thawed at the end.
 """
 
 from __future__ import annotations
@@ -212,37 +215,51 @@ class HostClock:
     def __init__(self, sync: Callable[[], None] | None = None):
         self.seconds: dict[str, float] = {}
         self.sync = sync
-        self._stack: list[list[float]] = []  # [start, seconds of the parts timed inside]
+        self._stack: list[float] = []  # per open part: the seconds of the parts inside it
 
     @contextmanager
     def part(self, label: str):
         """Time a block as ``label`` (its own seconds: nested parts are taken out)."""
+        self._stack.append(0.0)
         start = time.perf_counter()
-        self._stack.append([start, 0.0])
         try:
             yield
         finally:
-            if self.sync is not None and label in SYNCED_PARTS:
-                self.sync()
-            elapsed = time.perf_counter() - start
-            inner = self._stack.pop()[1]
-            self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - inner
-            if self._stack:
-                self._stack[-1][1] += elapsed
+            self._stop(label, start)
+
+    def _stop(self, label: str, start: float) -> None:
+        """End the part ``label`` begun at ``start``: its own seconds added, all of them
+        counted as the enclosing part's inner time."""
+        if self.sync is not None and label in SYNCED_PARTS:
+            self.sync()
+        elapsed = time.perf_counter() - start
+        inner = self._stack.pop()
+        self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - inner
+        if self._stack:
+            self._stack[-1] += elapsed
 
     def wrap(self, label: str, function: Callable) -> Callable:
         """``function`` timed as ``label``; a generator it returns is run to its end inside
-        the timing (a lazy batch plan would otherwise be timed as its creation)."""
+        the timing (a lazy batch plan would otherwise be timed as its creation).
+
+        Written out rather than through :meth:`part`: a wrapped function is called thousands
+        of times per slice, and a context manager's own cost would be counted as host time."""
         import functools
         import inspect
 
+        stack, stop = self._stack, self._stop
+
         @functools.wraps(function)
         def timed(*args, **kwargs):
-            with self.part(label):
+            stack.append(0.0)
+            start = time.perf_counter()
+            try:
                 result = function(*args, **kwargs)
                 if inspect.isgenerator(result):
                     result = iter(list(result))
-            return result
+                return result
+            finally:
+                stop(label, start)
 
         return timed
 
@@ -469,10 +486,15 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
                        clock: HostClock | None = None) -> tuple[int, int, int]:
         return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0], clock)
 
+    from e2e_linker.jobs.collector import loaded_objects_frozen
+
     sync = torch.cuda.synchronize if annotator.model.device.type == "cuda" else None
     clock = HostClock(sync)
 
-    with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp:
+    # what the run has loaded is frozen after the warm-up, as the corpus engine freezes it
+    # after its first group (e2e_linker/jobs/collector.py says why)
+    with tempfile.TemporaryDirectory(prefix="e2e_bench_") as tmp, \
+            loaded_objects_frozen() as settle:
         folder = Path(tmp)
         warm = write_slices(docs[:warmup_docs], folder / "warm", warmup_docs) if warmup_docs \
             else []
@@ -484,6 +506,7 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
             for stage in totals:
                 if stage != "encoder":
                     annotate_stage(stage, path, folder / "warm" / "out.bioc.xml")
+        settle()
         for n, path in enumerate(slices):
             slice_docs_list = list(read_documents(path))
             tokens, run = encoder_only(annotator, slice_docs_list)

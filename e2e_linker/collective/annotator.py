@@ -28,6 +28,7 @@ from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.confidence import assign_confidence, load_confidence
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.per_mention import reencode_per_mention
+from e2e_linker.collective.remembered import RememberedKB
 from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_linking import SpanLinker
 from e2e_linker.collective.span_selection import SpanPrediction
@@ -55,6 +56,8 @@ class Annotator:
             model.config, model_dir or self.settings.model_dir or model_directory(model))
         #: the KB the index was built from (None when the caller did not say)
         self.kb = kb
+        #: its concepts as the steps and the records ask for them, remembered
+        self.concept_lookup = RememberedKB(kb) if kb is not None else None
         #: each annotation's confidence: the model directory's confidence.json, or the
         #: mention score alone (:mod:`e2e_linker.collective.confidence`)
         self.confidence = load_confidence(model_dir or self.settings.model_dir
@@ -140,12 +143,13 @@ class Annotator:
             vecs = self.model.span_vectors(states, b, i, j)
             type_ids = self.model.type_logits(vecs).argmax(-1).cpu().tolist()
             vecs_np = vecs.float().cpu().numpy()
-            for k, (bb, ii, jj) in enumerate(zip(b.tolist(), i.tolist(), j.tolist(), strict=True)):
+            types = [cfg.types[t] for t in type_ids] if cfg.types else [""] * len(type_ids)
+            # whole tensors to lists once: a tensor indexed per span costs more than the span
+            for bb, ii, jj, score, type_, vector in zip(b.tolist(), i.tolist(), j.tolist(),
+                                                       p.tolist(), types, vecs_np, strict=True):
                 chunk = batch_chunks[bb]
-                spans.append(SpanPrediction(
-                    chunk.doc_index, chunk.starts[ii], chunk.ends[jj], float(p[k]),
-                    cfg.types[type_ids[k]] if cfg.types else "", vecs_np[k],
-                ))
+                spans.append(SpanPrediction(chunk.doc_index, chunk.starts[ii], chunk.ends[jj],
+                                            score, type_, vector))
         if not resolve:
             return spans, chunks
         return self.select(spans, docs, keep, abbreviations), chunks
@@ -157,8 +161,8 @@ class Annotator:
         not given)."""
         keep = self.settings.threshold if keep is None else keep
         return Batch(docs, scan_documents(docs) if abbreviations is None else abbreviations,
-                     self.linker, keep, self.pipeline.selection_floor(keep), self.kb,
-                     self.model.config.types, self.settings.explain)
+                     self.linker, keep, self.pipeline.selection_floor(keep),
+                     self.concept_lookup, self.model.config.types, self.settings.explain)
 
     def select(self, spans: list[SpanPrediction], docs: Sequence[Document],
                keep: float | None = None,
@@ -199,7 +203,8 @@ class Annotator:
             wanted = set(self.settings.types)
             annotations = [a if a is not None and a.type in wanted else None
                            for a in annotations]
-        record_annotations(annotations, self.kb)  # after the steps: they compare KB keys
+        # after the steps: they compare KB keys
+        record_annotations(annotations, self.concept_lookup)
         assign_confidence(annotations, self.confidence)
         self.stats["documents"] += len(docs)
         self.stats["mentions"] += sum(a is not None for a in annotations)

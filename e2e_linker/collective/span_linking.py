@@ -11,6 +11,7 @@ linker (``--linking text``). Every step reads each document's one abbreviation s
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
@@ -21,6 +22,7 @@ from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_cand
 from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
 from data_tools.species import mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
+from e2e_linker.collective.remembered import RememberedNames
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention, stands_for
@@ -31,6 +33,16 @@ from e2e_linker.lexical.text_forms import composite_parts
 
 #: candidates an explained annotation lists ("why this concept": the dense ranking's top)
 EXPLAIN_TOP = 5
+#: how many documents' species orders :func:`document_taxa` remembers (a group's and more)
+DOCUMENT_MEMO = 256
+
+
+@functools.lru_cache(maxsize=DOCUMENT_MEMO)
+def document_taxa(text: str) -> tuple[str, ...]:
+    """:func:`~data_tools.species.preferred_taxa` of a document's text, remembered for the
+    last :data:`DOCUMENT_MEMO` documents: linking and the unnamed-species step both read it,
+    and its cue words are searched over the whole text."""
+    return tuple(preferred_taxa(text))
 
 
 class TextLinker(Protocol):
@@ -65,7 +77,8 @@ class SpanLinker:
         #: a document's species order starts from the taxa its Species spans link to
         #: (:func:`~data_tools.species.mentioned_taxa_first`)
         self.species_mentions = species_mentions
-        self.names = names
+        #: the exact names, remembered: selection and linking look a text up several times
+        self.names = RememberedNames(names) if names is not None else None
         self.sieves = sieves
         self.text_linker = text_linker
         self.resolve_abbreviations = resolve_abbreviations
@@ -76,7 +89,8 @@ class SpanLinker:
         self.concepts = concepts
         #: names and species for the name-only types and the species order of every ranking
         #: (concept ID → NCBI taxon in ``taxa``; none: no species preference)
-        self.genes = GeneRanking(names, sieves.ontology_keys if sieves is not None else None,
+        self.genes = GeneRanking(self.names,
+                                 sieves.ontology_keys if sieves is not None else None,
                                  taxa, concepts)
 
     @staticmethod
@@ -155,7 +169,8 @@ class SpanLinker:
             if self.sieves is not None and self.sieves.match(
                     text, type_, expand_mention(text, found) if found else None) is not None:
                 return True
-            if type_ in self.lexical_types and self.genes.name_form_ranking(text, type_):
+            # not a name (above): the name-only ranking is the written forms' (remembered)
+            if type_ in self.lexical_types and self.genes.name_only_ranking(text, type_):
                 return True
             return self.composite_ids(text, type_) is not None
 
@@ -218,13 +233,19 @@ class SpanLinker:
             doc_words: dict[int, str] = {}
             preferred: dict[int, list[str]] = {}
             mentioned = self.mentioned_taxa(spans, ranked) if self.species_mentions else {}
+            taxa = self.taxa
             for k, span in enumerate(spans):
                 if span.doc_index not in preferred:
                     doc_texts[span.doc_index] = docs[span.doc_index].text
                     order = mentioned_taxa_first(mentioned.get(span.doc_index, []),
-                                                 preferred_taxa(doc_texts[span.doc_index]))
+                                                 document_taxa(doc_texts[span.doc_index]))
                     given = list((species or {}).get(span.doc_index, ()))
                     preferred[span.doc_index] = [*given, *(t for t in order if t not in given)]
+                if not any(cid in taxa for cid, _ in ranked[k]):
+                    # no gene among its concepts (most dense rankings): the species steps
+                    # below leave it as it is, and its species order is the document's
+                    span_taxa[k] = list(preferred[span.doc_index])
+                    continue
                 span_taxa[k] = self.genes.mention_species(
                     ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
                     preferred[span.doc_index])
@@ -375,12 +396,12 @@ class SpanLinker:
         names neither)."""
         if not self.taxa:
             return list(annotations)
-        named: dict[int, list[str]] = {}
+        named: dict[int, tuple[str, ...]] = {}
         out: list[Annotation | None] = []
         for ann, span in zip(annotations, spans, strict=True):
             if ann is not None and ann.type in self.lexical_types:
                 if span.doc_index not in named:
-                    named[span.doc_index] = preferred_taxa(docs[span.doc_index].text)
+                    named[span.doc_index] = document_taxa(docs[span.doc_index].text)
                 if self.genes.of_unnamed_species(ann.concept_ids, named[span.doc_index]):
                     ann = None
             out.append(ann)

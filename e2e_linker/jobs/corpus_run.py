@@ -74,6 +74,7 @@ from data_tools.formats.source import CorpusSource, Record
 from e2e_linker.console import progress_bar, stderr_is_terminal
 from e2e_linker.errors import DocumentFailed, UserError
 from e2e_linker.jobs.allocator import release_freed_memory
+from e2e_linker.jobs.collector import loaded_objects_frozen
 
 LAYOUT = "e2e_linker-shards/1"
 MANIFEST = "manifest.json"
@@ -225,11 +226,15 @@ def long_document_notice(docs: Sequence[Document], every: float = LONG_DOCUMENT_
 
 
 class GroupTransform:
-    """Runs the transform over one group, isolating the document that makes it fail."""
+    """Runs the transform over one group, isolating the document that makes it fail;
+    ``settle`` is called after every group the transform ran on (the run's
+    :func:`~e2e_linker.jobs.collector.loaded_objects_frozen`, which acts once)."""
 
-    def __init__(self, transform: Transform | None, on_error: str):
+    def __init__(self, transform: Transform | None, on_error: str,
+                 settle: Callable[[], None] | None = None):
         self.transform = transform
         self.on_error = on_error
+        self.settle = settle
 
     def __call__(self, records: list[Record]) -> list[Document | Skipped]:
         docs = [r.item for r in records if isinstance(r.item, Document)]
@@ -254,6 +259,8 @@ class GroupTransform:
         results = iter(out)
         if self.transform is not None:
             release_freed_memory()
+            if self.settle is not None:
+                self.settle()
         return [r.item if isinstance(r.item, Skipped) else next(results) for r in records]
 
     def _one(self, record: Record) -> Document | Skipped:
@@ -405,12 +412,12 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
     """
     source = CorpusSource(inputs, in_format, on_error)
     report = RunReport()
-    batches = GroupTransform(transform, on_error)
     bar = Progress(progress)
     try:
-        with reported_write_errors(FILE_HINT), open_writer(
+        with reported_write_errors(FILE_HINT), loaded_objects_frozen() as settle, open_writer(
                 output, out_format, _collection_info(source.files, in_format),
                 lossy=lossy) as writer:
+            batches = GroupTransform(transform, on_error, settle)
             for _, groups in shard_records(source, shard_size, group_size):
                 for group in groups:
                     _write_group(writer, group, batches(group), report, on_error)
@@ -598,22 +605,23 @@ def _run_shards(source: CorpusSource, output: str | os.PathLike, transform: Tran
                 manifest: dict, resume: bool, progress: bool) -> RunReport:
     directory = prepare_directory(output, manifest, resume)
     report = RunReport()
-    batches = GroupTransform(transform, source.on_error)
     bar = Progress(progress)
     shard_size, group_size = manifest["shard_size"], manifest["group_size"]
     try:
-        for shard, groups in shard_records(source, shard_size, group_size):
-            report.shards += 1
-            record = directory.done_record(shard) if resume else None
-            if record is None:
-                write_shard(directory, shard, groups, batches, manifest, report, bar)
-                continue
-            for _ in groups:  # read past it: the source still checks its document IDs
-                pass
-            report.resumed_shards += 1
-            report.documents += record["documents"]
-            report.skipped += [Skipped(**s) for s in record["skipped"]]
-            bar.update(record["records"])
+        with loaded_objects_frozen() as settle:
+            batches = GroupTransform(transform, source.on_error, settle)
+            for shard, groups in shard_records(source, shard_size, group_size):
+                report.shards += 1
+                record = directory.done_record(shard) if resume else None
+                if record is None:
+                    write_shard(directory, shard, groups, batches, manifest, report, bar)
+                    continue
+                for _ in groups:  # read past it: the source still checks its document IDs
+                    pass
+                report.resumed_shards += 1
+                report.documents += record["documents"]
+                report.skipped += [Skipped(**s) for s in record["skipped"]]
+                bar.update(record["records"])
     finally:
         bar.close()
     write_json(directory.root / REPORT, {

@@ -24,6 +24,7 @@ from data_tools.documents import Skipped
 from data_tools.formats.detect import canonical_format
 from data_tools.formats.source import CorpusSource
 from e2e_linker.errors import UserError
+from e2e_linker.jobs.collector import loaded_objects_frozen
 from e2e_linker.jobs.corpus_run import (
     DEFAULT_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
@@ -87,23 +88,25 @@ def _run_share(world: World, source: CorpusSource, output: str | os.PathLike,
 
     def work() -> tuple[int, int]:
         report = own
-        batches = GroupTransform(transform, on_error)
         desc = f"documents (process 1 of {world.size}, shards k % {world.size} == 0)"
         bar = Progress(progress and world.is_main, desc=desc)
         shards = 0
         try:
-            for shard, groups in shard_records(source, shard_size, group_size):
-                shards += 1
-                record = directory.done_record(shard) if resume and owns(world, shard) else None
-                if owns(world, shard) and record is None:
-                    write_shard(directory, shard, groups, batches, manifest, report, bar)
-                    continue
-                for _ in groups:  # read past it: the source still checks its document IDs
-                    pass
-                if record is not None:
-                    report.resumed_shards += 1
-                    report.documents += record["documents"]
-                    report.skipped += [Skipped(**s) for s in record["skipped"]]
+            with loaded_objects_frozen() as settle:
+                batches = GroupTransform(transform, on_error, settle)
+                for shard, groups in shard_records(source, shard_size, group_size):
+                    shards += 1
+                    record = directory.done_record(shard) \
+                        if resume and owns(world, shard) else None
+                    if owns(world, shard) and record is None:
+                        write_shard(directory, shard, groups, batches, manifest, report, bar)
+                        continue
+                    for _ in groups:  # read past it: the source still checks its document IDs
+                        pass
+                    if record is not None:
+                        report.resumed_shards += 1
+                        report.documents += record["documents"]
+                        report.skipped += [Skipped(**s) for s in record["skipped"]]
         finally:
             bar.close()
         report.shards = shards

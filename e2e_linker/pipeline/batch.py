@@ -34,7 +34,8 @@ class Batch:
     keep: float
     #: the lowest score a selection step reads below γ (:meth:`Pipeline.selection_floor`)
     floor: float
-    #: the KB (``get(concept_id)`` → concept; None: none at hand)
+    #: the KB (``get(concept_id)`` → concept; the annotator hands in its
+    #: :class:`~e2e_linker.collective.remembered.RememberedKB`; None: none at hand)
     kb: Any = None
     model_types: Sequence[str] = ()
     explain: bool = False

@@ -107,3 +107,25 @@ def test_a_fly_or_yeast_gene_needs_its_species_named():
     assert not genes.of_unnamed_species(["D000001"], plain)           # no taxon: no gene
     assert not genes.of_unnamed_species([], plain)
     assert not GeneRanking().of_unnamed_species(["2768677"], plain)   # no taxa known
+
+
+def test_a_text_is_ranked_once_and_each_caller_gets_its_own_list():
+    """The name-only ranking of a text is remembered (selection and linking ask for it
+    again), and so are a concept's names; a caller changing its list changes no later one."""
+    genes = _genes()
+    calls = []
+    lookup = genes.names.lookup
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return lookup(*args, **kwargs)
+
+    genes.names.lookup = counted
+    first = genes.name_only_ranking("Sirt1", "Gene")
+    assert first == [("23411", 0.0), ("93759", 0.0)]
+    first.clear()
+    assert genes.name_only_ranking("Sirt1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
+    assert len(calls) == 1
+    assert genes.facts("93759") == genes.facts("93759")
+    assert (genes.facts("93759").name, genes.facts("93759").key, genes.facts("93759").count,
+            genes.facts("93759").keys) == ("Sirt1", "sirt1", 2, frozenset({"sirt1", "sir2a"}))

@@ -120,3 +120,14 @@ def test_machine_errors_are_told_from_document_errors():
         .args == ("cannot write o.xml: No space left on device",)
     assert resource_error(OSError(errno.ENOENT, "No such file")) is None
     assert resource_error(ValueError("bad")) is None
+
+
+def test_a_group_transform_settles_after_each_group_it_annotated():
+    """``settle`` (the run's loaded_objects_frozen) is called once a group went through the
+    transform, and not for a run without one (``linker convert``)."""
+    records = [Record(i, Path("in.txt"), Document(id=f"d{i}", passages=[])) for i in range(2)]
+    settled = []
+    GroupTransform(lambda docs: docs, "raise", lambda: settled.append(True))(records)
+    assert settled == [True]
+    GroupTransform(None, "raise", lambda: settled.append(True))(records)
+    assert settled == [True]

@@ -1,0 +1,63 @@
+"""loaded_objects_frozen: what a run has loaded is frozen once, and thawed when the run ends;
+a process that froze objects of its own keeps its policy."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from e2e_linker.jobs.collector import loaded_objects_frozen
+
+
+@pytest.fixture
+def thawed():
+    """A process with nothing frozen, whatever a test before left (and after this one)."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_freezes_once_and_thaws_at_the_end(thawed):
+    with loaded_objects_frozen() as freeze:
+        assert gc.get_freeze_count() == 0  # nothing until asked
+        freeze()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        made_later = [[] for _ in range(100)]  # noqa: F841  (alive, tracked, not frozen)
+        freeze()  # a later call does nothing
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0
+
+
+def test_thaws_when_the_run_fails(thawed):
+    with pytest.raises(RuntimeError), loaded_objects_frozen() as freeze:
+        freeze()
+        raise RuntimeError("a run that stops")
+    assert gc.get_freeze_count() == 0
+
+
+def test_garbage_is_collected_before_freezing(thawed):
+    """A reference cycle that is garbage when the run freezes is collected, not frozen for
+    the rest of the run."""
+    import weakref
+
+    class Node:
+        pass
+
+    node = Node()
+    node.self = node
+    gone = weakref.ref(node)
+    del node
+    with loaded_objects_frozen() as freeze:
+        freeze()
+        assert gone() is None
+
+
+def test_a_process_that_froze_its_own_objects_keeps_them(thawed):
+    gc.freeze()
+    before = gc.get_freeze_count()
+    with loaded_objects_frozen() as freeze:
+        freeze()
+        assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before  # not thawed by the run
