@@ -252,6 +252,13 @@ class FaissShortlistSearch(VectorSearch):
     made and searched exactly (:class:`ExactSearch`: the one exact top-k), and their best ``k``
     join each query's shortlist, so the one re-rank scores and orders both (same products,
     same tie rule).
+
+    ``masked`` (a KB that is a part of the index's list:
+    :meth:`~e2e_linker.kb_search.packed_index.PackedCoverage.narrowed`) leaves the rows
+    ``kb_rows`` marks −1 out inside the faiss search (an ``IDSelectorBitmap``) rather than out
+    of each shortlist after it, so that a shortlist is the KB's rows only; the search then
+    probes as many lists as it takes to scan as many of the KB's rows as the search over the
+    whole list would scan rows (:func:`masked_nprobe`).
     """
 
     #: queries shortlisted by one faiss call
@@ -260,7 +267,7 @@ class FaissShortlistSearch(VectorSearch):
     def __init__(self, kind: str, vectors: np.ndarray, params: SearchParams | None = None,
                  index_path: str | os.PathLike | None = None, disk_resident: bool = False,
                  index=None, ties: str = "higher", kb_rows: np.ndarray | None = None,
-                 added: np.ndarray | None = None):
+                 added: np.ndarray | None = None, masked: bool = False):
         import faiss
 
         if kind not in ("hnsw", "ivfpq"):
@@ -295,7 +302,13 @@ class FaissShortlistSearch(VectorSearch):
         self.added: ExactSearch | None = None
         if len(self.added_rows):
             self.added = ExactSearch(self.rows(self.added_rows), ties=ties)
+        if masked and (kb_rows is None or kind != "ivfpq"):
+            raise ValueError("only an IVF-PQ index with kb_rows can be searched masked")
+        #: what proposes each shortlist: the faiss index, or the index searched masked
+        self.shortlister = self.index
         self._configure()
+        if masked:
+            self.shortlister = MaskedIVF(self.index, kb_rows >= 0)
 
     def _configure(self) -> None:
         import faiss
@@ -317,7 +330,7 @@ class FaissShortlistSearch(VectorSearch):
         if self.added is not None and len(queries):
             _, found = self.added.search(queries, k)
             extra = self.added_rows[found]
-        return rerank_shortlist(queries, self.index, self.rows, k, self.ties,
+        return rerank_shortlist(queries, self.shortlister, self.rows, k, self.ties,
                                 self.params.shortlist, self.query_block,
                                 ensure=self.vectors.ensure if self.on_demand else None,
                                 translate=self.kb_rows, extra=extra)
@@ -344,12 +357,54 @@ class FaissShortlistSearch(VectorSearch):
         import faiss
 
         ivf = faiss.downcast_index(faiss.extract_index_ivf(self.index))
+        masked = isinstance(self.shortlister, MaskedIVF)
         grown = "" if self.kb_rows is None else \
             f", {len(self.added_rows):,} names it lacks searched exactly beside it, " \
-            f"{int((self.kb_rows < 0).sum()):,} it holds masked"
+            f"{int((self.kb_rows < 0).sum()):,} it holds masked" + \
+            (" in the search" if masked else "")
+        nprobe = self.shortlister.nprobe if masked else ivf.nprobe
         return f"{'packed ' if self.on_demand else ''}ivfpq (nlist={ivf.nlist}, " \
-               f"nprobe={ivf.nprobe}, {ivf.pq.M} B/vector, re-rank {p.shortlist}" \
+               f"nprobe={nprobe}, {ivf.pq.M} B/vector, re-rank {p.shortlist}" \
                f"{', re-rank vectors encoded on demand' if self.on_demand else ''}{grown})"
+
+
+def masked_nprobe(nprobe: int, nlist: int, rows: int, kept: int) -> int:
+    """Lists a search of ``kept`` of an IVF index's ``rows`` probes so that it scans about as
+    many kept rows as a search of every row probing ``nprobe`` lists scans rows (at most every
+    list).
+
+    Why: a list holds the kept rows in about their share of the index, so at the index's own
+    ``nprobe`` a search of a tenth of its rows would scan a tenth of the candidates, and a
+    small part of the index fewer than a shortlist; probing more lists only adds candidates
+    (their products decide), never takes one away."""
+    if kept <= 0:
+        return min(nprobe, nlist)
+    return int(min(nlist, max(nprobe, -(-nprobe * rows // kept))))
+
+
+class MaskedIVF:
+    """An IVF index searched over the rows ``keep`` marks only (a faiss ``IDSelectorBitmap``),
+    probing :func:`masked_nprobe` lists: :class:`FaissShortlistSearch`'s shortlister for a KB
+    that is a part of its index's list (``masked``)."""
+
+    def __init__(self, index, keep: np.ndarray):
+        import faiss
+
+        ivf = faiss.extract_index_ivf(index)
+        self.index = index
+        self.nprobe = masked_nprobe(ivf.nprobe, ivf.nlist, len(keep), int(keep.sum()))
+        # the selector reads the bitmap in place: both are kept alive with this object
+        self._bitmap = np.packbits(np.asarray(keep, dtype=bool), bitorder="little")
+        self._selector = faiss.IDSelectorBitmap(len(keep), faiss.swig_ptr(self._bitmap))
+        self._params = faiss.SearchParametersIVF(sel=self._selector, nprobe=self.nprobe)
+
+    @property
+    def ntotal(self) -> int:
+        return self.index.ntotal
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """faiss's ``(scores, ids)`` over the kept rows; ids −1 past the kept rows found."""
+        return self.index.search(queries, k, params=self._params)
 
 
 class RowReader:

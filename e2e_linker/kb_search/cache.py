@@ -58,7 +58,7 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +84,7 @@ from e2e_linker.kb_search.packed_index import (
     built_for,
     coverage,
     load_coverage,
+    name_hashes,
     names_digest,
     read_info,
     read_name_hashes,
@@ -93,6 +94,7 @@ from e2e_linker.kb_search.packed_index import (
 from e2e_linker.kb_search.partial_matrix import (
     PartialKBMatrix,
 )
+from e2e_linker.kb_search.shared_rows import SharedRows
 from e2e_linker.kb_search.shipped import require_shipped
 from e2e_linker.kb_search.store_encoding import StoreEncoding
 
@@ -110,11 +112,14 @@ def texts_hash(texts: Sequence[str]) -> str:
 class PackedRows:
     """A shipped packed index opened for a text list: the list's rows (encoded on demand), the
     faiss index, and — when the list differs a little from the one packed — what the index
-    holds of it (``coverage``; None: exactly the list)."""
+    holds of it (``coverage``; None: exactly the list); ``masked``: the list is a part of the
+    packed one (:meth:`~e2e_linker.kb_search.packed_index.PackedCoverage.narrowed`), to be
+    searched with the rows it lacks masked inside the search."""
 
     rows: PartialKBMatrix
     index: object
     coverage: PackedCoverage | None = None
+    masked: bool = False
 
 
 class VectorStore(StoreEncoding):
@@ -126,13 +131,15 @@ class VectorStore(StoreEncoding):
     every ``checkpoint`` names and a unit list is written in parts of ``part_size`` texts, so an
     interrupted encode of a large KB resumes where it stopped. Only unit lists of at least
     ``seed_min`` texts look into the table (reading it costs a second or two). ``root`` None:
-    :func:`default_cache_dir`.
+    :func:`default_cache_dir`. ``alternative``: a cheaper way to what the caller asked, named
+    in the line that announces an encode of a minute or more
+    (:mod:`e2e_linker.kb_search.encode_estimate`).
     """
 
     def __init__(self, root: str | os.PathLike | None, encoder: TextEncoder, *,
                  unit: bool = False, fingerprint: str | None = None, batch_size: int = 256,
                  progress: bool = True, checkpoint: int = 32768, part_size: int = 16384,
-                 seed_min: int = 1000):
+                 seed_min: int = 1000, alternative: str | None = None):
         self.root = Path(root) if root else default_cache_dir()
         self.encoder = encoder
         self.unit = unit
@@ -148,6 +155,7 @@ class VectorStore(StoreEncoding):
         self.checkpoint = checkpoint
         self.part_size = part_size
         self.seed_min = seed_min
+        self.alternative = alternative
 
     # ---- a text list: full, partial ----------------------------------------------------------
 
@@ -178,10 +186,13 @@ class VectorStore(StoreEncoding):
         partial files sit beside the full one, which they become when complete)."""
         return self._partial_at(self.list_path(texts), texts)
 
-    def _partial_at(self, path: Path, texts: Sequence[str]) -> PartialKBMatrix:
-        """:meth:`partial` of the list whose full matrix is ``path``."""
+    def _partial_at(self, path: Path, texts: Sequence[str],
+                    source: SharedRows | None = None) -> PartialKBMatrix:
+        """:meth:`partial` of the list whose full matrix is ``path`` (``source``: where
+        missing rows are taken from before any is encoded)."""
         return PartialKBMatrix(path, texts, self.encoder, self.folder, self.batch_size,
-                               self.progress, unit=self.unit)
+                               self.progress, unit=self.unit, source=source,
+                               alternative=self.alternative)
 
     def packed_rows(self, packed: str | os.PathLike | None, texts: Sequence[str], *,
                     required: bool = False, owner: str = "model", items: str = "names",
@@ -202,8 +213,12 @@ class VectorStore(StoreEncoding):
         :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE`) lets a packed index built for
         another list of the same encoder serve ``texts`` when the two differ by at most that
         share of added and of dropped texts (its rows' name hashes say which): the result then
-        carries the :class:`~e2e_linker.kb_search.packed_index.PackedCoverage`. A larger
-        change is said on stderr and served as today (None: full mode).
+        carries the :class:`~e2e_linker.kb_search.packed_index.PackedCoverage`. A list that
+        adds at most that share but drops more (a part of the packed list:
+        :meth:`~e2e_linker.kb_search.packed_index.PackedCoverage.narrowed`) is served
+        ``masked``, its rows taken from the other lists the index serves before any is
+        encoded (:mod:`e2e_linker.kb_search.shared_rows`). A list that adds more is said on
+        stderr and served as today (None: full mode).
 
         ``digest``: :func:`~e2e_linker.kb_search.packed_index.names_digest` of ``texts`` when
         the caller has it; otherwise it is hashed here, once for the header check and the
@@ -232,13 +247,19 @@ class VectorStore(StoreEncoding):
                 return None
         if not required and self._full_list_at_hand(texts, path):
             return None
-        rows = self._partial_at(path, texts)
+        masked = covered is not None and covered.narrowed(max_change)
+        source = SharedRows(path.parent, path, Path(packed), info.names_digest, covered,
+                            self.encoder.hidden_size) if masked else None
+        rows = self._partial_at(path, texts, source)
         self._describe(path, {"kb": info.kb or None, "names": len(texts),
                               "packed_index": str(packed)})
         if self.progress:  # routine facts: with `linker -v` only (e2e_linker/console.py)
             detail(f"KB index: packed index shipped with the {owner} ({info.names:,} {items}, "
-                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are encoded "
-                   f"on first use and cached in {self.folder} ({rows.present:,} so far)")
+                   f"{info.pq_bytes} B/{items[:-1]}); {items} a search shortlists are "
+                   + ("taken from the other KBs it serves where they hold them, else "
+                      if masked else "")
+                   + f"encoded on first use and cached in {self.folder} ({rows.present:,} "
+                   "so far)")
             if covered is not None:
                 def count(n: int) -> str:
                     return f"{n:,} {items} it" if n != 1 else f"1 {items[:-1]} it"
@@ -246,25 +267,36 @@ class VectorStore(StoreEncoding):
                 added, removed = len(covered.added), covered.removed
                 detail(f"KB index: the packed index holds {info.names - removed:,} of this "
                        f"KB's {len(texts):,} {items}; {count(added)} lacks "
-                       f"{'is' if added == 1 else 'are'} encoded now and searched exactly "
-                       f"beside it; {count(removed)} holds that this KB lacks "
-                       f"{'is' if removed == 1 else 'are'} never returned")
-        return PackedRows(rows, read_packed(packed), covered)
+                       f"{'is' if added == 1 else 'are'} "
+                       + ("taken or " if masked else "")
+                       + f"encoded now and searched exactly beside it; {count(removed)} "
+                       f"holds that this KB lacks {'is' if removed == 1 else 'are'} "
+                       + ("masked in its search" if masked else "never returned"))
+        return PackedRows(rows, read_packed(packed), covered, masked)
 
     def _grown_coverage(self, packed: str | os.PathLike, info: PackedInfo,
                         texts: Sequence[str], max_change: float, owner: str, items: str,
                         pack_command: str, path: Path) -> PackedCoverage | None:
         """What a packed index built for another list of this encoder holds of ``texts``, when
-        it may serve them (at most ``max_change`` added and dropped); None otherwise, saying
-        why on stderr when the index could have served a smaller change. The answer is kept
-        beside the list's matrix ``path`` (:func:`~e2e_linker.kb_search.packed_index.
-        save_coverage`), keyed by the index's list, and read back by later loads."""
+        it may serve them (at most ``max_change`` added, and at most that share dropped or the
+        list a part of the packed one: :meth:`~e2e_linker.kb_search.packed_index.
+        PackedCoverage.narrowed`); None otherwise, saying why on stderr when the index could
+        have served a smaller change. The answer is kept beside the list's matrix ``path``
+        (:func:`~e2e_linker.kb_search.packed_index.save_coverage`), keyed by the index's list,
+        and read back by later loads; one kept before the added names' hashes were is given
+        them (other lists find its rows by them: :mod:`e2e_linker.kb_search.shared_rows`)."""
         if not max_change or info.fingerprint != self.fingerprint:
             return None
         kept = path.with_name(f"{path.stem}.covered-by-{info.names_digest}.safetensors")
         covered = load_coverage(kept, info.names, len(texts)) if info.hashed else None
         if covered is not None:
-            return covered if covered.within(max_change) else None
+            if covered.added_hashes is None:  # kept before they were: other lists need them
+                covered = replace(covered, added_hashes=name_hashes(
+                    [texts[row] for row in covered.added.tolist()]))
+                with contextlib.suppress(OSError):  # a read-only cache: added next time
+                    save_coverage(kept, covered)
+            served = covered.within(max_change) or covered.narrowed(max_change)
+            return covered if served else None
         hashes = read_name_hashes(packed) if info.hashed else None
         if hashes is None:
             if self.progress:
@@ -276,14 +308,13 @@ class VectorStore(StoreEncoding):
         with contextlib.suppress(OSError):  # a read-only cache: computed again next time
             path.parent.mkdir(parents=True, exist_ok=True)
             save_coverage(kept, covered)
-        if covered.within(max_change):
+        if covered.within(max_change) or covered.narrowed(max_change):
             return covered
         if self.progress:
             say(f"KB index: this KB adds {len(covered.added):,} {items} to the {owner}'s "
-                f"packed index and drops {covered.removed:,} of its {info.names:,}, more "
-                f"than {max_change:.0%} of either, so the packed index is not used: every "
-                f"{items[:-1]} is encoded instead (once; `{pack_command}` packs an index for "
-                "this KB)")
+                f"packed index, more than {max_change:.0%} of its {len(texts):,}, so the "
+                f"packed index is not used: every {items[:-1]} is encoded instead (once; "
+                f"`{pack_command}` packs an index for this KB)")
         return None
 
     def _full_list_at_hand(self, texts: Sequence[str], path: Path) -> bool:

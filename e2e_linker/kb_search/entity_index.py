@@ -4,7 +4,9 @@ search backend over them.
 Vectors come from the shared vector store (:class:`e2e_linker.kb_search.cache.VectorStore`,
 raw rows: a KB's full matrix, or its partial rows behind a shipped packed index — also when
 the KB grew a little beyond the names the index was packed for, the added names then searched
-exactly beside it: :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE`).
+exactly beside it: :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE`, or is a part of
+them, the rest masked in the search and its rows taken from the other KBs the index serves:
+:mod:`e2e_linker.kb_search.shared_rows`).
 Search is exact for KBs up to :data:`e2e_linker.kb_search.backends.EXACT_MAX_NAMES` names and
 approximate (HNSW or IVF-PQ, exactly re-ranked) beyond that or when ``memory_budget_mb`` asks
 for it: see :mod:`e2e_linker.kb_search.backends`.
@@ -192,7 +194,8 @@ class EntityIndex:
               params: SearchParams | None = None,
               describe: dict | None = None,
               packed: str | os.PathLike | None = None,
-              exclude_types: Sequence[str] = ()) -> EntityIndex:
+              exclude_types: Sequence[str] = (),
+              alternative: str | None = None) -> EntityIndex:
         """Encode every name of ``kb`` (reusing cached vectors) and index them.
 
         ``packed`` is a packed shortlist index shipped with the model
@@ -203,7 +206,11 @@ class EntityIndex:
         it by at most :data:`~e2e_linker.kb_search.packed_index.MAX_CHANGE` of added and of
         dropped names (a user's own concepts added to the model's KB): then only the added
         names are encoded in full, searched exactly and merged into the packed shortlist's
-        re-rank, and the dropped ones are never returned.
+        re-rank, and the dropped ones are never returned. A KB that is a part of the packed
+        one (it adds at most that share but drops more: ``--kb medic`` under the default
+        model) is served by it too, the names it lacks masked inside the search and the rows
+        its re-rank needs taken from the other KBs the index serves before any is encoded
+        (:mod:`e2e_linker.kb_search.shared_rows`).
 
         ``cache_dir=False`` disables the disk cache (training refreshes: weights change).
         ``max_names_per_concept`` keeps each concept's first names only (a cheaper index for
@@ -212,6 +219,8 @@ class EntityIndex:
         once and cached beside the vectors. ``describe`` (the KB spec, the model) is recorded
         beside the cached matrix for ``linker kb info``. ``exclude_types``: concepts of these
         types are left out of the index (:func:`index_name_columns`; linked by name only).
+        ``alternative``: a cheaper way to what the user asked, named in the line that
+        announces an encode of a minute or more (:mod:`e2e_linker.kb_search.encode_estimate`).
         """
         names, cids, types = index_name_columns(kb, exclude_types, max_names_per_concept)
         if cache_dir is False:
@@ -219,7 +228,7 @@ class EntityIndex:
                                      progress="encoding KB names" if progress else False)
             return cls(names, cids, types, vectors, kind, memory_budget_mb, params)
         store = VectorStore(Path(cache_dir or default_cache_dir()), encoder,
-                            batch_size=batch_size, progress=progress)
+                            batch_size=batch_size, progress=progress, alternative=alternative)
         digest = names_digest(names)  # the list's key, hashed once for every use below
         searcher = cls._packed_search(store, names, packed, kind, params, digest)
         if searcher is not None:
@@ -245,7 +254,8 @@ class EntityIndex:
         held = opened.coverage
         return FaissShortlistSearch("ivfpq", opened.rows, params, index=opened.index, ties=TIES,
                                     kb_rows=held.kb_rows if held is not None else None,
-                                    added=held.added if held is not None else None)
+                                    added=held.added if held is not None else None,
+                                    masked=opened.masked)
 
     def search(self, queries: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` names by inner product: (scores, name indices), each (n, k)."""

@@ -20,6 +20,13 @@ A KB that grows by a little costs a little: when the name list differs from the 
 keeps serving the names it holds, the names it lacks are encoded and searched exactly beside
 it, and the names it holds that the KB no longer has are never returned
 (:class:`~e2e_linker.kb_search.backends.FaissShortlistSearch` with a coverage).
+
+A KB that is a part of the packed one costs little too: when it adds at most
+:data:`MAX_CHANGE` of its names but drops more of the packed ones (a MEDIC-only KB under the
+default model's index: :meth:`PackedCoverage.narrowed`), the index serves it with the rows it
+dropped masked inside the faiss search, so that they take no place in a shortlist, and the
+rows its re-rank needs are taken from the other lists the same index serves, found by their
+names' hashes, before any is encoded (:mod:`e2e_linker.kb_search.shared_rows`).
 """
 
 from __future__ import annotations
@@ -69,23 +76,40 @@ class PackedCoverage:
     """What a packed index holds of a KB's name list.
 
     ``kb_rows``: for each packed row, the KB row holding the same name, −1 where the KB no longer
-    has it; ``added``: the KB rows no packed row holds, ascending. A name that occurs several
-    times (several concepts share it) pairs its occurrences in order."""
+    has it; ``added``: the KB rows no packed row holds, ascending; ``added_hashes``: the
+    :func:`name_hashes` of their names, in the same order (None: a coverage kept before they
+    were recorded), what lets another list of the same index find these rows by name
+    (:mod:`e2e_linker.kb_search.shared_rows`). A name that occurs several times (several
+    concepts share it) pairs its occurrences in order."""
 
     kb_rows: np.ndarray
     added: np.ndarray
+    added_hashes: np.ndarray | None = None
 
     @property
     def removed(self) -> int:
         """Packed rows whose name the KB no longer has."""
         return int((self.kb_rows < 0).sum())
 
+    @property
+    def kb_size(self) -> int:
+        """Names of the KB's list."""
+        return len(self.kb_rows) - self.removed + len(self.added)
+
     def within(self, max_change: float) -> bool:
         """Whether the KB adds at most ``max_change`` of its names and drops at most that share
         of the packed ones (:data:`MAX_CHANGE`)."""
-        kb_size = len(self.kb_rows) - self.removed + len(self.added)
-        return (len(self.added) <= max_change * kb_size
+        return (len(self.added) <= max_change * self.kb_size
                 and self.removed <= max_change * len(self.kb_rows))
+
+    def narrowed(self, max_change: float) -> bool:
+        """Whether the KB is a part of the packed list: it adds at most ``max_change`` of its
+        names but drops more than that share of the packed ones (a MEDIC-only KB under the
+        default model's index). Such a KB is served with the dropped rows masked inside the
+        search; a KB :meth:`within` the change keeps today's search, the dropped rows taken
+        out of each shortlist after it is made."""
+        return (len(self.added) <= max_change * self.kb_size
+                and self.removed > max_change * len(self.kb_rows))
 
 
 def _occurrences(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,7 +137,8 @@ def coverage(packed_hashes: np.ndarray, names: Sequence[str]) -> PackedCoverage:
     held = k_occurrence < count
     kb_rows = np.full(len(packed_hashes), -1, dtype=np.int64)
     kb_rows[p_order[first[held] + k_occurrence[held]]] = k_order[held]
-    return PackedCoverage(kb_rows=kb_rows, added=np.sort(k_order[~held]).astype(np.int64))
+    added = np.sort(k_order[~held]).astype(np.int64)
+    return PackedCoverage(kb_rows=kb_rows, added=added, added_hashes=kb_hashes[added])
 
 
 def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
@@ -126,8 +151,11 @@ def save_coverage(path: str | os.PathLike, covered: PackedCoverage) -> None:
     (docs/decisions/0028-default-model.md)."""
     from safetensors.numpy import save
 
-    data = save({"kb_rows": np.ascontiguousarray(covered.kb_rows, dtype=np.int64),
-                 "added": np.ascontiguousarray(covered.added, dtype=np.int64)})
+    arrays = {"kb_rows": np.ascontiguousarray(covered.kb_rows, dtype=np.int64),
+              "added": np.ascontiguousarray(covered.added, dtype=np.int64)}
+    if covered.added_hashes is not None:
+        arrays["added_hashes"] = np.ascontiguousarray(covered.added_hashes, dtype=np.uint64)
+    data = save(arrays)
     atomic_write(path, lambda handle: handle.write(data))
 
 
@@ -136,16 +164,22 @@ def load_coverage(path: str | os.PathLike, packed_names: int | None, kb_names: i
     """The coverage :func:`save_coverage` wrote to ``path`` for an index of ``packed_names``
     rows (None: any) and a list of ``kb_names`` names; None when there is none or it is not
     one (a file cut short, or whose rows do not pair each name once: computed again, never
-    used)."""
+    used). A file written before the added names' hashes were kept reads with
+    ``added_hashes`` None."""
     from safetensors import safe_open
 
     try:
         with safe_open(str(path), framework="numpy") as handle:
             kb_rows, added = handle.get_tensor("kb_rows"), handle.get_tensor("added")
+            added_hashes = handle.get_tensor("added_hashes") \
+                if "added_hashes" in handle.keys() else None
     except Exception:  # noqa: BLE001 - absent, cut short or not safetensors: recompute
         return None
     if kb_rows.dtype != np.int64 or added.dtype != np.int64 or kb_rows.ndim != 1 \
             or added.ndim != 1 or packed_names not in (None, len(kb_rows)):
+        return None
+    if added_hashes is not None and (added_hashes.dtype != np.uint64
+                                     or added_hashes.shape != added.shape):
         return None
     held = kb_rows[kb_rows >= 0]
     if len(held) + len(added) != kb_names or (kb_rows < -1).any() \
@@ -157,7 +191,7 @@ def load_coverage(path: str | os.PathLike, packed_names: int | None, kb_names: i
     seen[added] = True
     if not seen.all():  # some name paired twice, so another never
         return None
-    return PackedCoverage(kb_rows=kb_rows, added=added)
+    return PackedCoverage(kb_rows=kb_rows, added=added, added_hashes=added_hashes)
 
 
 @dataclass(frozen=True)

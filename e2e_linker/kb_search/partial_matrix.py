@@ -39,12 +39,14 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from e2e_linker.console import say
+from e2e_linker.console import progress_enabled
 from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.kb_search.cache_folder import ensure_room, exclusive, writable
+from e2e_linker.kb_search.encode_estimate import say_estimate
 from e2e_linker.kb_search.integrity import (
     DAMAGED,
     OK,
@@ -67,6 +69,8 @@ from e2e_linker.kb_search.unit_vectors import unit_rows
 
 #: rows checked against their sums per read of the matrix (bounds the memory of a full check)
 CHECK_ROWS = 65536
+#: an encode of more texts than this is announced with its estimated time and a progress bar
+ANNOUNCE_TEXTS = 2000
 
 
 def partial_paths(full_path: str | os.PathLike) -> tuple[Path, Path, Path]:
@@ -177,21 +181,37 @@ def check_partial(full_path: str | os.PathLike) -> list[Verdict]:
     return out
 
 
+class RowSource(Protocol):
+    """Where a partial matrix may take rows from instead of encoding them
+    (:class:`~e2e_linker.kb_search.shared_rows.SharedRows`)."""
+
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(a bool per row of ``rows``: found, the fp16 vectors of the found ones)."""
+
+
 class PartialKBMatrix:
     """fp16 vectors of ``names`` (one row per name), encoded on demand and cached.
 
     ``full_path`` is where the complete matrix lives (or will); ``lock_folder`` the cache folder
-    whose lock serialises writers; ``unit`` scales rows to length 1 (in fp32, then fp16).
+    whose lock serialises writers; ``unit`` scales rows to length 1 (in fp32, then fp16);
+    ``source``, when given, is asked for the missing rows first, and only the rows it lacks are
+    encoded (a KB that is a part of the model's takes the model's rows:
+    :mod:`e2e_linker.kb_search.shared_rows`). An encode of more than :data:`ANNOUNCE_TEXTS`
+    texts is announced with its estimated time (and ``alternative``, a cheaper way, when it is
+    long: :mod:`e2e_linker.kb_search.encode_estimate`).
     """
 
     def __init__(self, full_path: Path, names: Sequence[str], encoder: TextEncoder,
                  lock_folder: Path, batch_size: int = 256, progress: bool = True,
-                 unit: bool = False):
+                 unit: bool = False, source: RowSource | None = None,
+                 alternative: str | None = None):
         self.names = list(names)
         self.encoder = encoder
         self.batch_size = batch_size
         self.progress = progress
         self.unit = unit
+        self.source = source
+        self.alternative = alternative
         self.folder = Path(lock_folder)
         self.full_path = Path(full_path)
         self.path, self.have_path, self.sums_path = partial_paths(self.full_path)
@@ -346,18 +366,32 @@ class PartialKBMatrix:
 
     def _encode(self, missing: np.ndarray) -> np.ndarray:
         """The fp16 vectors of ``missing`` rows, each distinct text encoded once."""
+        self.encoded_here += len(missing)
         texts = sorted({self.names[i] for i in missing.tolist()})
-        if self.progress and len(texts) > 2000:
-            say(f"KB index: encoding {len(texts):,} shortlisted names")
+        announced = self.progress and progress_enabled() and len(texts) > ANNOUNCE_TEXTS
+        if announced:
+            say_estimate(self.encoder, texts, "names not cached yet", batch_size=self.batch_size,
+                         then=f" into {self.folder}", alternative=self.alternative)
         vectors = self.encoder.encode(texts, batch_size=self.batch_size,
                                       dtype=np.float32 if self.unit else np.float16,
-                                      progress="encoding shortlisted KB names"
-                                      if self.progress and len(texts) > 2000 else False)
+                                      progress="encoding KB names" if announced else False)
         if self.unit:
             vectors = unit_rows(vectors).astype(np.float16)
         at = {text: i for i, text in enumerate(texts)}
         return np.asarray(vectors[[at[self.names[i]] for i in missing.tolist()]],
                           dtype=np.float16)
+
+    def _vectors(self, missing: np.ndarray) -> np.ndarray:
+        """The fp16 vectors of ``missing`` rows: taken from :attr:`source` where it holds them,
+        the rest encoded (:meth:`_encode`)."""
+        if self.source is None:
+            return self._encode(missing)
+        found, taken = self.source.take(missing)
+        values = np.empty((len(missing), self.shape[1]), dtype=self.dtype)
+        values[found] = taken
+        if not found.all():
+            values[~found] = self._encode(missing[~found])
+        return values
 
     def _write(self, missing: np.ndarray) -> None:
         """Encode the texts of ``missing`` rows (sorted, distinct) once each and store them
@@ -376,7 +410,7 @@ class PartialKBMatrix:
             if created:
                 self._create()
                 offset = npy_layout(self.path).offset
-            values = self._encode(missing)
+            values = self._vectors(missing)
             self._write_rows(offset, missing, values)
         except BaseException:
             if created:
@@ -386,7 +420,6 @@ class PartialKBMatrix:
         self._sums[missing] = row_sums(values)
         self._checked[missing] = True
         self._bad[missing] = False
-        self.encoded_here += len(missing)
         self._matrix = np.load(self.path, mmap_mode="r")
         if self._have.all():  # complete: check every row once, then promote
             self._verify(np.arange(len(self.names)))

@@ -13,14 +13,14 @@ same object, its methods moved here unchanged.
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from e2e_linker.console import progress_bar, progress_enabled, say
+from e2e_linker.console import progress_bar, progress_enabled
 from e2e_linker.kb_search.cache_folder import ensure_room, exclusive
+from e2e_linker.kb_search.encode_estimate import ESTIMATE_SAMPLE, say_estimate
 from e2e_linker.kb_search.integrity import (
     DAMAGED,
     UNVERIFIED,
@@ -34,8 +34,6 @@ from e2e_linker.kb_search.unit_vectors import encode_unit, unit_rows
 
 #: batches encoded between two updates of the progress bar
 PROGRESS_BATCHES = 8
-#: names encoded to estimate the time a KB encode will take (spread over the name lengths)
-ESTIMATE_SAMPLE = 256
 
 
 class StoreEncoding(NameTable):
@@ -45,24 +43,12 @@ class StoreEncoding(NameTable):
 
     #: the folder of this mode's lists
     folder: Path
+    #: a cheaper way to what the caller asked, named before a long encode (None: none)
+    alternative: str | None
     batch_size: int
     checkpoint: int
     part_size: int
     seed_min: int
-
-    def estimate_seconds(self, missing: Sequence[str], batch_size: int = 256) -> float:
-        """Seconds encoding ``missing`` will take here, from a timed sample of names spread
-        over their lengths (the result is thrown away, so stored vectors do not change).
-
-        The sample runs in eight length-sorted batches, as the real encode pads them, after an
-        untimed warm-up call: one batch of every length padded to the longest, timed cold,
-        overestimated the encode about twofold."""
-        step = max(1, len(missing) // ESTIMATE_SAMPLE)
-        sample = list(missing[::step][:ESTIMATE_SAMPLE])
-        self.encoder.encode(sample[:8], batch_size=8, dtype=np.float16)
-        start = time.perf_counter()
-        self.encoder.encode(sample, batch_size=max(1, len(sample) // 8), dtype=np.float16)
-        return (time.perf_counter() - start) * len(missing) / max(1, len(sample))
 
     def vectors_for(self, names: Sequence[str], batch_size: int = 256,
                     progress: bool = True) -> np.ndarray:
@@ -85,12 +71,10 @@ class StoreEncoding(NameTable):
         missing = sorted({n for n in names if n not in row}, key=len)
         if missing:
             if progress and progress_enabled() and len(missing) > 2 * ESTIMATE_SAMPLE:
-                seconds = self.estimate_seconds(missing, batch_size)
-                took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-                say(f"KB index: encoding {len(missing):,} names not cached yet "
-                    f"(about {took} on this machine, once) into {self.names_folder}; "
-                    f"an interrupted encode resumes from its last {self.checkpoint:,}-name "
-                    "checkpoint")
+                say_estimate(self.encoder, missing, "names not cached yet",
+                             batch_size=batch_size, alternative=self.alternative,
+                             then=f" into {self.names_folder}; an interrupted encode resumes "
+                                  f"from its last {self.checkpoint:,}-name checkpoint")
             parts = [np.asarray(stored)] if stored is not None else []
             done = list(known)
             bar = progress_bar(total=len(missing), desc="encoding KB names", unit="name",
@@ -132,6 +116,15 @@ class StoreEncoding(NameTable):
         parts_dir.mkdir(parents=True, exist_ok=True)
         todo = [i for i in range(len(texts)) if not found[i]]
         n_parts = (len(todo) + self.part_size - 1) // self.part_size
+        if self.progress and progress_enabled():
+            pending = [texts[i] for p in range(n_parts)
+                       if not (parts_dir / f"{p:05d}.npy").is_file()
+                       for i in todo[p * self.part_size:(p + 1) * self.part_size]]
+            if len(pending) > 2 * ESTIMATE_SAMPLE:
+                say_estimate(self.encoder, pending, "texts not cached yet",
+                             batch_size=self.batch_size, alternative=self.alternative,
+                             then=f" into {path.parent}; an interrupted encode resumes from "
+                                  f"its last {self.part_size:,}-text part")
         bar = progress_bar(total=len(todo), desc=label, unit="text", enabled=self.progress)
         for p in range(n_parts):
             part_path = parts_dir / f"{p:05d}.npy"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from e2e_linker.cli import main
@@ -72,3 +74,28 @@ def test_a_name_only_type_is_neither_encoded_nor_dense_linked(tmp_path):
     run = _annotate(directory, tmp_path / "cache", "-", "-o", "-", "--lexical-types",
                     "Disease", input=TEXT)
     assert run.exit_code == 0 and run.stdout.strip(), run.output
+
+
+def test_a_kb_of_the_users_own_names_the_cheaper_way_to_its_types(tmp_path):
+    """What a long encode of a ``--kb`` names instead: the model's own KB with ``--types`` of
+    the types the KB links, the concepts of the model's mined names apart (they join any KB);
+    no ``--types`` when the KB links every type of the model."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.loading import own_kb_alternative
+    from e2e_linker.collective.model_dir import MANIFEST_FILE
+    from e2e_linker.collective.model_kb import save_model_kb
+
+    mined = KB([Concept("D1", "tamoxifen", [], "Chemical", "corpus"),
+                Concept("G1", "BRCA1", [], "Gene", "corpus")])
+    manifest = save_model_kb(tmp_path, "medic", mined, mined)
+    (tmp_path / MANIFEST_FILE).write_text(json.dumps(manifest))
+    diseases = KB([Concept("M1", "breast cancer", ["breast neoplasm"], "Disease", "medic"),
+                   Concept("M2", "hepatitis", [], "Chemical|Disease", "medic")])
+    types = ["Chemical", "Disease", "Gene", "Species"]
+    line = own_kb_alternative(diseases.merge(mined), tmp_path, types)
+    assert line.startswith("`--types Chemical,Disease` without `--kb` links these types")
+    only = KB([Concept("M1", "breast cancer", [], "Disease", "medic")]).merge(mined)
+    assert own_kb_alternative(only, tmp_path, types).startswith("`--types Disease` without")
+    every = KB([Concept(f"X{i}", f"x {i}", [], t, "user") for i, t in enumerate(types)])
+    assert own_kb_alternative(every, tmp_path, types) == \
+        "without `--kb` the model's own KB starts at once from its packed index"

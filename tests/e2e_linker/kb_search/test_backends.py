@@ -9,10 +9,13 @@ from e2e_linker.kb_search.backends import (
     EXACT_MAX_NAMES,
     ExactSearch,
     FaissShortlistSearch,
+    MaskedIVF,
     SearchParams,
+    build_faiss,
     choose_kind,
     estimated_mb,
     make_search,
+    masked_nprobe,
 )
 from e2e_linker.kb_search.top_k import order_ties
 
@@ -68,6 +71,36 @@ def test_approximate_kinds_rerank_exactly_and_are_cached(kind, tmp_path):
     again = FaissShortlistSearch(kind, vectors, params, path)  # read back, not rebuilt
     assert (again.search(queries, 5)[1] == rows).all()
     assert kind in again.describe()
+
+
+def test_a_masked_search_probes_lists_in_proportion_to_the_rows_it_keeps():
+    assert masked_nprobe(64, 2048, 744_000, 744_000) == 64  # nothing masked
+    assert masked_nprobe(64, 2048, 744_000, 78_000) == 611  # a tenth kept: ten times the lists
+    assert masked_nprobe(64, 2048, 744_000, 100) == 2048  # at most every list
+    assert masked_nprobe(64, 2048, 744_000, 0) == 64
+
+
+def test_a_masked_ivf_search_returns_kept_rows_only_and_fills_its_shortlist():
+    """A third of the rows kept: each query's shortlist holds kept rows only, as many as asked,
+    and over every list their order is the unmasked search's order of the kept rows."""
+    vectors = clustered(3000).astype(np.float32)
+    queries = clustered(40, seed=3).astype(np.float32)
+    index = build_faiss("ivfpq", vectors, SearchParams(ivf_nlist=16, pq_bytes=8,
+                                                       train_size=3000), progress=False)
+    index.nprobe = 4
+    keep = np.zeros(len(vectors), bool)
+    keep[::3] = True
+    masked = MaskedIVF(index, keep)
+    assert masked.nprobe == 12 and masked.ntotal == len(vectors)
+    _, ids = masked.search(queries, 50)
+    assert (ids >= 0).all() and keep[ids].all()
+    index.nprobe = 16
+    whole = MaskedIVF(index, keep)  # every list probed
+    all_scores, everything = index.search(queries, len(vectors))
+    scores, kept = whole.search(queries, 50)
+    for got, row, want, want_rows in zip(scores, kept, all_scores, everything, strict=True):
+        assert got.tolist() == want[keep[want_rows]][:50].tolist()  # ties may swap rows
+        assert set(row.tolist()) <= set(np.flatnonzero(keep).tolist())
 
 
 def test_choose_kind_follows_size_and_budget():

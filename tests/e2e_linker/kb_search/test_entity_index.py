@@ -203,7 +203,8 @@ def test_a_packed_index_for_another_name_list_is_not_used(tiny_encoder, tmp_path
     from e2e_linker.errors import UserError
 
     packed, _ = _packed_for(_big_kb(), tiny_encoder, tmp_path)
-    other = _big_kb(2000)  # a third of the names dropped: another KB
+    other = KB([Concept(c.id, f"{c.name} variant", [], c.type, "test")
+                for c in _big_kb(2000)])  # no name of the packed list: another KB
     index = EntityIndex.build(other, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
                               packed=packed)
     assert index.describe() == "exact"  # encoded in full instead
@@ -257,6 +258,8 @@ def test_a_kb_that_grew_uses_the_packed_index_and_searches_the_added_names_exact
         assert index.describe().startswith("packed ivfpq") and "2 names it lacks" in \
             index.describe()
         assert set(encoded) == {"zorbanib", "cotriyl hexfuate"}  # the added names, no other
+        assert index.searcher.vectors.source is None  # its rows are its own, as before
+        assert "in the search" not in index.describe()
         queries = np.concatenate([encode(["zorbanib", "cotriyl hexfuate"],
                                          dtype=np.float32),
                                   np.asarray(full_vectors[::300], dtype=np.float32)])
@@ -358,9 +361,9 @@ def test_a_kb_that_grew_too_much_is_encoded_whole_and_says_why(tiny_encoder, tmp
     many = int(MAX_CHANGE * len(kb) * 1.2)
     grown = _grown(kb, [(f"U{i}", f"user compound {i}", "") for i in range(many)])
     index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", packed=packed)
-    assert f"this KB adds {many:,} names to the model's packed index and drops 0 of its " \
-           f"{len(kb):,}, more than 10% of either, so the packed index is not used: every " \
-           "name is encoded instead" in capsys.readouterr().err
+    assert f"this KB adds {many:,} names to the model's packed index, more than 10% of its " \
+           f"{len(kb) + many:,}, so the packed index is not used: every name is encoded " \
+           "instead" in capsys.readouterr().err
     assert index.describe() == "exact"  # today's path: the full matrix
     with pytest.raises(UserError, match="another encoder or KB"):
         EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "c2", progress=False,
@@ -383,3 +386,132 @@ def test_a_packed_index_without_name_hashes_serves_only_its_own_list(tiny_encode
     index = EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "fresh", packed=packed)
     assert "which was packed before it recorded its names" in capsys.readouterr().err
     assert index.describe() == "exact"
+
+
+# ---- a KB that is a part of the names its packed index holds -------------------------------
+
+def _part(kb, keep_every: int = 3, added: list[tuple[str, str, str]] = ()):
+    """Every ``keep_every``-th concept of ``kb`` (most of the packed names dropped), with
+    concepts ``(id, name, type)`` added at the front: a MEDIC-only KB under a larger one."""
+    concepts = [Concept(cid, name, [], type_, "user") for cid, name, type_ in added]
+    return KB(concepts + [c for i, c in enumerate(kb) if i % keep_every == 0])
+
+
+def test_a_part_of_the_packed_kb_is_searched_with_the_rest_masked_in_the_search(tiny_encoder,
+                                                                                  tmp_path):
+    """Two thirds of the packed names dropped: the index still serves the KB, and a shortlist
+    is made of the KB's names only (dropped names taken out after it would leave a third of
+    it), so every query gets its k names and the links of the exact search."""
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    part = _part(kb)
+    index = EntityIndex.build(part, tiny_encoder, cache_dir=tmp_path / "fresh", progress=False,
+                              packed=packed, params=SearchParams(ivf_nprobe=4, shortlist=32))
+    assert (index.searcher.kb_rows < 0).sum() == 2000 and not len(index.searcher.added_rows)
+    assert "2,000 it holds masked in the search" in index.describe()
+    assert "nprobe=12," in index.describe()  # as many of the KB's rows scanned as of all
+    queries = np.asarray(full_vectors[::31], dtype=np.float32)  # kept and dropped names
+    _, rows = index.search(queries, k=20)
+    assert (rows >= 0).all() and (rows < len(index)).all()
+    wide = EntityIndex.build(part, tiny_encoder, cache_dir=tmp_path / "fresh", progress=False,
+                             packed=packed, params=SearchParams(ivf_nprobe=16, shortlist=64))
+    exact = _exact_twin(index, tiny_encoder, tmp_path / "reference")
+    assert [r[0][0] for r in wide.link(queries)] == [r[0][0] for r in exact.link(queries)]
+
+
+def test_a_part_of_the_kb_takes_the_rows_the_models_list_holds(tiny_encoder, tmp_path,
+                                                               monkeypatch):
+    """The model's KB (the packed names and one of its own) has encoded some rows; a KB that
+    is a part of it takes those by name — the name the index lacks too — and encodes only the
+    rest, to the same bytes."""
+    from e2e_linker.kb_search.backends import SearchParams
+
+    kb = _big_kb()
+    packed, full_vectors = _packed_for(kb, tiny_encoder, tmp_path)
+    params = SearchParams(ivf_nprobe=4, shortlist=32)
+    own = [("MYDRUG001", "zorbanib", "")]
+    model = EntityIndex.build(_grown(kb, own), tiny_encoder, cache_dir=tmp_path / "c",
+                              progress=False, packed=packed, params=params)
+    queries = np.asarray(full_vectors[::30], dtype=np.float32)
+    model.search(queries, k=10)
+    held = {model.names[r] for r in np.flatnonzero(model.searcher.vectors._have).tolist()}
+    EntityIndex.build(_grown(kb, [("OTHER", "fubaco triyl", "")]), tiny_encoder,
+                      cache_dir=tmp_path / "c", progress=False, packed=packed,
+                      params=params)  # another list, holding none of the part's rows
+    encoded: list[str] = []
+    encode = tiny_encoder.encode
+
+    def counting(texts, *args, **kwargs):
+        encoded.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    part = EntityIndex.build(_part(kb, added=own), tiny_encoder, cache_dir=tmp_path / "c",
+                             progress=False, packed=packed, params=params)
+    assert "zorbanib" not in encoded  # taken from the model's list, not encoded
+    part.search(queries, k=10)
+    rows = part.searcher.vectors
+    present = np.flatnonzero(rows._have)
+    assert rows.source.taken > 0 and not set(encoded) & held
+    assert rows.encoded_here + rows.source.taken == len(present)
+    mine = {part.names[r]: rows.rows(np.array([r]))[0] for r in present.tolist()}
+    theirs = {model.names[r]: model.searcher.vectors.rows(np.array([r]))[0]
+              for r in np.flatnonzero(model.searcher.vectors._have).tolist()}
+    for name in set(mine) & set(theirs):
+        np.testing.assert_array_equal(mine[name], theirs[name])
+
+
+def test_a_damaged_row_of_the_models_list_is_encoded_instead(tiny_encoder, tmp_path,
+                                                             monkeypatch):
+    """A row of another list that does not match its sum is never taken."""
+    from e2e_linker.kb_search.backends import SearchParams
+    from e2e_linker.kb_search.integrity import npy_layout
+
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    own = [("MYDRUG001", "zorbanib", "")]
+    model = EntityIndex.build(_grown(kb, own), tiny_encoder, cache_dir=tmp_path / "c",
+                              progress=False, packed=packed,
+                              params=SearchParams(ivf_nprobe=4, shortlist=32))
+    rows = model.searcher.vectors
+    layout = npy_layout(rows.path)
+    with open(rows.path, "r+b") as handle:  # row 0: "zorbanib", encoded with the model
+        handle.seek(layout.offset)
+        handle.write(b"\x7f" * 8)
+    encoded: list[str] = []
+    encode = tiny_encoder.encode
+
+    def counting(texts, *args, **kwargs):
+        encoded.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    part = EntityIndex.build(_part(kb, added=own), tiny_encoder, cache_dir=tmp_path / "c",
+                             progress=False, packed=packed)
+    assert encoded == ["zorbanib"]
+    np.testing.assert_array_equal(part.searcher.vectors.rows(np.array([0]))[0],
+                                  encode(["zorbanib"], dtype=np.float16)[0])
+
+
+def test_a_coverage_kept_before_added_hashes_gets_them(tiny_encoder, tmp_path):
+    """A list whose coverage was kept without its added names' hashes records them at its next
+    load, so that a part of it can take those rows."""
+    from dataclasses import replace
+
+    from e2e_linker.kb_search.packed_index import load_coverage, name_hashes, save_coverage
+
+    kb = _big_kb()
+    packed, _ = _packed_for(kb, tiny_encoder, tmp_path)
+    grown = _grown(kb, [("MYDRUG001", "zorbanib", "")])
+    EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "c", progress=False,
+                      packed=packed)
+    kept = next((tmp_path / "c").rglob("*.covered-by-*.safetensors"))
+    old = load_coverage(kept, None, len(grown.names()))
+    save_coverage(kept, replace(old, added_hashes=None))
+    assert load_coverage(kept, None, len(grown.names())).added_hashes is None
+    EntityIndex.build(grown, tiny_encoder, cache_dir=tmp_path / "c", progress=False,
+                      packed=packed)
+    again = load_coverage(kept, None, len(grown.names()))
+    np.testing.assert_array_equal(again.added_hashes, name_hashes(["zorbanib"]))

@@ -94,6 +94,7 @@ def test_coverage_pairs_each_occurrence_of_a_name_in_order():
     held = coverage(name_hashes(packed), kb)
     assert held.kb_rows.tolist() == [1, 2, -1, 3, 4]
     assert held.added.tolist() == [0, 5] and held.removed == 1
+    assert held.added_hashes.tolist() == name_hashes(["x", "b"]).tolist()  # rows 0 and 5
     same = coverage(name_hashes(packed), packed)
     assert same.kb_rows.tolist() == [0, 1, 2, 3, 4] and not len(same.added)
 
@@ -107,6 +108,13 @@ def test_a_kept_coverage_is_read_back_and_a_damaged_one_refused(tmp_path):
     back = load_coverage(path, 5, 6)
     assert back.kb_rows.tolist() == held.kb_rows.tolist()
     assert back.added.tolist() == held.added.tolist()
+    assert back.added_hashes.tolist() == held.added_hashes.tolist()
+    save_file({"kb_rows": held.kb_rows, "added": held.added}, str(path))  # kept before them
+    assert load_coverage(path, 5, 6).added_hashes is None
+    save_file({"kb_rows": held.kb_rows, "added": held.added,
+               "added_hashes": held.added_hashes[:1]}, str(path))  # not one per added row
+    assert load_coverage(path, 5, 6) is None
+    save_coverage(path, held)
     assert load_coverage(path, 5, 7) is None and load_coverage(path, 4, 6) is None  # other sizes
     assert load_coverage(tmp_path / "absent.safetensors", 5, 6) is None
     path.write_bytes(path.read_bytes()[:40])  # cut short
@@ -124,6 +132,19 @@ def test_how_much_change_a_packed_index_may_serve():
     assert not coverage(name_hashes(packed), packed + ["new"] * 12).within(0.10)
     assert coverage(name_hashes(packed), packed[10:]).within(0.10)  # 10 of 100 dropped
     assert not coverage(name_hashes(packed), packed[11:]).within(0.10)
+
+
+def test_a_part_of_the_packed_list_is_narrowed_not_within():
+    """More than the share dropped, at most the share added: a part of the packed KB; more
+    added: another KB, neither."""
+    packed = [f"name {i}" for i in range(100)]
+    for part, within, narrowed in ((packed[10:], True, False), (packed[11:], False, True),
+                                   (packed[::4], False, True),
+                                   (packed[::4] + ["new"] * 2, False, True),  # 2 of 27
+                                   (packed[::4] + ["new"] * 3, False, False)):  # 3 of 28
+        held = coverage(name_hashes(packed), part)
+        assert (held.within(0.10), held.narrowed(0.10)) == (within, narrowed), len(part)
+        assert held.kb_size == len(part)
 
 
 def test_name_hashes_are_written_with_the_index_or_added_to_an_old_file(tmp_path):

@@ -219,3 +219,32 @@ def test_a_complete_matrix_is_sealed_and_then_checked_as_a_file(tiny_encoder, tm
     again = _matrix(tmp_path, tiny_encoder)
     assert again.present == 0 and "list.npy is damaged" in capsys.readouterr().err
     np.testing.assert_array_equal(again.rows(np.arange(len(NAMES))), everything)
+
+
+class _Given:
+    """A row source holding the vectors of some rows (a stand-in for another KB's list)."""
+
+    def __init__(self, vectors: dict[int, np.ndarray]):
+        self.vectors = vectors
+        self.asked: list[list[int]] = []
+
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.asked.append(rows.tolist())
+        found = np.array([r in self.vectors for r in rows.tolist()], dtype=bool)
+        return found, np.stack([self.vectors[r] for r in rows[found].tolist()])
+
+
+def test_rows_a_source_holds_are_taken_and_only_the_rest_encoded(tiny_encoder, tmp_path,
+                                                                  monkeypatch):
+    full = tiny_encoder.encode(NAMES, dtype=np.float16)
+    given = _Given({1: np.full(full.shape[1], 0.5, np.float16), 4: full[4]})
+    seen = _counting(tiny_encoder, monkeypatch)
+    matrix = PartialKBMatrix(tmp_path / "kb" / "list.npy", NAMES, tiny_encoder, tmp_path,
+                             progress=False, source=given)
+    got = matrix.rows(np.array([4, 1, 2]))
+    assert given.asked == [[1, 2, 4]] and seen == ["renal failure"]
+    assert matrix.encoded_here == 1 and matrix.present == 3
+    np.testing.assert_array_equal(got[1], given.vectors[1])  # stored as taken
+    again = _matrix(tmp_path, tiny_encoder)  # kept with sums of their own: read back, checked
+    np.testing.assert_array_equal(again.rows(np.array([1, 4])), got[[1, 0]])
+    assert seen == ["renal failure"] and check_partial(again.full_path)[0].state == "ok"
