@@ -12,7 +12,7 @@ methods that make new KBs (``filter``, ``merge``, ``save``) are the KB's, run ov
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import ItemsView, Iterator, Mapping, Sequence
 from dataclasses import fields
 from typing import get_type_hints
 
@@ -47,7 +47,8 @@ def concept_columns() -> dict[str, str]:
 
 def kb_arrays(kb: KB, sieves: bool = True) -> tuple[dict[str, np.ndarray], dict]:
     """``(arrays, meta)`` of a built KB: each concept field (:func:`concept_columns`), the names
-    in order (:meth:`KB.names`), the alternative IDs and, with ``sieves``, the exact-name
+    in order (:meth:`KB.names`), each concept's type as its place in the distinct types
+    (:meth:`KB.types`), the alternative IDs and, with ``sieves``, the exact-name
     dictionary (:class:`NameDictionary`) and the salt-free compact-key index
     (:func:`~e2e_linker.lexical.sieve_stack.ontology_key_index`): annotate's, about two thirds
     of the compile time, which ``linker normalize`` (its own folded texts) does without.
@@ -73,7 +74,10 @@ def kb_arrays(kb: KB, sieves: bool = True) -> tuple[dict[str, np.ndarray], dict]
         names += own
         name_concept += [row] * len(own)
     row_of = {c.id: row for row, c in enumerate(concepts)}
+    types = kb.types()
+    type_index = {type_: n for n, type_ in enumerate(types)}
     arrays.update({
+        "concepts.type_index": np.asarray([type_index[c.type] for c in concepts], np.int32),
         **KeyTable.from_runs({cid: [row] for cid, row in row_of.items()}).arrays(
             "concepts.id_rows"),
         **KeyTable.from_runs({alt: [row_of[cid]] for alt, cid in kb.alternate_ids().items()}
@@ -87,7 +91,7 @@ def kb_arrays(kb: KB, sieves: bool = True) -> tuple[dict[str, np.ndarray], dict]
             zip(names, [concepts[row].id for row in name_concept], strict=True),
             {c.id: c.type for c in concepts}).arrays(NAME_DICTIONARY))
         arrays.update(ontology_key_index(kb, salt_free=True).arrays(ONTOLOGY_KEYS))
-    meta = {"types": kb.types(), "content_hash": kb.content_hash(), "sieves": sieves,
+    meta = {"types": types, "content_hash": kb.content_hash(), "sieves": sieves,
             "columns": concept_columns(), "concepts": len(concepts), "names": len(names)}
     return arrays, meta
 
@@ -110,6 +114,10 @@ class CompiledKB:
         self.name_texts = StringTable.from_arrays(arrays, "names.texts")
         #: arrays decoded into Python lists or dicts, when first needed
         self._columns: dict = {}
+        #: primary ID → row (None: no such primary ID), for the IDs looked up so far
+        self._rows: dict[str, int | None] = {}
+        #: row → its concept, for the rows :class:`ConceptRow` has asked so far
+        self._concepts: dict[int, Concept] = {}
 
     # ---- the KB interface ------------------------------------------------------------------
     def __len__(self) -> int:
@@ -166,11 +174,10 @@ class CompiledKB:
         return {self.alt_rows.keys[r]: ids[int(self.alt_rows.values[self.alt_rows.starts[r]])]
                 for r in range(len(self.alt_rows))}
 
-    def taxa(self) -> dict[str, str]:
-        """Concept ID → NCBI taxon of every species-specific concept (as :meth:`KB.taxa`)."""
-        return {cid: taxon for cid, taxon in zip(self.ids.to_list(),
-                                                  self.tables["taxon"].to_list(), strict=True)
-                if taxon}
+    def taxa(self) -> TaxonView:
+        """Concept ID → NCBI taxon of every species-specific concept (as :meth:`KB.taxa`),
+        read from the arrays when asked (:class:`TaxonView`)."""
+        return TaxonView(self)
 
     @property
     def concepts(self) -> ConceptsView:
@@ -188,8 +195,19 @@ class CompiledKB:
     # ---- rows ------------------------------------------------------------------------------
     def primary_row(self, concept_id: str) -> int | None:
         """The row of the concept ``concept_id`` resolves to (None when unknown)."""
-        rows = self.id_rows.get(self.resolve(concept_id))
-        return rows[0] if rows else None
+        return self.row_of(self.resolve(concept_id))
+
+    def row_of(self, primary_id: str) -> int | None:
+        """The row of the concept whose primary ID is ``primary_id`` (None: no such concept,
+        alternative IDs included), remembered once looked up.
+
+        Why not a dict of every ID: making it was a third of a second of every load of the
+        default KB; the views look up only the few IDs a document's candidates have."""
+        if primary_id not in self._rows:
+            found = self.id_rows.row(primary_id)
+            self._rows[primary_id] = (None if found is None else
+                                      int(self.id_rows.values[self.id_rows.starts[found]]))
+        return self._rows[primary_id]
 
     def column(self, name: str) -> list:
         """An integer array as a Python list, decoded once (iteration reads them per row)."""
@@ -225,20 +243,31 @@ class CompiledKB:
                 values[name] = self.column(f"concepts.{name}")[row]
         return Concept(**values)
 
-    def _per_name(self, values: Sequence[str]) -> list[str]:
+    def _per_name(self, values: Sequence[str] | np.ndarray) -> list[str]:
         """``values`` (one per concept row) spread over the names: each name gets its concept
-        row's value, in :meth:`names` order."""
-        return [values[row] for row in self.column("names.concept")]
+        row's value, in :meth:`names` order (gathered by numpy: a list comprehension over the
+        names took a tenth of a second per column)."""
+        return np.asarray(values, dtype=object)[self.arrays["names.concept"]].tolist()
 
-    def row_types(self) -> list[str]:
-        """Each row's type string (:class:`ConceptRow` reads it per name)."""
-        return self.tables["type"].to_list()
+    def row_type(self, row: int) -> str:
+        """The type string of ``row`` (:class:`ConceptRow` reads it), without decoding the type
+        column."""
+        return self.meta["types"][int(self.arrays["concepts.type_index"][row])]
 
-    def row_index(self) -> dict[str, int]:
-        """Primary ID → row as a dict (made once: :class:`ConceptsView` looks up every ID)."""
-        if "row_index" not in self._columns:
-            self._columns["row_index"] = {cid: row for row, cid in enumerate(self.ids.to_list())}
-        return self._columns["row_index"]
+    def row_types(self) -> np.ndarray:
+        """Each row's type string, as an object array of the few distinct strings (gathered by
+        the stored type index: the type column is never decoded for it)."""
+        return np.asarray(self.meta["types"], dtype=object)[self.arrays["concepts.type_index"]]
+
+    def row_concept(self, row: int) -> Concept:
+        """:meth:`concept` of ``row``, kept for the next ask (:class:`ConceptRow`'s fields).
+
+        Why not :meth:`decoded_concept`: its first call decodes every column whole (a quarter
+        of a second, then every concept's strings held), and linking asks the concepts of a
+        document's candidates only."""
+        if row not in self._concepts:
+            self._concepts[row] = self.concept(row)
+        return self._concepts[row]
 
     # ---- the sieves' dictionaries ----------------------------------------------------------
     @property
@@ -279,23 +308,81 @@ class ConceptRow:
         self.type = type_
 
     def __getattr__(self, name: str):
-        return getattr(self.kb.decoded_concept(self.row), name)
+        return getattr(self.kb.row_concept(self.row), name)
 
 
 class ConceptsView(Mapping):
-    """:attr:`CompiledKB.concepts`: primary ID → :class:`ConceptRow`."""
+    """:attr:`CompiledKB.concepts`: primary ID → :class:`ConceptRow`, each ID looked up in
+    the arrays when asked (:meth:`CompiledKB.row_of`)."""
 
     def __init__(self, kb: CompiledKB):
         self.kb = kb
-        self.rows = kb.row_index()
-        self.types = kb.row_types()
 
     def __getitem__(self, concept_id: str) -> ConceptRow:
-        row = self.rows[concept_id]
-        return ConceptRow(self.kb, row, self.types[row])
+        row = self.kb.row_of(concept_id) if isinstance(concept_id, str) else None
+        if row is None:
+            raise KeyError(concept_id)
+        return ConceptRow(self.kb, row, self.kb.row_type(row))
+
+    def __contains__(self, concept_id: object) -> bool:
+        return isinstance(concept_id, str) and self.kb.row_of(concept_id) is not None
+
+    def items(self) -> ConceptItems:
+        return ConceptItems(self)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.kb.ids.to_list())
 
     def __len__(self) -> int:
         return len(self.kb)
+
+
+class ConceptItems(ItemsView):
+    """:meth:`ConceptsView.items`: every ``(ID, ConceptRow)`` in row order, read off the columns.
+
+    Why: code written for a :class:`KB` walks ``kb.concepts.items()`` for every concept's type
+    (``NameDictionary.from_kb``); a lookup per ID, as ``Mapping.items`` makes, is several
+    times slower over the whole KB."""
+
+    def __init__(self, view: ConceptsView):
+        super().__init__(view)
+        self.kb = view.kb
+
+    def __iter__(self) -> Iterator[tuple[str, ConceptRow]]:
+        kb = self.kb
+        for row, (cid, type_) in enumerate(zip(kb.ids.to_list(), kb.row_types().tolist(),
+                                               strict=True)):
+            yield cid, ConceptRow(kb, row, type_)
+
+
+class TaxonView(Mapping):
+    """:meth:`CompiledKB.taxa`: concept ID → NCBI taxon, for the concepts that have one (a
+    primary ID of a concept without a taxon is not a key, as in :meth:`KB.taxa`).
+
+    Why a view: the dict of every gene's taxon took a tenth of a second of every load of the
+    default KB, and linking asks the taxa of a document's candidates only."""
+
+    def __init__(self, kb: CompiledKB):
+        self.kb = kb
+        self.taxon = kb.tables["taxon"]
+        #: the rows with a taxon (an empty string's offsets are one separator apart)
+        self.rows = np.flatnonzero(np.diff(self.taxon.offsets) > 1)
+        #: concept ID → its taxon ("": none), for the IDs looked up so far (a document's
+        #: candidates are asked again at every step of the species order)
+        self._found: dict[str, str] = {}
+
+    def __getitem__(self, concept_id: str) -> str:
+        taxon = self._found.get(concept_id)
+        if taxon is None:
+            row = self.kb.row_of(concept_id) if isinstance(concept_id, str) else None
+            taxon = self._found[concept_id] = self.taxon[row] if row is not None else ""
+        if not taxon:
+            raise KeyError(concept_id)
+        return taxon
+
+    def __iter__(self) -> Iterator[str]:
+        ids = self.kb.ids.to_list()
+        return (ids[row] for row in self.rows.tolist())
+
+    def __len__(self) -> int:
+        return len(self.rows)

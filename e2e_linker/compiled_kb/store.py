@@ -55,8 +55,8 @@ from e2e_linker.kb_search.integrity import (
 )
 
 #: bump when what :func:`kb_arrays` derives changes (name folding, compact keys, layout): old
-#: compiled KBs are then left unread and built anew
-FORMAT_VERSION = 3
+#: compiled KBs are then left unread and built anew (4: each concept's type index)
+FORMAT_VERSION = 4
 #: the folder of compiled KBs inside the cache folder
 FOLDER_NAME = "compiled_kb"
 META_FILE = "meta.json"

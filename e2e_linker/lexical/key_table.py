@@ -104,9 +104,11 @@ class KeyTable:
 
     def row(self, key: str) -> int | None:
         """The row of ``key``, or None when it is not in the table."""
-        wanted = np.uint64(stable_hash(key))
-        row = int(np.searchsorted(self.hashes, wanted, side="left"))
-        while row < len(self.hashes) and self.hashes[row] == wanted:
+        wanted = stable_hash(key)
+        hashes = self.hashes
+        # the array's own method: np.searchsorted's dispatch costs more than the search
+        row = int(hashes.searchsorted(np.uint64(wanted), side="left"))
+        while row < len(hashes) and int(hashes[row]) == wanted:
             if self.keys[row] == key:
                 return row
             row += 1

@@ -72,6 +72,35 @@ def test_the_compiled_kb_is_the_kb(tmp_path, make):
 
 
 @pytest.mark.parametrize("make", [small_kb, tricky_kb])
+def test_the_views_answer_every_id_as_the_kbs_dicts(tmp_path, make):
+    # taxa() and concepts look IDs up in the arrays when asked (no dict of every ID is made
+    # at load): primary IDs only, a concept without a taxon is no key of taxa()
+    kb = make()
+    built_taxa = kb.taxa()
+    asked = [c.id for c in kb] + list(kb.alternate_ids()) + \
+        ["unknown", "", " 7157", "7157 ", 7157, None]
+    for compiled in compiled_pair(tmp_path, kb):
+        taxa = compiled.taxa()
+        assert len(taxa) == len(built_taxa) and bool(taxa) == bool(built_taxa)
+        assert list(taxa) == list(built_taxa) and dict(taxa.items()) == built_taxa
+        for cid in asked:
+            assert (cid in taxa) == (cid in built_taxa)
+            assert taxa.get(cid) == built_taxa.get(cid)
+            assert (cid in compiled.concepts) == (cid in kb.concepts)
+            row = compiled.concepts.get(cid)
+            assert (row is None) == (kb.concepts.get(cid) is None)
+            if row is not None:
+                concept = kb.concepts[cid]
+                assert row.type == concept.type and row.id == cid
+                assert (row.source, row.taxon, row.gene_product, row.synonyms) == \
+                    (concept.source, concept.taxon, concept.gene_product, concept.synonyms)
+        # a walk over every concept, as NameDictionary.from_kb makes, reads the columns
+        walked = [(cid, row.type, row.name) for cid, row in compiled.concepts.items()]
+        assert walked == [(cid, c.type, c.name) for cid, c in kb.concepts.items()]
+        assert len(compiled.concepts.items()) == len(kb.concepts)
+
+
+@pytest.mark.parametrize("make", [small_kb, tricky_kb])
 def test_the_compiled_dictionaries_answer_as_the_built_ones(tmp_path, make):
     kb = make()
     built_names, built_keys = NameDictionary.from_kb(kb), ontology_key_index(kb)

@@ -29,6 +29,18 @@ def test_a_key_table_finds_each_run_and_nothing_else():
     assert np.all(np.diff(table.hashes.astype(np.float64)) >= 0)
 
 
+def test_keys_are_found_whatever_the_top_bit_of_their_hash():
+    # hashes at and above 2**63 are found as exactly as those below (no signed or float
+    # comparison on the way)
+    keys = [f"key {n}" for n in range(200)]
+    assert {stable_hash(k) >= 2**63 for k in keys} == {True, False}
+    table = KeyTable.from_arrays(KeyTable.from_runs({k: [n] for n, k in enumerate(keys)}
+                                                    ).arrays("k"), "k")
+    assert [table.row(k) is not None and table.get(k) for k in keys] == \
+        [[n] for n in range(len(keys))]
+    assert "key 200" not in table
+
+
 def test_a_hash_collision_is_told_apart_by_the_stored_key():
     # both keys forced onto the hash of "a": the lookup checks the stored string
     table = KeyTable.from_runs({"a": [1], "b": [2]})
