@@ -3,6 +3,7 @@ about.
 
     python -m eval.startup [--repeats 3] [--out eval/results/startup]
                            [--tree before=/path/to/old/checkout --tree after=.]
+                           [--cases load_warm ...]
 
 Each case is a whole Python process, as a user starts it, timed from launch to exit with its
 peak resident memory (the child's ``ru_maxrss``) and the CPU seconds it used (user + system:
@@ -96,19 +97,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--tree", action="append", default=[], metavar="LABEL=DIR",
                         help="a checkout to measure (repeatable); default: this directory")
+    parser.add_argument("--cases", nargs="+", choices=list(CASES), default=list(CASES),
+                        help="the cases to run (default: all; load_cold compiles the KB in "
+                             "a fresh cache every repeat, minutes on a small machine)")
     args = parser.parse_args(argv)
     trees = dict(t.split("=", 1) for t in args.tree) or {"this tree": "."}
     env = {**os.environ, "E2E_LINKER_CACHE": str(default_cache_dir())}
     for tree in trees.values():  # warm the cache and the page cache, not timed
         run_case("annotate_sentence", env, tree)
-    runs: dict[str, dict[str, list]] = {label: {name: [] for name in CASES} for label in trees}
+    cases = [name for name in CASES if name in args.cases]
+    runs: dict[str, dict[str, list]] = {label: {name: [] for name in cases} for label in trees}
     for _ in range(args.repeats):
-        for name in CASES:
+        for name in cases:
             for label, tree in trees.items():
                 runs[label][name].append(run_case(name, env, tree))
                 print(label, name, runs[label][name][-1], file=sys.stderr, flush=True)
-    rows = {label: {name: summary(r) for name, r in cases.items()}
-            for label, cases in runs.items()}
+    rows = {label: {name: summary(r) for name, r in by_case.items()}
+            for label, by_case in runs.items()}
     result = {"command": command_line("startup", argv), "machine": machine(),
               "load_average_after": os.getloadavg(), "cache": env["E2E_LINKER_CACHE"],
               "sentence": SENTENCE, "trees": {label: str(Path(tree).resolve())
@@ -118,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
              "peak RSS MB |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {label} | {name} | {row['wall_s_best']} | {row['wall_s_median']} | "
               f"{row['cpu_s_best']} | {row['cpu_s_median']} | {row['peak_rss_mb_best']} |"
-              for name in CASES for label, cases in rows.items()
-              for row in [cases[name]]]
+              for name in cases for label, by_case in rows.items()
+              for row in [by_case[name]]]
     write_results(args.out, result, "\n".join(lines) + "\n")
     return 0
 

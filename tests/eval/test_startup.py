@@ -54,3 +54,13 @@ def test_a_failing_case_stops_the_run_with_its_error(monkeypatch):
         assert "no model here" in str(exc)
     else:
         raise AssertionError("a failing case must stop the run")
+
+
+def test_cases_runs_only_the_cases_named(tmp_path, monkeypatch):
+    fake = {name: [sys.executable, "-c", "pass"] for name in startup.CASES}
+    monkeypatch.setattr(startup, "CASES", fake)
+    assert startup.main(["--repeats", "1", "--out", str(tmp_path),
+                         "--cases", "load_warm"]) == 0
+    [(label, cases)] = json.loads((tmp_path / "results.json").read_text())["cases"].items()
+    assert set(cases) == {"load_warm"}
+    assert "load_cold" not in (tmp_path / "results.md").read_text()
