@@ -10,7 +10,9 @@ species model, its KB with species and HomoloGene's genes, its re-earned pipelin
 with the record and the short forms (issues 43-45: namespaced IDs, concept names, a gene's
 species and one confidence on every annotation; short forms resolved through their long
 forms, docs/decisions/0039-short-forms-through-long-forms.md; monoclonal antibodies kept as
-chemicals, docs/decisions/0011-gene-products.md).
+chemicals, docs/decisions/0011-gene-products.md), then with the mined names' current IDs (issue
+44: olanzapine and lamotrigine answer the MeSH descriptors that replaced their 2015
+supplementary concepts, docs/models.md).
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
 filled can move it. Change the digest only with a change meant to move the output, and say
@@ -31,7 +33,7 @@ import pytest
 from data_tools.registry import data_dir
 
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts (see the module docstring)
-DEV_100_SHA256 = "a25c558285136147bf3378a407396e8cc7a6de9947a106636b08e951b828cb86"
+DEV_100_SHA256 = "66bb2da88c567c5a429e88b366d97bc2de2430c87a26b0d7d693ef9ee677c1e0"
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100
 
