@@ -9,8 +9,9 @@ into slices, and for every slice the three stages run back to back:
 
 (a) ``encoder``: the bare encoder forward over exactly the chunks ``annotate`` builds for the
     slice (same chunker, same length batches, same batch size) — the physical limit;
-(b) ``annotate``: the full collective pipeline, file in → file out (read, chunk, encode, score
-    spans, pool, search the KB, sieve, write the output file);
+(b) ``annotate``: the full collective pipeline, file in → file out through ``linker
+    annotate``'s corpus engine (read, chunk, encode, score spans, pool, search the KB, sieve,
+    write the output file; a group's scoring overlapped with the previous group's steps);
 (c) ``per_mention``: the paper's per-mention dual-encoder baseline, also file in → file out
     (the same detection, then one ``context_window``-token forward per mention);
 (d) with ``--text-linking``, ``annotate_text``: annotate with ``--linking text`` (the same
@@ -36,7 +37,8 @@ Writes the JSON, a Markdown table (same stem, ``.md``) and a PNG plot (``.png``)
 
 **Host time.** The ``annotate`` stage runs with timing wrappers around the library's functions
 and methods (:class:`HostClock`, :data:`HOST_PARTS`, every pipeline step; installed for that
-stage only, the library untouched). Its host milliseconds per document are its wall time less
+stage only, the library untouched; each thread timing its own parts, see :class:`HostClock`
+for what they mean under the engine's overlap). Its host milliseconds per document are its wall time less
 the encoder forward and the KB search (:data:`DEVICE_PARTS`), split by stage — reading,
 abbreviation scan, chunking and batching, span heads, span candidates to Python objects,
 selection steps, linking, species, annotate-stage rule steps, writing, and ``other`` for what
@@ -68,6 +70,11 @@ import torch
 
 from e2e_linker.encoder.precision import PRECISIONS
 from eval.reporting import machine
+
+#: documents per interleaving slice: two of the corpus engine's groups (64 documents each,
+#: e2e_linker/jobs/corpus_run.py), so that a slice is annotated as a corpus is, the second
+#: group scored while the first one's steps run (e2e_linker/jobs/lookahead.py)
+SLICE_DOCS = 128
 
 STAGES = ("encoder", "annotate", "annotate_plain", "baseline", "annotate_text", "per_mention")
 STAGE_COLOURS = {"encoder": "#888888", "annotate": "#1f77b4", "annotate_plain": "#9467bd",
@@ -130,7 +137,8 @@ DEVICE_PARTS = ("encoder forward", "KB search")
 #: its own, the parts timed inside it taken out. Every registered pipeline step is a part
 #: of its own besides (:func:`step_parts`), reported under :data:`STEP_STAGES`.
 HOST_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "read input": ("reading input", ()),  # timed by annotate_file itself
+    # the engine reads the slice as one numbered sequence (timed to its end, see HostClock.wrap)
+    "read input": ("reading input", ("data_tools.formats.source:CorpusSource.__iter__",)),
     "encoder forward": ("encoder forward", (
         "e2e_linker.collective.model:CollectiveLinker.token_states",)),
     "KB search": ("KB search", ("e2e_linker.kb_search.entity_index:EntityIndex.search",)),
@@ -146,7 +154,7 @@ HOST_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
         "e2e_linker.collective.model:CollectiveLinker.span_vectors",
         "e2e_linker.collective.model:CollectiveLinker.type_logits")),
     "span objects": ("span candidates to Python objects", (
-        "e2e_linker.collective.annotator:Annotator.detect",)),
+        "e2e_linker.collective.annotator:Annotator.score_chunks",)),
     "selection set-up": ("selection steps", (
         "e2e_linker.collective.annotator:Annotator.select",)),
     "linking set-up": ("linking", ("e2e_linker.collective.annotator:Annotator.link",)),
@@ -166,12 +174,12 @@ HOST_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
         "e2e_linker.collective.gene_ranking:GeneRanking.species_first",
         "e2e_linker.collective.gene_ranking:GeneRanking.named_in_document_first",
         "e2e_linker.collective.gene_ranking:GeneRanking.ortholog")),
-    # Annotator.annotate's own lines: each annotation's record (IDs, names) and the counts
+    # Annotator.finish's own lines: each annotation's record (IDs, names) and the counts
     "annotation records": ("writing output", (
-        "e2e_linker.collective.annotator:Annotator.annotate",)),
+        "e2e_linker.collective.annotator:Annotator.finish",)),
     "copy documents": ("writing output", (
         "e2e_linker.collective.annotator:attach_annotations",)),
-    "write output": ("writing output", ()),  # timed by annotate_file itself
+    "write output": ("writing output", ("data_tools.formats.biocxml:BioCXMLWriter.write",)),
 }
 #: the stage a pipeline step's part is reported under, by the step's stage
 STEP_STAGES = {"select": "selection steps", "link": "linking",
@@ -179,7 +187,8 @@ STEP_STAGES = {"select": "selection steps", "link": "linking",
 #: the parts a CUDA device finishes before their time is taken (its kernels run
 #: asynchronously: without a synchronisation their time would land on whatever waits next)
 SYNCED_PARTS = ("encoder forward", "span heads")
-#: what no part covers: annotate_file's own lines and the timing itself
+#: what no part covers: the corpus engine's own lines and the timing itself, less the seconds
+#: the two threads' parts overlapped (:class:`HostClock`)
 OTHER = "other"
 
 
@@ -210,12 +219,29 @@ class HostClock:
     bench asks. A part's time is its own (the parts timed inside it are taken out), so the
     parts add up to the time of the outermost one; with ``sync`` (CUDA) the
     :data:`SYNCED_PARTS` wait for their kernels, so the GPU's time is theirs.
+
+    Under the corpus engine's overlap (:mod:`e2e_linker.jobs.lookahead`) the next group's
+    scoring — chunks to the device, the encoder forward, the span heads, the span objects —
+    runs in a second thread while this group's steps run: each thread times its own parts
+    (one stack of open parts per thread), so a part's seconds are the time its thread spent
+    in it, and the parts of both threads together can exceed the wall time;
+    :func:`host_split`'s ``other`` is then less by the seconds they overlapped (negative
+    when that is more than what no part covers).
     """
 
     def __init__(self, sync: Callable[[], None] | None = None):
         self.seconds: dict[str, float] = {}
         self.sync = sync
-        self._stack: list[float] = []  # per open part: the seconds of the parts inside it
+        self._local = threading.local()  # .stack per thread: per open part, the seconds of
+        self._lock = threading.Lock()    # the parts inside it; the lock guards ``seconds``
+
+    @property
+    def _stack(self) -> list[float]:
+        """This thread's open parts (see :meth:`__init__`)."""
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
 
     @contextmanager
     def part(self, label: str):
@@ -233,10 +259,12 @@ class HostClock:
         if self.sync is not None and label in SYNCED_PARTS:
             self.sync()
         elapsed = time.perf_counter() - start
-        inner = self._stack.pop()
-        self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - inner
-        if self._stack:
-            self._stack[-1] += elapsed
+        stack = self._stack
+        inner = stack.pop()
+        with self._lock:
+            self.seconds[label] = self.seconds.get(label, 0.0) + elapsed - inner
+        if stack:
+            stack[-1] += elapsed
 
     def wrap(self, label: str, function: Callable) -> Callable:
         """``function`` timed as ``label``; a generator it returns is run to its end inside
@@ -247,10 +275,14 @@ class HostClock:
         import functools
         import inspect
 
-        stack, stop = self._stack, self._stop
+        stop = self._stop
+        local = self._local
 
         @functools.wraps(function)
         def timed(*args, **kwargs):
+            stack = getattr(local, "stack", None)
+            if stack is None:
+                stack = local.stack = []
             stack.append(0.0)
             start = time.perf_counter()
             try:
@@ -391,27 +423,25 @@ def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
 
 
 def annotate_file(annotator, source: Path, target: Path, mode: str,
-                  clock: HostClock | None = None) -> tuple[int, int, int]:
-    """File in → file out in ``mode`` (the annotator's settings put back afterwards); returns
-    (documents, tokens, mentions) of the run. ``clock``: reading and writing are timed as its
-    parts (the rest by the wrappers it installed)."""
-    from data_tools.formats import read_documents, write_documents
+                  overlap: bool | None = None) -> tuple[int, int, int]:
+    """File in → file out in ``mode`` through ``linker annotate``'s corpus engine (its groups,
+    and its overlap of one group's scoring with the previous group's steps unless
+    ``overlap`` is False; the annotator's settings put back afterwards); returns (documents,
+    tokens, mentions) of the run."""
+    from e2e_linker.collective.annotator import GroupAnnotation
+    from e2e_linker.jobs.corpus_run import run_to_file
 
-    clock = clock or HostClock()  # an unused clock: the same code path, nothing recorded
     saved = annotator.settings
     annotator.settings = replace(saved, mode=mode)
     try:
         before = dict(annotator.stats)
-        with clock.part("read input"):
-            docs = list(read_documents(source))
-        annotated = annotator.annotate(docs, replace=True)
-        with clock.part("write output"):
-            write_documents(annotated, target)
+        report = run_to_file([source], target, GroupAnnotation(annotator, replace=True),
+                             progress=False, overlap=overlap)
         if annotator.model.device.type == "cuda":
             torch.cuda.synchronize()
     finally:
         annotator.settings = saved
-    return (len(docs), annotator.stats["tokens"] - before["tokens"],
+    return (report.documents, annotator.stats["tokens"] - before["tokens"],
             annotator.stats["mentions"] - before["mentions"])
 
 
@@ -462,7 +492,7 @@ def write_slices(docs: Sequence, folder: Path, slice_docs: int) -> list[Path]:
     return paths
 
 
-def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool = True,
+def run_bench(annotator, docs: Sequence, slice_docs: int = SLICE_DOCS, per_mention: bool = True,
               warmup_docs: int = 4, text_linker=None,
               compare_plain: bool = False, baseline=None,
               profile_to: Path | None = None) -> dict[str, StageTotals]:
@@ -482,9 +512,8 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
               and (baseline is not None or stage != "baseline")}
     runners = stage_runners(annotator, text_linker, baseline)
 
-    def annotate_stage(stage: str, source: Path, target: Path,
-                       clock: HostClock | None = None) -> tuple[int, int, int]:
-        return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0], clock)
+    def annotate_stage(stage: str, source: Path, target: Path) -> tuple[int, int, int]:
+        return annotate_file(runners[stage], source, target, STAGE_SETTINGS[stage][0])
 
     from e2e_linker.jobs.collector import loaded_objects_frozen
 
@@ -522,7 +551,7 @@ def run_bench(annotator, docs: Sequence, slice_docs: int = 50, per_mention: bool
                 timing = clock if stage == "annotate" else None
                 # installed outside the timing, so that putting the wrappers in is not timed
                 with timing.installed() if timing else nullcontext(), totals[stage].timed():
-                    d, t, m = annotate_stage(stage, path, out, timing)
+                    d, t, m = annotate_stage(stage, path, out)
                 totals[stage].documents += d
                 totals[stage].tokens += t
                 totals[stage].mentions += m
@@ -554,7 +583,9 @@ def profile_annotate(annotator, source: Path, target: Path, out: Path, top: int 
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        documents = annotate_file(annotator, source, target, STAGE_SETTINGS["annotate"][0])[0]
+        # one thread: cProfile sees the thread it was enabled in only
+        documents = annotate_file(annotator, source, target, STAGE_SETTINGS["annotate"][0],
+                                  overlap=False)[0]
     finally:
         profiler.disable()
     text = io.StringIO()
@@ -742,7 +773,8 @@ def host_markdown(result: dict) -> list[str]:
                           in result["host_parts_ms_per_doc"].items()
                           if stage_of.get(label) == stage and part_ms >= 0.005)
         if stage == OTHER:
-            parts = "annotate_file's own lines, the timing itself"
+            parts = ("the corpus engine's own lines (atomic output, memory release), the "
+                     "timing itself; less the seconds the two threads' parts overlapped")
         share = ms / host if host else float("nan")
         lines.append(f"| {stage} | {ms:.2f} | {share:.1%} | {parts} |")
     if result.get("profile"):
@@ -841,8 +873,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", choices=["cpu", "cuda"], default=None)
     parser.add_argument("--json", default="eval/results/bench/bench.json", help="output JSON")
     parser.add_argument("--max-docs", type=int, default=None, help="first N documents only")
-    parser.add_argument("--slice-docs", type=int, default=50,
-                        help="documents per interleaving slice")
+    parser.add_argument("--slice-docs", type=int, default=SLICE_DOCS,
+                        help="documents per interleaving slice (default: two of annotate's "
+                             "document groups, so that its overlap of groups is measured)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--quantize", action="store_true", help="int8 dynamic quantization (CPU)")

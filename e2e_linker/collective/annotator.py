@@ -9,15 +9,19 @@ search. Each document's text is scanned for abbreviations once per call
 linking and a text linker read. The annotations :meth:`Annotator.annotate` returns carry the
 record every door writes (:mod:`data_tools.formats.records`: namespaced IDs, the concept's
 name, a gene's species; and the confidence, :mod:`e2e_linker.collective.confidence`), filled
-after every pipeline step.
+after every pipeline step. It runs in two phases, :meth:`Annotator.begin` (chunking, and the
+scoring work it returns: the encoder forward and the span heads) and :meth:`Annotator.finish`
+(the steps and the records), which the corpus engine overlaps across groups of documents
+(docs/scaling.md, "Overlap").
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -40,6 +44,16 @@ from e2e_linker.pipeline.declaration import Pipeline
 KEEP = object()
 
 
+@dataclasses.dataclass(frozen=True)
+class ScoredGroup:
+    """What annotate's first phase (:meth:`Annotator.begin`) hands its second
+    (:meth:`Annotator.finish`): a group's chunks and every span scored above the detection
+    floor."""
+
+    chunks: list[Chunk]
+    spans: list[SpanPrediction]
+
+
 class Annotator:
     """A :class:`CollectiveLinker` that detects spans, with the :class:`SpanLinker` that links
     them and the settings (resolved against the model's config once) that govern both."""
@@ -48,6 +62,8 @@ class Annotator:
                  settings: AnnotateSettings | None = None, kb=None,
                  pipeline: Pipeline | None = None, model_dir: str | os.PathLike | None = None):
         self.model = model.eval()
+        #: the padding token, read here once: :meth:`score_chunks` must not ask the tokenizer
+        self.pad_id = model.tokenizer.pad_token_id or 0
         self.linker = linker
         #: every option, with the model's defaults filled in (:meth:`AnnotateSettings.for_model`)
         self.settings = (settings or AnnotateSettings()).for_model(model.config)
@@ -115,17 +131,40 @@ class Annotator:
 
         ``resolve=False`` returns every candidate instead (used to sweep thresholds on dev).
         """
-        cfg = self.model.config
-        settings = self.settings
-        threshold = settings.threshold if threshold is None else threshold
+        threshold = self.settings.threshold if threshold is None else threshold
         keep = threshold  # spans are kept above this one; ``threshold`` may be lowered below
         if resolve:
             threshold = self.pipeline.detection_floor(threshold)
-        tokenizer = self.model.tokenizer
-        chunks = chunk_documents(docs, tokenizer, cfg.max_length, settings.max_span_len,
-                                 cfg.chunk_overlap)
+        chunks = self.chunk(docs)
+        spans = self.score_chunks(chunks, threshold)
+        self.count_chunks(chunks)
+        if not resolve:
+            return spans, chunks
+        return self.select(spans, docs, keep, abbreviations), chunks
+
+    def chunk(self, docs: Sequence[Document]) -> list[Chunk]:
+        """The model's chunks of ``docs`` (the tokenizer's pass: not thread-safe, see
+        :meth:`score_chunks`)."""
+        cfg = self.model.config
+        return chunk_documents(docs, self.model.tokenizer, cfg.max_length,
+                               self.settings.max_span_len, cfg.chunk_overlap)
+
+    def count_chunks(self, chunks: Sequence[Chunk]) -> None:
+        """Add ``chunks`` to :attr:`stats` (called by the thread that runs the steps)."""
         self.stats["chunks"] += len(chunks)
         self.stats["tokens"] += sum(len(c) for c in chunks)
+
+    @torch.inference_mode()
+    def score_chunks(self, chunks: Sequence[Chunk], floor: float) -> list[SpanPrediction]:
+        """Every span of ``chunks`` the model scores above ``floor``, with its vector and type:
+        the encoder forward and the span heads, batched by padded length.
+
+        Why on its own: it reads the model and the settings and changes nothing else (no
+        tokenizer, no KB, no :attr:`stats`), and torch releases the GIL while it computes,
+        so the corpus engine runs it for the next group in a thread of its own while this
+        group's steps run (:mod:`e2e_linker.jobs.corpus_run`, docs/scaling.md).
+        """
+        settings = self.settings
         spans: list[SpanPrediction] = []
         device = self.model.device
         # one padded length per batch: a chunk's forward does not depend on its batch
@@ -133,26 +172,32 @@ class Annotator:
         for group in length_batches(chunks, settings.batch_size, settings.max_batch_tokens,
                                     PAD_MULTIPLE):
             batch_chunks = [chunks[i] for i in group]
-            batch = collate_chunks(batch_chunks, tokenizer.pad_token_id or 0, device,
-                                   PAD_MULTIPLE)
+            batch = collate_chunks(batch_chunks, self.pad_id, device, PAD_MULTIPLE)
             states = self.model.token_states(batch)
-            found = self.model.candidate_spans(states, batch, threshold, settings.max_span_len)
+            found = self.model.candidate_spans(states, batch, floor, settings.max_span_len)
             if found is None:
                 continue
-            b, i, j, p = found
-            vecs = self.model.span_vectors(states, b, i, j)
-            type_ids = self.model.type_logits(vecs).argmax(-1).cpu().tolist()
-            vecs_np = vecs.float().cpu().numpy()
-            types = [cfg.types[t] for t in type_ids] if cfg.types else [""] * len(type_ids)
-            # whole tensors to lists once: a tensor indexed per span costs more than the span
-            for bb, ii, jj, score, type_, vector in zip(b.tolist(), i.tolist(), j.tolist(),
-                                                       p.tolist(), types, vecs_np, strict=True):
-                chunk = batch_chunks[bb]
-                spans.append(SpanPrediction(chunk.doc_index, chunk.starts[ii], chunk.ends[jj],
-                                            score, type_, vector))
-        if not resolve:
-            return spans, chunks
-        return self.select(spans, docs, keep, abbreviations), chunks
+            spans += self.span_objects(found, states, batch_chunks)
+        return spans
+
+    def span_objects(self, found, states: torch.Tensor,
+                     batch_chunks: Sequence[Chunk]) -> list[SpanPrediction]:
+        """One batch's candidates (``found``: batch rows, start and end tokens, scores) as
+        :class:`SpanPrediction` objects in document offsets, with their vectors and types."""
+        types_of = self.model.config.types
+        b, i, j, p = found
+        vecs = self.model.span_vectors(states, b, i, j)
+        type_ids = self.model.type_logits(vecs).argmax(-1).cpu().tolist()
+        vecs_np = vecs.float().cpu().numpy()
+        types = [types_of[t] for t in type_ids] if types_of else [""] * len(type_ids)
+        # whole tensors to lists once: a tensor indexed per span costs more than the span
+        spans = []
+        for bb, ii, jj, score, type_, vector in zip(b.tolist(), i.tolist(), j.tolist(),
+                                                   p.tolist(), types, vecs_np, strict=True):
+            chunk = batch_chunks[bb]
+            spans.append(SpanPrediction(chunk.doc_index, chunk.starts[ii], chunk.ends[jj],
+                                        score, type_, vector))
+        return spans
 
     def batch(self, docs: Sequence[Document], keep: float | None = None,
               abbreviations: Sequence[DocumentAbbreviations] | None = None) -> Batch:
@@ -192,10 +237,35 @@ class Annotator:
         """Copies of ``docs`` with predicted annotations added (or replacing the old ones),
         each with its record (:func:`~data_tools.formats.records.record_annotation`:
         namespaced IDs, name, species; and the confidence infon): what leaves the linker by
-        every door. The pipeline's steps (:meth:`link`) see the KB's keys."""
+        every door. The pipeline's steps (:meth:`link`) see the KB's keys.
+
+        It is :meth:`begin`, the work that returns, and :meth:`finish`, one after the other."""
         docs = list(docs)
+        return self.finish(docs, self.begin(docs)(), replace)
+
+    def begin(self, docs: list[Document]) -> Callable[[], ScoredGroup]:
+        """Annotate's first phase for ``docs``: chunk them here (the tokenizer), and return
+        the work that scores the chunks (:meth:`score_chunks`), which may run in another
+        thread while this one finishes an earlier group; :meth:`finish` takes its result.
+
+        Why in two: the corpus engine overlaps one group's encoder forward with the previous
+        group's steps (docs/scaling.md, "Overlap"); every call in the same order gives the
+        same bytes."""
+        chunks = self.chunk(docs)
+        floor = self.pipeline.detection_floor(self.settings.threshold)
+        return functools.partial(self._scored, chunks, floor)
+
+    def _scored(self, chunks: list[Chunk], floor: float) -> ScoredGroup:
+        return ScoredGroup(chunks, self.score_chunks(chunks, floor))
+
+    def finish(self, docs: list[Document], scored: ScoredGroup,
+               replace: bool = False) -> list[Document]:
+        """Annotate's second phase: the steps over what :meth:`begin`'s work scored for
+        ``docs`` (the same list), then the records; see :meth:`annotate`."""
+        self.count_chunks(scored.chunks)
         abbreviations = scan_documents(docs)  # the one scan of each text in this call
-        spans, _ = self.detect(docs, abbreviations=abbreviations)
+        with torch.inference_mode():  # as in detect, where the selection runs too
+            spans = self.select(scored.spans, docs, self.settings.threshold, abbreviations)
         if self.settings.mode == "per-mention":
             reencode_per_mention(self.model, docs, spans, self.settings.context_window)
         annotations = self.link(spans, docs, abbreviations)
@@ -221,6 +291,25 @@ class Annotator:
                 group = []
         if group:
             yield from self.annotate(group, replace)
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupAnnotation:
+    """:meth:`Annotator.annotate` with ``replace`` fixed, as the corpus engine runs it: called
+    on a group of documents, or in the two phases ``begin`` and ``finish``, which the engine
+    overlaps across groups (:mod:`e2e_linker.jobs.lookahead`)."""
+
+    annotator: Annotator
+    replace: bool = False
+
+    def __call__(self, docs: list[Document]) -> list[Document]:
+        return self.annotator.annotate(docs, self.replace)
+
+    def begin(self, docs: list[Document]) -> Callable[[], ScoredGroup]:
+        return self.annotator.begin(docs)
+
+    def finish(self, docs: list[Document], scored: ScoredGroup) -> list[Document]:
+        return self.annotator.finish(docs, scored, self.replace)
 
 
 @dataclasses.dataclass(frozen=True)

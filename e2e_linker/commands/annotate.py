@@ -304,9 +304,11 @@ def _annotate(inputs: tuple[str, ...], output: str, fmt: str | None, replace: bo
     with world.main_process_first(), loading_model(settings.model_dir):
         annotator = Linker.load(settings=settings).annotator
 
-    def transform(docs):
-        # each annotation carries its record (namespaced IDs, name, species) in every format
-        return annotator.annotate(docs, replace=replace)
+    from e2e_linker.collective.annotator import GroupAnnotation
+
+    # each annotation carries its record (namespaced IDs, name, species) in every format;
+    # the engine scores one group ahead (e2e_linker/jobs/lookahead.py)
+    transform = GroupAnnotation(annotator, replace)
 
     size = shard_size or corpus_run.DEFAULT_SHARD_SIZE
     if to_directory:

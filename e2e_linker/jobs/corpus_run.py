@@ -6,7 +6,10 @@ taking one number) and pushes the documents through a transform (the annotator; 
 ``convert``) in *groups* of at most ``group_size`` consecutive records that never cross a
 *shard* boundary. Shard ``k`` is records ``[k·S, (k+1)·S)`` for the shard size ``S``. Because
 groups are cut the same way whatever the output, the transform sees exactly the same batches
-in every mode, so its output (floating point included) does not depend on the mode.
+in every mode, so its output (floating point included) does not depend on the mode. A
+two-phase transform (the annotator) is run one group ahead — the next group scored in a
+worker thread while this one is finished — without changing the groups, their order or the
+output (:mod:`e2e_linker.jobs.lookahead`).
 
 Output goes to one file (``-o out.xml``: every shard streamed into one atomic writer) or to a
 directory of shards (``-o OUTDIR``), laid out as::
@@ -52,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import itertools
 import json
@@ -75,6 +79,7 @@ from e2e_linker.console import progress_bar, stderr_is_terminal
 from e2e_linker.errors import DocumentFailed, UserError
 from e2e_linker.jobs.allocator import release_freed_memory
 from e2e_linker.jobs.collector import loaded_objects_frozen
+from e2e_linker.jobs.lookahead import Lookahead, PhasedTransform, overlap_wanted, read_ahead
 
 LAYOUT = "e2e_linker-shards/1"
 MANIFEST = "manifest.json"
@@ -228,22 +233,62 @@ def long_document_notice(docs: Sequence[Document], every: float = LONG_DOCUMENT_
 class GroupTransform:
     """Runs the transform over one group, isolating the document that makes it fail;
     ``settle`` is called after every group the transform ran on (the run's
-    :func:`~e2e_linker.jobs.collector.loaded_objects_frozen`, which acts once)."""
+    :func:`~e2e_linker.jobs.collector.loaded_objects_frozen`, which acts once).
+
+    A :class:`~e2e_linker.jobs.lookahead.PhasedTransform` (the annotator) is run one group
+    ahead when ``overlap`` (default: :func:`~e2e_linker.jobs.lookahead.overlap_wanted`): the
+    run hands its groups through :meth:`in_order`, which begins the next group before this
+    one is called. Use it as a context manager then: leaving the block ends the thread.
+    """
 
     def __init__(self, transform: Transform | None, on_error: str,
-                 settle: Callable[[], None] | None = None):
+                 settle: Callable[[], None] | None = None, overlap: bool | None = None):
         self.transform = transform
         self.on_error = on_error
         self.settle = settle
+        #: whether groups are begun one ahead (:mod:`e2e_linker.jobs.lookahead`)
+        self.overlap = isinstance(transform, PhasedTransform) and (
+            overlap_wanted() if overlap is None else overlap)
+        self.ahead = Lookahead()
+
+    def __enter__(self) -> GroupTransform:
+        return self
+
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        self.ahead.close(wait=exc_type is None)
+
+    def in_order(self, groups: Iterable[list[Record]]) -> Iterator[list[Record]]:
+        """``groups`` as the run calls this on them: with the overlap, each handed out after
+        the next one was read and begun (:func:`~e2e_linker.jobs.lookahead.read_ahead`)."""
+        return read_ahead(groups, self.begin) if self.overlap else iter(groups)
+
+    def begin(self, records: list[Record]) -> None:
+        """Begin the group ``records`` (the next one called): its first phase here, the work
+        that phase returns in the background; an error of either is raised when it is
+        called."""
+        docs = [r.item for r in records if isinstance(r.item, Document)]
+        if not docs:
+            return
+        try:
+            work = self.transform.begin(docs)
+        except Exception as exc:  # noqa: BLE001  (raised by __call__, in its place)
+            self.ahead.failed(records, exc)
+            return
+        self.ahead.start(records, functools.partial(_begun, docs, work))
 
     def __call__(self, records: list[Record]) -> list[Document | Skipped]:
         docs = [r.item for r in records if isinstance(r.item, Document)]
+        begun = self.ahead.take(records)
         if self.transform is None or not docs:
             out: list[Document | Skipped] = list(docs)
         else:
             try:
                 with long_document_notice(docs):
-                    out = list(self.transform(docs))
+                    if begun is None:
+                        out = list(self.transform(docs))
+                    else:  # the documents begin was given, with its work's result
+                        docs, result = begun.result()
+                        out = list(self.transform.finish(docs, result))
             except UserError:
                 raise
             except Exception as exc:
@@ -278,6 +323,11 @@ class GroupTransform:
                 raise DocumentFailed(f"{display_path(record.path)}: document {doc.id}: "
                                      f"{message}") from exc
             return Skipped(str(record.path), f"document {doc.id}", message)
+
+
+def _begun(docs: list[Document], work: Callable[[], object]) -> tuple[list[Document], object]:
+    """``work``'s result with the documents it was begun for (run in the background)."""
+    return docs, work()
 
 
 def shard_records(records: Iterable[Record], shard_size: int,
@@ -403,12 +453,14 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
                 transform: Transform | None = None, *, out_format: str | None = None,
                 in_format: str | None = None, on_error: str = "raise",
                 shard_size: int = DEFAULT_SHARD_SIZE, group_size: int = DEFAULT_GROUP_SIZE,
-                progress: bool = True, lossy: bool = True) -> RunReport:
+                progress: bool = True, lossy: bool = True,
+                overlap: bool | None = None) -> RunReport:
     """Every document of ``inputs`` through ``transform`` into one file, atomically.
 
     Nothing is written when the run fails, or when every document was skipped. ``lossy=False``
     (``linker convert``) refuses a document the output format cannot hold whole, as a bad
-    document (see ``open_writer``).
+    document (see ``open_writer``). ``overlap``: whether a two-phase transform runs one group
+    ahead (:class:`GroupTransform`; default: on, unless switched off by the environment).
     """
     source = CorpusSource(inputs, in_format, on_error)
     report = RunReport()
@@ -416,12 +468,14 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
     try:
         with reported_write_errors(FILE_HINT), loaded_objects_frozen() as settle, open_writer(
                 output, out_format, _collection_info(source.files, in_format),
-                lossy=lossy) as writer:
-            batches = GroupTransform(transform, on_error, settle)
-            for _, groups in shard_records(source, shard_size, group_size):
-                for group in groups:
-                    _write_group(writer, group, batches(group), report, on_error)
-                    bar.update(len(group))
+                lossy=lossy) as writer, GroupTransform(transform, on_error, settle,
+                                                       overlap) as batches:
+            # one file: the groups of every shard are one sequence (no shard is written alone)
+            groups = itertools.chain.from_iterable(
+                shard for _, shard in shard_records(source, shard_size, group_size))
+            for group in batches.in_order(groups):
+                _write_group(writer, group, batches(group), report, on_error)
+                bar.update(len(group))
             if report.documents == 0:
                 raise FormatError(f"no documents to write ({len(report.skipped)} skipped)",
                                   path=str(output))
@@ -561,7 +615,7 @@ def write_shard(directory: ShardDirectory, shard: int, groups: Iterator[list[Rec
     try:
         with contextlib.ExitStack() as stack:
             writer = None
-            for group in groups:
+            for group in batches.in_order(groups):  # never past the shard's last group
                 first = group[0].number if first is None else first
                 items = batches(group)
                 if writer is None and any(isinstance(i, Document) for i in items):
@@ -590,26 +644,28 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
                      out_format: str = "bioc", in_format: str | None = None,
                      on_error: str = "raise", shard_size: int = DEFAULT_SHARD_SIZE,
                      group_size: int = DEFAULT_GROUP_SIZE, resume: bool = False,
-                     progress: bool = True) -> RunReport:
-    """Every document of ``inputs`` through ``transform`` into a shard directory, resumably."""
+                     progress: bool = True, overlap: bool | None = None) -> RunReport:
+    """Every document of ``inputs`` through ``transform`` into a shard directory, resumably
+    (``overlap``: as for :func:`run_to_file`)."""
     if shard_size < 1 or group_size < 1:
         raise UserError("--shard-size and the group size must be at least 1")
     out_format = canonical_format(out_format)
     source = CorpusSource(inputs, in_format, on_error)
     manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
     with reported_write_errors(DIRECTORY_HINT):
-        return _run_shards(source, output, transform, manifest, resume, progress)
+        return _run_shards(source, output, transform, manifest, resume, progress, overlap)
 
 
 def _run_shards(source: CorpusSource, output: str | os.PathLike, transform: Transform | None,
-                manifest: dict, resume: bool, progress: bool) -> RunReport:
+                manifest: dict, resume: bool, progress: bool,
+                overlap: bool | None = None) -> RunReport:
     directory = prepare_directory(output, manifest, resume)
     report = RunReport()
     bar = Progress(progress)
     shard_size, group_size = manifest["shard_size"], manifest["group_size"]
     try:
-        with loaded_objects_frozen() as settle:
-            batches = GroupTransform(transform, source.on_error, settle)
+        with loaded_objects_frozen() as settle, GroupTransform(
+                transform, source.on_error, settle, overlap) as batches:
             for shard, groups in shard_records(source, shard_size, group_size):
                 report.shards += 1
                 record = directory.done_record(shard) if resume else None

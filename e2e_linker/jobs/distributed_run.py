@@ -92,8 +92,8 @@ def _run_share(world: World, source: CorpusSource, output: str | os.PathLike,
         bar = Progress(progress and world.is_main, desc=desc)
         shards = 0
         try:
-            with loaded_objects_frozen() as settle:
-                batches = GroupTransform(transform, on_error, settle)
+            with loaded_objects_frozen() as settle, \
+                    GroupTransform(transform, on_error, settle) as batches:
                 for shard, groups in shard_records(source, shard_size, group_size):
                     shards += 1
                     record = directory.done_record(shard) \

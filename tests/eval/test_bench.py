@@ -123,7 +123,7 @@ def test_host_time_splits_annotate_into_parts_that_add_up(annotator, tmp_path):
     from e2e_linker.collective.span_linking import SpanLinker
     from e2e_linker.pipeline.linking_steps import ExactName, Link
 
-    originals = (Annotator.detect, CollectiveLinker.token_states, Link.run,
+    originals = (Annotator.score_chunks, CollectiveLinker.token_states, Link.run,
                  vars(SpanLinker)["mentioned_taxa"])
     profile = tmp_path / "bench.profile.txt"
     totals = bench.run_bench(annotator, synthetic_docs(5), slice_docs=3, warmup_docs=0,
@@ -150,7 +150,7 @@ def test_host_time_splits_annotate_into_parts_that_add_up(annotator, tmp_path):
     assert "== by cumulative time" in report and "annotator.py" in report
     assert "== the project's functions by own time" in report
     # the library as it was: the originals back, an inherited method not left on its class
-    assert (Annotator.detect, CollectiveLinker.token_states, Link.run,
+    assert (Annotator.score_chunks, CollectiveLinker.token_states, Link.run,
             vars(SpanLinker)["mentioned_taxa"]) == originals
     assert "run" not in vars(ExactName)
     assert isinstance(vars(SpanLinker)["mentioned_taxa"], staticmethod)
@@ -177,19 +177,45 @@ def test_host_clock_counts_each_part_once(monkeypatch):
     assert clock.seconds == {"outer": 6.0, "inner": 3.0}
 
 
+def test_host_clock_times_each_threads_parts_on_their_own(monkeypatch):
+    """Under the engine's overlap a second thread runs timed parts: a part open in one
+    thread is not charged with the parts another thread runs meanwhile."""
+    import threading
+
+    clock = bench.HostClock()
+    inner = clock.wrap("inner", lambda: bench.time.sleep(0.02))
+    opened, done = threading.Event(), threading.Event()
+
+    def worker():
+        with clock.part("worker"):
+            opened.set()
+            done.wait()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    opened.wait()
+    with clock.part("main"):
+        inner()
+    done.set()
+    thread.join()
+    # the worker's part spans the whole of main's: none of it was taken out of the worker's
+    assert clock.seconds["worker"] >= clock.seconds["inner"] + clock.seconds["main"]
+    assert clock.seconds["inner"] >= 0.02
+
+
 def test_host_clock_names_a_target_that_moved(monkeypatch):
     """A function the table names that the library no longer has is an error naming it, and
     the wrappers installed before it are taken out again."""
     from e2e_linker.collective.annotator import Annotator
 
-    original = Annotator.detect
+    original = Annotator.score_chunks
     parts = dict(bench.HOST_PARTS)
     parts["gone"] = ("linking", ("e2e_linker.collective.annotator:Annotator.no_such_method",))
     monkeypatch.setattr(bench, "HOST_PARTS", parts)
     with pytest.raises(RuntimeError, match="Annotator.no_such_method does not exist"):
         with bench.HostClock().installed():
             pass
-    assert Annotator.detect is original
+    assert Annotator.score_chunks is original
 
 
 def test_the_bare_encoder_runs_annotates_batches(annotator, monkeypatch):

@@ -340,3 +340,44 @@ def test_annotate_gives_the_record_after_every_step_sees_kb_keys(annotator):
             else:
                 assert SPECIES not in ann.infons
     assert genes and genes < sum(len(d.annotations) for d in out)
+
+
+def test_the_engine_overlapping_groups_gives_annotates_bytes(annotator, tmp_path, monkeypatch):
+    """linker annotate's transform (GroupAnnotation) run by the corpus engine with each
+    group's scoring in a thread of its own beside the previous group's steps: the bytes of
+    the run without the overlap, the same counts, and the tokenizer never used off the main
+    thread (it is not thread-safe: Annotator.score_chunks must not touch it)."""
+    import threading
+
+    from data_tools.formats import write_documents
+    from e2e_linker.collective.annotator import Annotator, GroupAnnotation
+    from e2e_linker.collective.chunking import chunk_documents
+    from e2e_linker.jobs.corpus_run import run_to_file
+
+    source = tmp_path / "in.bioc.xml"
+    write_documents(synthetic_docs(9, seed=5), source)
+    main = threading.get_ident()
+    scoring, chunking = set(), set()
+    score_chunks = Annotator.score_chunks
+
+    def scored(self, chunks, floor):
+        scoring.add(threading.get_ident())
+        return score_chunks(self, chunks, floor)
+
+    def chunked(*args, **kwargs):
+        chunking.add(threading.get_ident())
+        return chunk_documents(*args, **kwargs)
+
+    monkeypatch.setattr(Annotator, "score_chunks", scored)
+    monkeypatch.setattr("e2e_linker.collective.annotator.chunk_documents", chunked)
+    outputs, stats = [], []
+    for overlap in (False, True):
+        before = dict(annotator.stats)
+        out = tmp_path / f"out{overlap}.bioc.xml"
+        run_to_file([source], out, GroupAnnotation(annotator, replace=True), group_size=2,
+                    progress=False, overlap=overlap)
+        outputs.append(out.read_bytes())
+        stats.append({k: annotator.stats[k] - before[k] for k in before})
+    assert outputs[0] == outputs[1]
+    assert stats[0] == stats[1] and stats[0]["mentions"] > 0
+    assert len(scoring - {main}) == 1 and chunking == {main}

@@ -296,3 +296,35 @@ def test_help_groups_basic_and_advanced_options_and_shows_one_example():
              if isinstance(p, click.Option) and not p.hidden]
     assert len(shown) <= 25  # issue 42's bound on annotate's options (--help not counted)
     assert set(BASIC_OPTIONS) <= {p.name for p in shown}
+
+
+@pytest.mark.parametrize("error", [RuntimeError("scoring broke"),
+                                   "user"])
+def test_an_error_while_scoring_reads_the_same_with_or_without_the_overlap(
+        model_dir, tmp_path, monkeypatch, error):
+    """The engine scores groups in a worker thread (e2e_linker/jobs/lookahead.py); an error
+    met there is the run's error as without the overlap: the same line, the same exit code."""
+    from e2e_linker.collective.annotator import Annotator
+    from e2e_linker.errors import UserError
+    from e2e_linker.jobs.lookahead import OVERLAP_VARIABLE
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    write_documents(synthetic_docs(3), tmp_path / "in.xml")
+    exception = UserError("the model's heads are unreadable") if error == "user" else error
+
+    def broken(self, chunks, floor):
+        raise exception
+
+    monkeypatch.setattr(Annotator, "score_chunks", broken)
+    results = []
+    for overlap in ("1", "0"):
+        monkeypatch.setenv(OVERLAP_VARIABLE, overlap)
+        result = CliRunner().invoke(main, ["annotate", str(tmp_path / "in.xml"), "-o",
+                                           str(tmp_path / "out.xml"), "--model",
+                                           str(directory)])
+        results.append((result.exit_code, result.output.replace(str(tmp_path), "TMP")))
+    assert results[0] == results[1]
+    assert results[0][0] not in (0, None)
+    assert str(exception) in results[0][1]
+    assert not (tmp_path / "out.xml").exists()
