@@ -3,6 +3,8 @@ expansion, one scan per document, and the annotator's use of abbreviations in li
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -160,6 +162,7 @@ def test_annotator_propagates_long_form_concept():
 
     class FakeModel:
         config = LinkerConfig(threshold=0.5, resolve_abbreviations=True, exact_match_sieve=True)
+        tokenizer = SimpleNamespace(pad_token_id=0)  # the annotator reads its padding id once
 
         def eval(self):
             return self
