@@ -305,6 +305,12 @@ class GroupAnnotation:
     def __call__(self, docs: list[Document]) -> list[Document]:
         return self.annotator.annotate(docs, self.replace)
 
+    @property
+    def overlap_by_default(self) -> bool:
+        """Overlap groups when the encoder runs on a GPU, not on a CPU: there the host work
+        competes with the encoder's threads for the same cores (docs/scaling.md, "Overlap")."""
+        return self.annotator.model.device.type != "cpu"
+
     def begin(self, docs: list[Document]) -> Callable[[], ScoredGroup]:
         return self.annotator.begin(docs)
 

@@ -248,7 +248,8 @@ class GroupTransform:
         self.settle = settle
         #: whether groups are begun one ahead (:mod:`e2e_linker.jobs.lookahead`)
         self.overlap = isinstance(transform, PhasedTransform) and (
-            overlap_wanted() if overlap is None else overlap)
+            overlap_wanted(getattr(transform, "overlap_by_default", True))
+            if overlap is None else overlap)
         self.ahead = Lookahead()
 
     def __enter__(self) -> GroupTransform:

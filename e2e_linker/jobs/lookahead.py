@@ -28,7 +28,8 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from data_tools.documents import Document
 
-#: the environment variable that switches the overlap off (``0``); on by default
+#: the environment variable that switches the overlap on (``1``) or off (``0``); unset, the
+#: transform decides (:func:`overlap_wanted`)
 OVERLAP_VARIABLE = "E2E_LINKER_OVERLAP"
 
 T = TypeVar("T")
@@ -49,11 +50,15 @@ class PhasedTransform(Protocol):
         """Run in the main thread, groups in order, on what ``begin``'s work returned."""
 
 
-def overlap_wanted() -> bool:
-    """Whether runs overlap groups when their caller does not say: yes, unless
-    :data:`OVERLAP_VARIABLE` is ``0`` (or ``false``, ``no``, ``off``)."""
-    return os.environ.get(OVERLAP_VARIABLE, "1").strip().lower() not in ("0", "false", "no",
-                                                                         "off")
+def overlap_wanted(default: bool = True) -> bool:
+    """Whether runs overlap groups when their caller does not say: :data:`OVERLAP_VARIABLE`
+    when set (``0``, ``false``, ``no``, ``off``: no; anything else: yes), else ``default``
+    (the transform's: the annotator overlaps when its encoder runs on a GPU — on a CPU the
+    host work takes the cores the encoder's threads use, measured slower in docs/scaling.md)."""
+    value = os.environ.get(OVERLAP_VARIABLE)
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
 
 
 class Lookahead:

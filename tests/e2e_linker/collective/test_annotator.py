@@ -381,3 +381,18 @@ def test_the_engine_overlapping_groups_gives_annotates_bytes(annotator, tmp_path
     assert outputs[0] == outputs[1]
     assert stats[0] == stats[1] and stats[0]["mentions"] > 0
     assert len(scoring - {main}) == 1 and chunking == {main}
+
+
+def test_the_annotator_overlaps_groups_by_default_only_off_the_cpu(annotator, monkeypatch):
+    """docs/scaling.md, "Overlap": on a CPU the host work competes with the encoder's threads
+    (measured slower), so the engine overlaps by default only when the encoder is elsewhere."""
+    from e2e_linker.collective.annotator import GroupAnnotation
+    from e2e_linker.jobs.corpus_run import GroupTransform
+    from e2e_linker.jobs.lookahead import OVERLAP_VARIABLE
+
+    monkeypatch.delenv(OVERLAP_VARIABLE, raising=False)
+    on_cpu = GroupAnnotation(annotator, True)
+    assert not on_cpu.overlap_by_default
+    assert not GroupTransform(on_cpu, "raise").overlap
+    monkeypatch.setenv(OVERLAP_VARIABLE, "1")
+    assert GroupTransform(on_cpu, "raise").overlap

@@ -111,11 +111,13 @@ def test_a_lookahead_hands_back_only_the_group_it_began():
             ahead.take(key).result()
 
 
-def test_the_overlap_is_on_unless_the_environment_says_off(monkeypatch):
+def test_the_environment_decides_the_overlap_else_the_transforms_default(monkeypatch):
     monkeypatch.delenv(OVERLAP_VARIABLE, raising=False)
-    assert overlap_wanted()
+    assert overlap_wanted() and overlap_wanted(True) and not overlap_wanted(False)
     monkeypatch.setenv(OVERLAP_VARIABLE, "0")
-    assert not overlap_wanted()
+    assert not overlap_wanted() and not overlap_wanted(True)
+    monkeypatch.setenv(OVERLAP_VARIABLE, "1")
+    assert overlap_wanted(False)
     assert isinstance(Phased(), PhasedTransform)
     assert not isinstance(lambda docs: docs, PhasedTransform)
 
