@@ -57,7 +57,9 @@ def test_garbage_is_collected_before_freezing(thawed):
 def test_a_process_that_froze_its_own_objects_keeps_them(thawed):
     gc.freeze()
     before = gc.get_freeze_count()
+    # frozen objects that die meanwhile leave the count: it may fall, never rise (no second
+    # freeze) or drop to nothing (no thaw)
     with loaded_objects_frozen() as freeze:
         freeze()
-        assert gc.get_freeze_count() == before
-    assert gc.get_freeze_count() == before  # not thawed by the run
+        assert 0 < gc.get_freeze_count() <= before
+    assert 0 < gc.get_freeze_count() <= before  # not thawed by the run
