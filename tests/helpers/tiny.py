@@ -7,6 +7,21 @@ from pathlib import Path
 import torch
 
 
+def counted_encodes(encoder, monkeypatch) -> list[str]:
+    """The texts ``encoder.encode`` is called on from now until the test ends, in call order
+    (``encode`` itself still runs): what a test of the cache or the index checks was encoded,
+    and was not."""
+    seen: list[str] = []
+    encode = encoder.encode
+
+    def counted(texts, *args, **kwargs):
+        seen.extend(texts)
+        return encode(texts, *args, **kwargs)
+
+    monkeypatch.setattr(encoder, "encode", counted)
+    return seen
+
+
 def tiny_encoder_dir(directory: Path, seed: int = 0) -> Path:
     """Write a 1-layer, 32-dim BERT (random weights, safetensors) plus the MiniLM tokenizer."""
     from transformers import BertConfig, BertModel

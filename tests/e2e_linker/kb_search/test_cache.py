@@ -9,6 +9,7 @@ from e2e_linker.kb_search.cache import VectorStore
 from e2e_linker.kb_search.concept_search import ConceptSearcher
 from e2e_linker.kb_search.label_index import LabeledTexts
 from tests.helpers.damage import poke
+from tests.helpers.tiny import counted_encodes
 
 
 def test_tiny_bert_cache_and_self_retrieval(tiny_encoder, tmp_path):
@@ -221,14 +222,7 @@ def test_a_damaged_block_of_the_name_table_drops_its_names_only(tiny_encoder, tm
     known, stored = cache.load()
     stored = np.array(stored)  # a copy: the map would show the damage
     poke(cache.vectors_path, 128 + 2 * 64, b"\x01\x02")  # block 1: rows 2 and 3
-    encoded: list[str] = []
-    encode = tiny_encoder.encode
-
-    def counting(texts, *args, **kwargs):
-        encoded.extend(texts)
-        return encode(texts, *args, **kwargs)
-
-    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    encoded = counted_encodes(tiny_encoder, monkeypatch)
     again = cache.vectors_for(names, progress=False)
     assert sorted(encoded) == sorted(known[2:4])
     assert "vectors.npy is damaged (1 of 5 blocks do not match their checksums); the vectors " \

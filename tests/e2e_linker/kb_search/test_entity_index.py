@@ -11,6 +11,7 @@ import pytest
 from data_tools.kb import KB, Concept
 from e2e_linker.console import VERBOSE_ENV
 from e2e_linker.kb_search.entity_index import EntityIndex, kb_names
+from tests.helpers.tiny import counted_encodes
 
 
 def _index() -> EntityIndex:
@@ -440,14 +441,7 @@ def test_a_part_of_the_kb_takes_the_rows_the_models_list_holds(tiny_encoder, tmp
     EntityIndex.build(_grown(kb, [("OTHER", "fubaco triyl", "")]), tiny_encoder,
                       cache_dir=tmp_path / "c", progress=False, packed=packed,
                       params=params)  # another list, holding none of the part's rows
-    encoded: list[str] = []
-    encode = tiny_encoder.encode
-
-    def counting(texts, *args, **kwargs):
-        encoded.extend(texts)
-        return encode(texts, *args, **kwargs)
-
-    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    encoded = counted_encodes(tiny_encoder, monkeypatch)
     part = EntityIndex.build(_part(kb, added=own), tiny_encoder, cache_dir=tmp_path / "c",
                              progress=False, packed=packed, params=params)
     assert "zorbanib" not in encoded  # taken from the model's list, not encoded
@@ -480,14 +474,8 @@ def test_a_damaged_row_of_the_models_list_is_encoded_instead(tiny_encoder, tmp_p
     with open(rows.path, "r+b") as handle:  # row 0: "zorbanib", encoded with the model
         handle.seek(layout.offset)
         handle.write(b"\x7f" * 8)
-    encoded: list[str] = []
-    encode = tiny_encoder.encode
-
-    def counting(texts, *args, **kwargs):
-        encoded.extend(texts)
-        return encode(texts, *args, **kwargs)
-
-    monkeypatch.setattr(tiny_encoder, "encode", counting)
+    encode = tiny_encoder.encode  # the plain one, for the expected row
+    encoded = counted_encodes(tiny_encoder, monkeypatch)
     part = EntityIndex.build(_part(kb, added=own), tiny_encoder, cache_dir=tmp_path / "c",
                              progress=False, packed=packed)
     assert encoded == ["zorbanib"]

@@ -11,6 +11,7 @@ from e2e_linker.errors import UserError
 from e2e_linker.kb_search.integrity import npy_layout, record_path
 from e2e_linker.kb_search.partial_matrix import PartialKBMatrix, check_partial
 from tests.helpers.damage import poke
+from tests.helpers.tiny import counted_encodes
 
 NAMES = ["aspirin", "ibuprofen", "renal failure", "headache", "nausea", "aspirin", "cisplatin"]
 
@@ -20,22 +21,12 @@ def _matrix(folder, encoder, unit: bool = False) -> PartialKBMatrix:
                            unit=unit)
 
 
-def _counting(encoder, monkeypatch) -> list[str]:
-    seen: list[str] = []
-    encode = encoder.encode
-
-    def counted(texts, *args, **kwargs):
-        seen.extend(texts)
-        return encode(texts, *args, **kwargs)
-
-    monkeypatch.setattr(encoder, "encode", counted)
-    return seen
 
 
 def test_rows_are_the_encoders_vectors_and_only_missing_ones_are_encoded(tiny_encoder, tmp_path,
                                                                           monkeypatch):
     full = tiny_encoder.encode(NAMES, dtype=np.float16)
-    seen = _counting(tiny_encoder, monkeypatch)
+    seen = counted_encodes(tiny_encoder, monkeypatch)
     matrix = _matrix(tmp_path, tiny_encoder)
     got = matrix.rows(np.array([3, 1, 3]))
     np.testing.assert_allclose(got.astype(np.float32), full[[3, 1, 3]].astype(np.float32),
@@ -46,7 +37,7 @@ def test_rows_are_the_encoders_vectors_and_only_missing_ones_are_encoded(tiny_en
 
 
 def test_a_text_at_two_rows_is_encoded_once_and_fills_both(tiny_encoder, tmp_path, monkeypatch):
-    seen = _counting(tiny_encoder, monkeypatch)
+    seen = counted_encodes(tiny_encoder, monkeypatch)
     matrix = _matrix(tmp_path, tiny_encoder)
     got = matrix.rows(np.array([0, 5]))
     assert seen == ["aspirin"] and matrix.present == 2
@@ -56,7 +47,7 @@ def test_a_text_at_two_rows_is_encoded_once_and_fills_both(tiny_encoder, tmp_pat
 def test_encoded_rows_are_kept_for_the_next_run(tiny_encoder, tmp_path, monkeypatch):
     first = _matrix(tmp_path, tiny_encoder)
     kept = first.rows(np.array([2, 4]))
-    seen = _counting(tiny_encoder, monkeypatch)
+    seen = counted_encodes(tiny_encoder, monkeypatch)
     second = _matrix(tmp_path, tiny_encoder)
     assert second.present == 2
     np.testing.assert_array_equal(second.rows(np.array([2, 4])), kept)
@@ -238,7 +229,7 @@ def test_rows_a_source_holds_are_taken_and_only_the_rest_encoded(tiny_encoder, t
                                                                   monkeypatch):
     full = tiny_encoder.encode(NAMES, dtype=np.float16)
     given = _Given({1: np.full(full.shape[1], 0.5, np.float16), 4: full[4]})
-    seen = _counting(tiny_encoder, monkeypatch)
+    seen = counted_encodes(tiny_encoder, monkeypatch)
     matrix = PartialKBMatrix(tmp_path / "kb" / "list.npy", NAMES, tiny_encoder, tmp_path,
                              progress=False, source=given)
     got = matrix.rows(np.array([4, 1, 2]))
