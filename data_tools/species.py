@@ -101,6 +101,16 @@ def preferred_taxa(text: str) -> list[str]:
     return ordered if DEFAULT_TAXON in ordered else [*ordered, DEFAULT_TAXON]
 
 
+def species_cue_offsets(text: str) -> list[tuple[int, str]]:
+    """(offset, taxon) of each cue word naming a species in ``text``, in text order (yeast
+    under both of its taxa; technique phrases such as "yeast two-hybrid" do not count):
+    where the document names which species, for a gene mention's species choice
+    (:mod:`e2e_linker.collective.species_choice`)."""
+    cleaned = _NOT_ABOUT_THE_SPECIES.sub(lambda m: " " * len(m.group()), text)
+    return sorted((m.start(), taxon) for taxa, pattern in _PATTERNS
+                  for m in pattern.finditer(cleaned) for taxon in taxa)
+
+
 def mentioned_taxa_first(mentioned: Sequence[str], cued: Sequence[str]) -> list[str]:
     """A document's species order from the taxa its Species mentions link to (``mentioned``,
     one entry a mention, in text order) and from :func:`preferred_taxa` (``cued``): the

@@ -36,6 +36,7 @@ from e2e_linker.collective.remembered import RememberedKB
 from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_linking import SpanLinker
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.collective.species_choice import load_species_choice
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, scan_documents
 from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.declaration import Pipeline
@@ -96,7 +97,8 @@ class Annotator:
         settings = (settings or AnnotateSettings()).for_model(model.config)
         pipeline = pipeline or settings.resolved_pipeline(
             model.config, model_dir or settings.model_dir or model_directory(model))
-        parts = LinkerParts(index, names, sieves, text_linker, kb)
+        parts = LinkerParts(index, names, sieves, text_linker, kb, load_species_choice(
+            model_dir or settings.model_dir or model_directory(model)))
         annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)
         annotator.parts = parts
         return annotator
@@ -328,10 +330,13 @@ class LinkerParts:
     sieves: object = None
     text_linker: object = None
     kb: object = None
+    #: the model's fitted species choice (None: it has none)
+    species_choice: object = None
 
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
-        ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``) and the
+        ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``,
+        ``learned_species``) and the
         settings' name-only types."""
         kb = self.kb
         return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
@@ -339,7 +344,9 @@ class LinkerParts:
                           self.text_linker, pipeline.has("abbreviation_links"),
                           kb.taxa() if kb is not None else None, pipeline.has("composites"),
                           settings.lexical_types, kb.concepts if kb is not None else None,
-                          species_mentions=pipeline.has("species_mentions"))
+                          species_mentions=pipeline.has("species_mentions"),
+                          species_choice=self.species_choice
+                          if pipeline.has("learned_species") else None)
 
 
 def model_directory(model) -> str | None:

@@ -84,9 +84,14 @@ class ConfidenceModel:
         """The model's value, in [0, 1], on named ``features`` (a model fitted on other
         features than :func:`features_of`'s, such as the normalizer's:
         :mod:`e2e_linker.normalizer.confidence`)."""
-        z = self.bias + sum(self.weights.get(name, 0.0) * value
-                            for name, value in features.items())
+        z = self.score(features)
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def score(self, features: dict[str, float]) -> float:
+        """The weighted sum before the sigmoid (``bias + Σ weight_f · feature_f``): what a
+        ranking compares, with no rounding to 1.0 of large values."""
+        return self.bias + sum(self.weights.get(name, 0.0) * value
+                               for name, value in features.items())
 
     def to_json(self) -> dict:
         """What :data:`CONFIDENCE_FILE` holds (read back by :meth:`from_json`)."""

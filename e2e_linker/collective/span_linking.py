@@ -24,6 +24,11 @@ from data_tools.species import mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.remembered import RememberedNames
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.collective.species_choice import (
+    DocumentSpecies,
+    SpeciesChoice,
+    document_species,
+)
 from e2e_linker.kb_search.entity_index import EntityIndex
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention, stands_for
 from e2e_linker.lexical.gene_forms import coordinated_genes, too_short_for_a_gene
@@ -72,8 +77,12 @@ class SpanLinker:
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
                  resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None,
                  composites: bool = True, lexical_types: Sequence[str] = (),
-                 concepts: Mapping | None = None, species_mentions: bool = False):
+                 concepts: Mapping | None = None, species_mentions: bool = False,
+                 species_choice: SpeciesChoice | None = None):
         self.index = index
+        #: a gene mention's species chosen by the fitted model in place of the rule's
+        #: per-mention cues (:mod:`~e2e_linker.collective.species_choice`; None: the rule)
+        self.species_choice = species_choice
         #: a document's species order starts from the taxa its Species spans link to
         #: (:func:`~data_tools.species.mentioned_taxa_first`)
         self.species_mentions = species_mentions
@@ -103,6 +112,22 @@ class SpanLinker:
             if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
                 out.setdefault(span.doc_index, []).append(
                     found[0][0].removeprefix(TAXON_PREFIX))
+        return out
+
+    @staticmethod
+    def species_inputs(spans: Sequence[SpanPrediction], ranked: Sequence[list[tuple[str, float]]],
+                       texts: Sequence[str]
+                       ) -> dict[int, tuple[list[tuple[int, str]], list[str]]]:
+        """Document index → its Species spans' taxa where they stand (start, taxon) and its
+        gene spans' texts: what :func:`~e2e_linker.collective.species_choice.document_species`
+        reads of a batch."""
+        out: dict[int, tuple[list[tuple[int, str]], list[str]]] = {}
+        for span, found, text in zip(spans, ranked, texts, strict=True):
+            species, gene_texts = out.setdefault(span.doc_index, ([], []))
+            if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
+                species.append((span.start, found[0][0].removeprefix(TAXON_PREFIX)))
+            elif span.type == GENE_TYPE:
+                gene_texts.append(text)
         return out
 
     @property
@@ -232,6 +257,8 @@ class SpanLinker:
             doc_texts: dict[int, str] = {}
             doc_words: dict[int, str] = {}
             preferred: dict[int, list[str]] = {}
+            evidence: dict[int, DocumentSpecies] = {}
+            inputs: dict[int, tuple[list[tuple[int, str]], list[str]]] | None = None
             mentioned = self.mentioned_taxa(spans, ranked) if self.species_mentions else {}
             taxa = self.taxa
             for k, span in enumerate(spans):
@@ -246,9 +273,20 @@ class SpanLinker:
                     # below leave it as it is, and its species order is the document's
                     span_taxa[k] = list(preferred[span.doc_index])
                     continue
-                span_taxa[k] = self.genes.mention_species(
-                    ranked[k], texts[k], doc_texts[span.doc_index], span.start, span.end,
-                    preferred[span.doc_index])
+                if self.species_choice is not None:
+                    if span.doc_index not in evidence:
+                        if inputs is None:
+                            inputs = self.species_inputs(spans, ranked, texts)
+                        evidence[span.doc_index] = document_species(
+                            doc_texts[span.doc_index], *inputs[span.doc_index],
+                            preferred[span.doc_index], self.genes)
+                    span_taxa[k] = self.species_choice.order(
+                        texts[k], doc_texts[span.doc_index], span.start, span.end, ranked[k],
+                        evidence[span.doc_index], self.genes)
+                else:
+                    span_taxa[k] = self.genes.mention_species(
+                        ranked[k], texts[k], doc_texts[span.doc_index], span.start,
+                        span.end, preferred[span.doc_index])
                 ranked[k] = self.genes.species_first(ranked[k], span_taxa[k])
                 if span.type in self.lexical_types and len(ranked[k]) > 1:
                     if span.doc_index not in doc_words:

@@ -40,9 +40,10 @@ _NAME = re.compile(r"[a-z0-9_]+")
 STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: registered steps a model directory without a ``pipeline.toml`` leaves off: each was
 #: measured and lost on the dev table (docs/decisions/), is the config's to switch on, or
-#: needs what not every model has (species_mentions: Species spans and species concepts)
+#: needs what not every model has (species_mentions: Species spans and species concepts;
+#: learned_species: a fitted species_choice.json)
 OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
-                       "species_mentions")
+                       "species_mentions", "learned_species")
 
 
 def param_types(cls: type[Step]) -> dict[str, Any]:

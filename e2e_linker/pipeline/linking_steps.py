@@ -76,6 +76,19 @@ class SpeciesMentions(Step):
 
 @register
 @dataclass(frozen=True)
+class LearnedSpecies(Step):
+    """A gene mention's species chosen by the model's fitted species choice (its
+    ``species_choice.json``: :mod:`~e2e_linker.collective.species_choice`) in place of the
+    rule's per-mention cues; the document's species order still comes after it. A model
+    without the file links as without the step."""
+
+    name = "learned_species"
+    stage = "link"
+    summary = "a gene mention's species chosen by the fitted species model (linker part)"
+
+
+@register
+@dataclass(frozen=True)
 class Link(Step):
     """Every kept span linked: one batched dense search, species order, then the parts
     above (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link`)."""

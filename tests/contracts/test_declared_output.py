@@ -12,7 +12,9 @@ species and one confidence on every annotation; short forms resolved through the
 forms, docs/decisions/0039-short-forms-through-long-forms.md; monoclonal antibodies kept as
 chemicals, docs/decisions/0011-gene-products.md), then with the mined names' current IDs (issue
 44: olanzapine and lamotrigine answer the MeSH descriptors that replaced their 2015
-supplementary concepts, docs/models.md).
+supplementary concepts, docs/models.md), and with the fitted species choice (issue 43: a gene
+mention's species chosen by a model fitted on gold gene IDs, the step ``learned_species``,
+docs/decisions/0040-learned-species.md).
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
 filled can move it. Change the digest only with a change meant to move the output, and say
@@ -33,7 +35,7 @@ import pytest
 from data_tools.registry import data_dir
 
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts (see the module docstring)
-DEV_100_SHA256 = "66bb2da88c567c5a429e88b366d97bc2de2430c87a26b0d7d693ef9ee677c1e0"
+DEV_100_SHA256 = "2fa582ea431dd2b99cd44c2dc46a91595f6a69ace184bcb5203648cf06d90ea6"
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100
 

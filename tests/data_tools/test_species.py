@@ -12,6 +12,7 @@ from data_tools.species import (
     mutant_mark_after,
     preferred_taxa,
     species_before,
+    species_cue_offsets,
     species_mentions,
 )
 
@@ -98,3 +99,11 @@ def test_mentioned_taxa_come_first_by_count_then_the_cues():
     # a tie: text order; a taxon both mentioned and cued appears once
     assert mentioned_taxa_first(["10090", "9606"], ["9606", "10090"]) == ["10090", "9606"]
     assert mentioned_taxa_first([], ["10090", "9606"]) == ["10090", "9606"]
+
+
+def test_cue_offsets_say_where_each_species_is_named():
+    text = "A yeast two-hybrid screen in mice; human patients."
+    found = species_cue_offsets(text)
+    assert found == [(text.index("mice"), "10090"), (text.index("human"), "9606"),
+                     (text.index("patients"), "9606")]  # the technique phrase is no cue
+    assert species_cue_offsets("yeast") == [(0, "4932"), (0, "559292")]  # both its taxa

@@ -357,3 +357,26 @@ def test_the_species_a_document_mentions_order_its_genes_with_species_mentions()
         out[on] = [a.concept_ids for a in linker.link(spans, docs, scan_documents(docs))]
     assert out[True] == [["NCBITaxon:10116"], ["24498"], ["NCBITaxon:10116"]]
     assert out[False][1] != ["24498"]
+
+
+def test_a_fitted_species_choice_decides_a_gene_mentions_species():
+    """"Il6" names the human and the mouse gene in an abstract about patients: the rule
+    takes the human one; a species choice that weighs how the mention is written (the mouse
+    symbol "Il6") takes the mouse one, and the ortholog-free document order stays behind it."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.confidence import ConfidenceModel
+    from e2e_linker.collective.species_choice import SpeciesChoice
+
+    kb = KB([Concept("3569", "IL6", ["Il6"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("16193", "Il6", [], "Gene", "NCBI Gene", taxon="10090")])
+    text = "Il6 rose in patients."
+    docs = [Document("r", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, 0, 3, 0.9, "Gene", np.zeros(2, np.float32))]
+    choice = SpeciesChoice(ConfidenceModel({"written_symbol": 5.0, "document_first": 1.0}))
+    out = {}
+    for fitted in (choice, None):
+        linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                            lexical_types=("Gene",), concepts=kb.concepts,
+                            species_choice=fitted)
+        out[fitted is not None] = linker.link(spans, docs, scan_documents(docs))[0].concept_ids
+    assert out == {True: ["16193"], False: ["3569"]}

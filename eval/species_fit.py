@@ -1,0 +1,212 @@
+"""Fit the species choice (:mod:`e2e_linker.collective.species_choice`) on gold gene IDs and
+check it against the rule on the gene dev sets.
+
+    python -m eval.species_fit [--model DIR] [--fit-on gnormplus:fit nlmgene:fit biored:train]
+                               [--check gnormplus:dev nlmgene:dev biored:dev] [--write]
+                               [--out eval/results/dev_table/species_choice]
+
+Why: which species a gene mention means decides its NCBI Gene ID, and the rule's document
+order got it right for 65–85 % of the gold gene mentions of the gene dev sets
+(docs/decisions/0040-learned-species.md). Each corpus is annotated from its stripped text by
+the model (names mined from :data:`FIT_NAMES` only), which gives
+each document's Species spans and gene spans — the evidence the linker reads at that point;
+then every gold gene mention whose name has genes of some species in the KB gives one row per
+candidate taxon (:func:`~e2e_linker.collective.species_choice.candidate_taxa`), labelled by
+whether it is the gold gene's. The logistic model is fitted on the ``--fit-on`` corpora
+(training splits only); ``--check`` reports, per dev corpus, how often the first taxon is the
+gold gene's — the rule's order
+(:meth:`~e2e_linker.collective.gene_ranking.GeneRanking.mention_species`) beside the fitted
+model's — and how many gold mentions had the gold taxon among no candidate. ``--write`` puts
+the fitted ``species_choice.json`` into the model directory (default: the shipped model; then
+refresh its ``SHA256SUMS``: ``e2e_linker.kb_search.shipped.write_manifest``). The choice is
+made on the dev table (``python -m eval.ood_dev --set learned_species``), not here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from data_tools.documents import Document
+from data_tools.kb_loaders import GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
+from data_tools.species import mentioned_taxa_first, species_before
+from e2e_linker.collective.gene_ranking import GeneRanking
+from e2e_linker.collective.span_linking import document_taxa
+from e2e_linker.collective.species_choice import (
+    SPECIES_CHOICE_FILE,
+    SpeciesChoice,
+    candidate_taxa,
+    document_species,
+    fit_species_choice,
+    sentence_bounds,
+    taxon_features,
+)
+from eval.ood_dev import gold_of
+from eval.reporting import command_line, machine, write_results
+
+RESULTS = Path(__file__).parent / "results" / "dev_table" / "species_choice"
+FIT_ON = ("gnormplus:fit", "nlmgene:fit", "biored:train")
+CHECK = ("gnormplus:dev", "nlmgene:dev", "biored:dev")
+#: the corpora whose mentions the KB's mined names come from while fitting: not the fitted
+#: ones — a training document's own gold genes mined as names would make its genes look
+#: unambiguous, which no new document's are
+FIT_NAMES = ("bc5cdr:train", "ncbi_disease:train")
+#: the L2 penalty of the fit (as the annotation confidence's)
+L2 = 1.0
+
+parser = argparse.ArgumentParser(prog="python -m eval.species_fit", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--model", default=None, help="model directory (default: shipped)")
+parser.add_argument("--fit-on", nargs="+", default=list(FIT_ON))
+parser.add_argument("--check", nargs="*", default=list(CHECK))
+parser.add_argument("--kb-names-from", nargs="*", default=list(FIT_NAMES),
+                    help="corpora whose mentions are the KB's mined names while fitting")
+parser.add_argument("--write", action="store_true",
+                    help=f"write {SPECIES_CHOICE_FILE} into the model directory")
+parser.add_argument("--out", default=str(RESULTS))
+
+
+def gene_key(cid: str) -> str:
+    """A gene concept ID as the gene KB keys it (``NCBIGene:7067`` → ``7067``)."""
+    return cid.split(":")[-1]
+
+
+def linked_taxon(order: list[str], ranked: list[tuple[str, float]], genes: GeneRanking
+                 ) -> str | None:
+    """The taxon of the gene the linker takes for a mention with species ``order`` and
+    concepts ``ranked``: the first concept of a species after the order's reordering
+    (:meth:`~e2e_linker.collective.gene_ranking.GeneRanking.species_first`), moved to the
+    order's first taxon when the ortholog step finds that taxon's gene of the same symbol
+    (the within-species choice aside)."""
+    taxa = genes.taxa or {}
+    first = next((cid for cid, _ in genes.species_first(ranked, order) if cid in taxa), None)
+    if first is None:
+        return None
+    if order and genes.ortholog(first, order[0]) is not None:
+        return order[0]
+    return taxa[first]
+
+
+def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dict]:
+    """One entry per gold gene mention of ``gold`` whose name has genes in the KB: its gold
+    taxon (None: its gene is not in the KB), the rule's first taxon and each candidate
+    taxon's features (``pred``: the model's annotations of the same document, for its Species
+    and gene spans)."""
+    taxa = genes.taxa or {}
+    text = gold.text
+    species = [(a.start, a.concept_ids[0].removeprefix(TAXON_PREFIX)) for a in pred.annotations
+               if a.type == SPECIES_TYPE and a.concept_ids
+               and a.concept_ids[0].startswith(TAXON_PREFIX)]
+    order = mentioned_taxa_first([t for _, t in species], document_taxa(text))
+    doc = document_species(text, species, [a.text for a in pred.annotations
+                                           if a.type == GENE_TYPE], order, genes)
+    rows = []
+    for ann in gold.annotations:
+        if ann.type != GENE_TYPE or not ann.concept_ids:
+            continue
+        mention = text[ann.start:ann.end]
+        ranked = genes.name_only_ranking(mention, GENE_TYPE)
+        if not any(cid in taxa for cid, _ in ranked):
+            continue
+        gold_taxa = {taxa[k] for k in map(gene_key, ann.concept_ids) if k in taxa}
+        before = species_before(text, ann.start)
+        sentence = sentence_bounds(text, ann.start, ann.end)
+        found = candidate_taxa(ranked, genes, doc, before)
+        rule = genes.mention_species(ranked, mention, text, ann.start, ann.end, order)
+        rows.append({"gold": sorted(gold_taxa), "rule": linked_taxon(rule, ranked, genes),
+                     "candidates": found,
+                     "features": [taxon_features(t, mention, text, ann.start, ann.end, ranked,
+                                                 doc, genes, before, sentence)
+                                  for t in found]})
+    return rows
+
+
+def corpus_rows(linker, spec: str) -> list[dict]:
+    """:func:`mention_rows` of every document of corpus ``spec``."""
+    gold = gold_of(spec)
+    pred = linker.annotate(gold, replace=True)
+    genes = linker.annotator.linker.genes
+    return [row for g, p in zip(gold, pred, strict=True) for row in mention_rows(g, p, genes)]
+
+
+def fit(rows: list[dict], fitted: dict) -> SpeciesChoice:
+    """The species choice fitted on ``rows`` (those whose gold taxon is a candidate)."""
+    mentions = [(row["features"], next(n for n, t in enumerate(row["candidates"])
+                                       if t in row["gold"]))
+                for row in rows if set(row["gold"]) & set(row["candidates"])
+                and len(row["candidates"]) > 1]
+    return fit_species_choice(mentions, l2=L2, fitted=fitted)
+
+
+def check(rows: list[dict], choice: SpeciesChoice) -> dict:
+    """How often the linked gene's taxon is the gold gene's (:func:`linked_taxon`): the
+    rule's and the fitted model's (its best candidate: :func:`candidate_taxa` holds only taxa
+    the linker reaches), over
+    the gold mentions with a gene in the KB (``mentions``); ``unreachable``: those whose gold
+    taxon is no candidate."""
+    rule = learned = unreachable = 0
+    known = [row for row in rows if row["gold"]]
+    for row in known:
+        rule += row["rule"] in row["gold"]
+        scores = [choice.model.score(f) for f in row["features"]]
+        best = min(range(len(scores)), key=lambda n: (-scores[n], n)) if scores else None
+        learned += best is not None and row["candidates"][best] in row["gold"]
+        unreachable += not set(row["gold"]) & set(row["candidates"])
+    n = len(known)
+    return {"mentions": n, "rule": round(rule / n, 4) if n else 0.0,
+            "learned": round(learned / n, 4) if n else 0.0, "unreachable": unreachable}
+
+
+def markdown(result: dict) -> str:
+    """The check table of :func:`main`."""
+    lines = [f"Species choice fitted on {', '.join(result['fit_on'])} "
+             f"({result['fit_rows']} gold gene mentions); how often the linked gene's taxon "
+             "is the gold one, over the gold gene mentions whose name has genes in the KB:",
+             "",
+             "| corpus | mentions | rule | fitted | gold taxon no candidate |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {spec} | {c['mentions']} | {c['rule']:.4f} | **{c['learned']:.4f}** | "
+              f"{c['unreachable']} |" for spec, c in result["check"].items()]
+    lines += ["", "Weights (features: e2e_linker.collective.species_choice.taxon_features):", "",
+              "| feature | weight |", "|---|---|"]
+    lines += [f"| {name} | {w:+.3f} |" for name, w in sorted(result["model"]["weights"].items())]
+    lines += [f"| (bias) | {result['model']['bias']:+.3f} |", "",
+              f"Command: `{result['command']}`; {result['machine']}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from e2e_linker.api import Linker
+    from e2e_linker.collective.model_dir import default_linker_dir
+    from e2e_linker.collective.settings import AnnotateSettings
+    from eval.models import model_with_names_from
+
+    args = parser.parse_args(argv)
+    model_dir = Path(args.model) if args.model else default_linker_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "model").mkdir()
+        fair = model_with_names_from(list(args.kb_names_from), Path(tmp) / "model", model_dir,
+                                     keep_packed_index=True)
+        linker = Linker.load(settings=replace(AnnotateSettings(), model_dir=str(fair)))
+        fit_rows = [row for spec in args.fit_on for row in corpus_rows(linker, spec)]
+        fitted = {"label": "the gold gene's taxon", "fit_on": list(args.fit_on),
+                  "rows": len(fit_rows), "l2": L2,
+                  "method": "conditional logit over each mention's candidate taxa, Newton's method",
+                  "names": "mined from " + ", ".join(args.kb_names_from)}
+        choice = fit(fit_rows, fitted)
+        checked = {spec: check(corpus_rows(linker, spec), choice) for spec in args.check}
+    if args.write:
+        (model_dir / SPECIES_CHOICE_FILE).write_text(json.dumps(choice.to_json(), indent=2)
+                                                     + "\n")
+    result = {"command": command_line("species_fit", argv), "machine": machine(),
+              "fit_on": list(args.fit_on), "fit_rows": len(fit_rows),
+              "model": choice.to_json(), "check": checked}
+    write_results(args.out, result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
