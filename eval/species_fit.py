@@ -113,7 +113,7 @@ def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dic
             continue
         gold_taxa = {taxa[k] for k in map(gene_key, ann.concept_ids) if k in taxa}
         before = species_before(text, ann.start)
-        sentence = sentence_bounds(text, ann.start, ann.end)
+        sentence = sentence_bounds(text, ann.start, ann.end, doc.ends)
         found = candidate_taxa(ranked, genes, doc, before)
         rule = genes.mention_species(ranked, mention, text, ann.start, ann.end, order)
         rows.append({"gold": sorted(gold_taxa), "rule": linked_taxon(rule, ranked, genes),

@@ -24,6 +24,7 @@ them by it, the rule's order after them. The fitted weights are the model direct
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -74,6 +75,8 @@ class DocumentSpecies:
     symbols: dict[str, int] = field(default_factory=dict)
     only: dict[str, int] = field(default_factory=dict)
     gene_spans: int = 0
+    #: :func:`sentence_ends` of the text
+    ends: list[tuple[int, int]] = field(default_factory=list)
 
 
 def document_species(text: str, species_spans: Sequence[tuple[int, str]],
@@ -84,7 +87,7 @@ def document_species(text: str, species_spans: Sequence[tuple[int, str]],
     ranks a gene text's concepts (and says their taxa and official symbols)."""
     cues = species_cue_offsets(text)
     out = DocumentSpecies(named=sorted([*species_spans, *cues]), order=list(order),
-                          gene_spans=len(gene_texts))
+                          gene_spans=len(gene_texts), ends=sentence_ends(text))
     for _, taxon in species_spans:
         out.mentioned[taxon] = out.mentioned.get(taxon, 0) + 1
     for _, taxon in cues:
@@ -103,14 +106,29 @@ def document_species(text: str, species_spans: Sequence[tuple[int, str]],
     return out
 
 
-def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The offsets of the sentence of ``text`` that holds ``start``..``end`` (a simple split at
-    sentence punctuation followed by a capital, digit or bracket, and at line ends)."""
+def sentence_ends(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s sentences end, in order: each end mark's (start, end) offsets — a
+    sentence mark with the spaces after it when a capital, digit or bracket follows, or a
+    line end — for :func:`sentence_bounds`, found once a document."""
+    return [(m.start(), m.end()) for m in _SENTENCE_END.finditer(text)]
+
+
+def sentence_bounds(text: str, start: int, end: int,
+                    ends: Sequence[tuple[int, int]] | None = None) -> tuple[int, int]:
+    """The offsets of the sentence of ``text`` that holds ``start``..``end``: from the last
+    end mark (:func:`sentence_ends`, or ``ends`` when the caller found them) that ends before
+    the next character after it reaches ``start`` — a sentence mark whose following
+    character is at ``start`` does not count, a line end right before it does — to the next
+    mark at or after ``end``."""
+    found = sentence_ends(text) if ends is None else ends
     lo = 0
-    for m in _SENTENCE_END.finditer(text, 0, start):
-        lo = m.end()
-    m = _SENTENCE_END.search(text, end)
-    return lo, m.start() if m else len(text)
+    n = bisect.bisect_left(found, (start, -1))
+    for mark_start, mark_end in reversed(found[:n]):
+        if mark_end < start or (mark_end == start and text[mark_start] == "\n"):
+            lo = mark_end
+            break
+    k = bisect.bisect_left(found, (end, -1))
+    return lo, found[k][0] if k < len(found) else len(text)
 
 
 def _style(text: str) -> str | None:
@@ -202,7 +220,7 @@ class SpeciesChoice:
         (:func:`candidate_taxa`) by the model's score, best first (the earlier
         candidate on a tie), then the rest of the document's order."""
         before = species_before(doc_text, start)
-        sentence = sentence_bounds(doc_text, start, end)
+        sentence = sentence_bounds(doc_text, start, end, doc.ends)
         found = candidate_taxa(ranked, genes, doc, before)
         scores = [self.model.score(taxon_features(taxon, text, doc_text, start, end,
                                                   ranked, doc, genes, before, sentence))

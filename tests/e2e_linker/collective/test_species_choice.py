@@ -13,6 +13,7 @@ from e2e_linker.collective.species_choice import (
     document_species,
     load_species_choice,
     sentence_bounds,
+    sentence_ends,
     taxon_features,
 )
 from tests.e2e_linker.collective.test_gene_ranking import _genes
@@ -39,6 +40,11 @@ def test_sentence_bounds_split_at_sentence_ends():
     start = TEXT.index("Shh")
     lo, hi = sentence_bounds(TEXT, start, start + 3)
     assert TEXT[lo:hi] == "In mice, Shh and Sirt1 were induced"  # its end mark left out
+    assert sentence_bounds(TEXT, start, start + 3, sentence_ends(TEXT)) == (lo, hi)
+    # a sentence mark right before the mention counts only with a character between; a
+    # line end right before it counts
+    assert sentence_bounds("Mice. Shh rose", 6, 9) == (0, 14)
+    assert sentence_bounds("Mice\nShh rose", 5, 8) == (5, 13)
 
 
 def test_features_read_the_mention_its_sentence_and_its_document():
