@@ -16,7 +16,9 @@ whether it is the gold gene's. The logistic model is fitted on the ``--fit-on`` 
 (training splits only); ``--check`` reports, per dev corpus, how often the first taxon is the
 gold gene's — the rule's order
 (:meth:`~e2e_linker.collective.gene_ranking.GeneRanking.mention_species`) beside the fitted
-model's — and how many gold mentions had the gold taxon among no candidate. ``--write`` puts
+model's — and how many gold mentions had the gold taxon among no candidate; and again with
+each checked corpus's own training split left out of the fit (a group's text the fit never
+saw: how far the choice carries to other corpora). ``--write`` puts
 the fitted ``species_choice.json`` into the model directory (default: the shipped model; then
 refresh its ``SHA256SUMS``: ``e2e_linker.kb_search.shipped.write_manifest``). The choice is
 made on the dev table (``python -m eval.ood_dev --set learned_species``), not here.
@@ -160,6 +162,11 @@ def check(rows: list[dict], choice: SpeciesChoice) -> dict:
             "learned": round(learned / n, 4) if n else 0.0, "unreachable": unreachable}
 
 
+def same_corpus(spec: str, other: str) -> bool:
+    """Whether two corpus specs name splits of one corpus (``nlmgene:fit``, ``nlmgene:dev``)."""
+    return spec.split(":")[0] == other.split(":")[0]
+
+
 def markdown(result: dict) -> str:
     """The check table of :func:`main`."""
     lines = [f"Species choice fitted on {', '.join(result['fit_on'])} "
@@ -170,6 +177,12 @@ def markdown(result: dict) -> str:
              "|---|---|---|---|---|"]
     lines += [f"| {spec} | {c['mentions']} | {c['rule']:.4f} | **{c['learned']:.4f}** | "
               f"{c['unreachable']} |" for spec, c in result["check"].items()]
+    if result.get("held_out"):
+        lines += ["", "Each corpus held out: fitted on the other corpora only (text of a group "
+                  "the fit never saw):", "", "| corpus | mentions | rule | fitted without it |",
+                  "|---|---|---|---|"]
+        lines += [f"| {spec} | {c['mentions']} | {c['rule']:.4f} | **{c['learned']:.4f}** |"
+                  for spec, c in result["held_out"].items()]
     lines += ["", "Weights (features: e2e_linker.collective.species_choice.taxon_features):", "",
               "| feature | weight |", "|---|---|"]
     lines += [f"| {name} | {w:+.3f} |" for name, w in sorted(result["model"]["weights"].items())]
@@ -191,19 +204,24 @@ def main(argv: list[str] | None = None) -> int:
         fair = model_with_names_from(list(args.kb_names_from), Path(tmp) / "model", model_dir,
                                      keep_packed_index=True)
         linker = Linker.load(settings=replace(AnnotateSettings(), model_dir=str(fair)))
-        fit_rows = [row for spec in args.fit_on for row in corpus_rows(linker, spec)]
+        rows = {spec: corpus_rows(linker, spec) for spec in args.fit_on}
+        fit_rows = [row for spec in args.fit_on for row in rows[spec]]
         fitted = {"label": "the gold gene's taxon", "fit_on": list(args.fit_on),
                   "rows": len(fit_rows), "l2": L2,
                   "method": "conditional logit over each mention's candidate taxa, Newton's method",
                   "names": "mined from " + ", ".join(args.kb_names_from)}
         choice = fit(fit_rows, fitted)
-        checked = {spec: check(corpus_rows(linker, spec), choice) for spec in args.check}
+        check_rows = {spec: corpus_rows(linker, spec) for spec in args.check}
+        checked = {spec: check(check_rows[spec], choice) for spec in args.check}
+        held_out = {spec: check(check_rows[spec], fit(
+            [row for other in args.fit_on if not same_corpus(other, spec)
+             for row in rows[other]], {})) for spec in args.check}
     if args.write:
         (model_dir / SPECIES_CHOICE_FILE).write_text(json.dumps(choice.to_json(), indent=2)
                                                      + "\n")
     result = {"command": command_line("species_fit", argv), "machine": machine(),
               "fit_on": list(args.fit_on), "fit_rows": len(fit_rows),
-              "model": choice.to_json(), "check": checked}
+              "model": choice.to_json(), "check": checked, "held_out": held_out}
     write_results(args.out, result, markdown(result))
     return 0
 
