@@ -30,3 +30,10 @@ def test_fit_and_check_on_rows_where_the_written_symbol_decides():
                            "features": [{}, {}]}], choice)
     assert found["mentions"] == 61 and found["unreachable"] == 1
     assert found["rule"] == round(30 / 61, 4) and found["learned"] == round(60 / 61, 4)
+
+
+def test_splits_of_one_corpus_are_one_corpus():
+    from eval.species_fit import same_corpus
+
+    assert same_corpus("nlmgene:fit", "nlmgene:dev")
+    assert not same_corpus("biored:train", "nlmgene:dev")

@@ -87,3 +87,19 @@ def test_fit_learns_the_taxon_of_the_labelled_rows(tmp_path):
     assert load_species_choice(tmp_path).model.weights == model.weights
     assert load_species_choice(tmp_path / "none") is None
     assert load_species_choice(None) is None
+
+
+def test_the_shipped_species_choice_weighs_only_features_the_linker_computes():
+    from e2e_linker.collective.model_dir import default_linker_dir
+    from e2e_linker.collective.species_choice import TAXON_GROUPS
+
+    choice = load_species_choice(default_linker_dir())
+    assert choice is not None
+    groups = [*TAXON_GROUPS.values(), "other"]
+    known = {"mentioned_share", "cued_share", "named_nowhere", "document_first",
+             "document_second", "most_symbols", "named_before", "same_sentence", "has_gene",
+             "first_gene", "written_symbol", "symbol_key", "symbol_share", "only_share",
+             "mutant_mark", *(f"taxon={g}" for g in groups), *(f"caps:{g}" for g in groups),
+             *(f"title:{g}" for g in groups)}
+    assert set(choice.model.weights) <= known
+    assert choice.model.weights["named_before"] > 0  # a species word right before the mention
