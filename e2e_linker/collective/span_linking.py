@@ -259,6 +259,7 @@ class SpanLinker:
             preferred: dict[int, list[str]] = {}
             evidence: dict[int, DocumentSpecies] = {}
             inputs: dict[int, tuple[list[tuple[int, str]], list[str]]] | None = None
+            given_species = species or {}
             mentioned = self.mentioned_taxa(spans, ranked) if self.species_mentions else {}
             taxa = self.taxa
             for k, span in enumerate(spans):
@@ -266,14 +267,16 @@ class SpanLinker:
                     doc_texts[span.doc_index] = docs[span.doc_index].text
                     order = mentioned_taxa_first(mentioned.get(span.doc_index, []),
                                                  document_taxa(doc_texts[span.doc_index]))
-                    given = list((species or {}).get(span.doc_index, ()))
+                    given = list(given_species.get(span.doc_index, ()))
                     preferred[span.doc_index] = [*given, *(t for t in order if t not in given)]
                 if not any(cid in taxa for cid, _ in ranked[k]):
                     # no gene among its concepts (most dense rankings): the species steps
                     # below leave it as it is, and its species order is the document's
                     span_taxa[k] = list(preferred[span.doc_index])
                     continue
-                if self.species_choice is not None:
+                if self.species_choice is not None and not given_species.get(span.doc_index):
+                    # a caller's species (``linker normalize --species``) is an order, not
+                    # evidence: the rule below keeps it first
                     if span.doc_index not in evidence:
                         if inputs is None:
                             inputs = self.species_inputs(spans, ranked, texts)

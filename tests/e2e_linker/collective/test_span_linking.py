@@ -379,4 +379,7 @@ def test_a_fitted_species_choice_decides_a_gene_mentions_species():
                             lexical_types=("Gene",), concepts=kb.concepts,
                             species_choice=fitted)
         out[fitted is not None] = linker.link(spans, docs, scan_documents(docs))[0].concept_ids
+        # the caller's species (linker normalize --species) decides over the fitted choice
+        assert linker.link(spans, docs, scan_documents(docs), species={0: ["9606"]}
+                           )[0].concept_ids == ["3569"]
     assert out == {True: ["16193"], False: ["3569"]}
