@@ -37,6 +37,7 @@ from e2e_linker.collective.settings import AnnotateSettings
 from e2e_linker.collective.span_linking import SpanLinker
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.collective.species_choice import load_species_choice
+from e2e_linker.console import say
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, scan_documents
 from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.declaration import Pipeline
@@ -336,9 +337,14 @@ class LinkerParts:
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
         ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``,
-        ``learned_species``) and the
-        settings' name-only types."""
+        ``learned_species``) and the settings' name-only types. ``learned_species`` declared
+        for a model without its fitted file is said (``linker -v`` or a terminal) and links by
+        the hand species order."""
         kb = self.kb
+        if pipeline.has("learned_species") and self.species_choice is None:
+            say("learned_species is declared but the model has no species_choice.json "
+                "(python -m eval.species_fit --write fits one): genes take the hand species "
+                "order")
         return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
                           self.sieves if pipeline.has("sieve_stack") else None,
                           self.text_linker, pipeline.has("abbreviation_links"),

@@ -396,3 +396,15 @@ def test_the_annotator_overlaps_groups_by_default_only_off_the_cpu(annotator, mo
     assert not GroupTransform(on_cpu, "raise").overlap
     monkeypatch.setenv(OVERLAP_VARIABLE, "1")
     assert GroupTransform(on_cpu, "raise").overlap
+
+
+def test_learned_species_declared_without_its_file_is_said(annotator, monkeypatch, capsys):
+    """A declaration that names ``learned_species`` for a model without species_choice.json
+    links by the hand species order, and says so (``linker -v``)."""
+    from e2e_linker.console import VERBOSE_ENV
+
+    monkeypatch.setenv(VERBOSE_ENV, "1")
+    assert annotator.parts.species_choice is None
+    other = annotator.with_pipeline(annotator.pipeline.changed((), ("learned_species",)))
+    assert other.linker.species_choice is None
+    assert "no species_choice.json" in capsys.readouterr().err
