@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from data_tools.kb_loaders import GENE_TYPE
 from data_tools.species import (
     HUMAN,
     MOUSE,
@@ -94,7 +95,7 @@ def document_species(text: str, species_spans: Sequence[tuple[int, str]],
         out.cued[taxon] = out.cued.get(taxon, 0) + 1
     taxa = genes.taxa or {}
     for gene_text in gene_texts:
-        ranked = genes.name_only_ranking(gene_text, "Gene")
+        ranked = genes.name_only_ranking(gene_text, GENE_TYPE)
         written = {taxa[cid] for cid, _ in ranked
                    if cid in taxa and genes.facts(cid).name == gene_text}
         for taxon in written:
