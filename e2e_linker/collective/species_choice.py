@@ -124,7 +124,8 @@ def sentence_bounds(text: str, start: int, end: int,
     found = sentence_ends(text) if ends is None else ends
     lo = 0
     n = bisect.bisect_left(found, (start, -1))
-    for mark_start, mark_end in reversed(found[:n]):
+    for index in range(n - 1, -1, -1):  # the nearest mark first; most stop at it
+        mark_start, mark_end = found[index]
         if mark_end < start or (mark_end == start and text[mark_start] == "\n"):
             lo = mark_end
             break
