@@ -94,9 +94,9 @@ def linked_taxon(order: list[str], ranked: list[tuple[str, float]], genes: GeneR
 
 def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dict]:
     """One entry per gold gene mention of ``gold`` whose name has genes in the KB: its gold
-    taxon (None: its gene is not in the KB), the rule's first taxon and each candidate
-    taxon's features (``pred``: the model's annotations of the same document, for its Species
-    and gene spans)."""
+    taxa (empty: its gene is not in the KB), the taxon the hand order links
+    (:func:`linked_taxon`), the candidate taxa and their features (``pred``: the model's
+    annotations of the same document, for its Species and gene spans)."""
     taxa = genes.taxa or {}
     text = gold.text
     species = [(a.start, a.concept_ids[0].removeprefix(TAXON_PREFIX)) for a in pred.annotations
@@ -146,9 +146,8 @@ def fit(rows: list[dict], fitted: dict) -> SpeciesChoice:
 def check(rows: list[dict], choice: SpeciesChoice) -> dict:
     """How often the linked gene's taxon is the gold gene's (:func:`linked_taxon`): the
     rule's and the fitted model's (its best candidate: :func:`candidate_taxa` holds only taxa
-    the linker reaches), over
-    the gold mentions with a gene in the KB (``mentions``); ``unreachable``: those whose gold
-    taxon is no candidate."""
+    the linker reaches), over the gold mentions with a gene in the KB (``mentions``);
+    ``unreachable``: those whose gold taxon is no candidate."""
     rule = learned = unreachable = 0
     known = [row for row in rows if row["gold"]]
     for row in known:
