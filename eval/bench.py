@@ -167,7 +167,11 @@ HOST_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "short forms": ("linking", (
         "e2e_linker.collective.span_linking:SpanLinker.link_short_forms",)),
     "species order": ("species", (
+        "e2e_linker.collective.span_linking:SpanLinker.species_links",
         "e2e_linker.collective.span_linking:SpanLinker.mentioned_taxa",
+        "e2e_linker.collective.span_linking:SpanLinker.species_inputs",
+        "e2e_linker.collective.span_linking:document_species",
+        "e2e_linker.collective.species_choice:SpeciesChoice.order",
         "e2e_linker.collective.span_linking:preferred_taxa",
         "e2e_linker.collective.span_linking:mentioned_taxa_first",
         "e2e_linker.collective.gene_ranking:GeneRanking.mention_species",

@@ -103,32 +103,38 @@ class SpanLinker:
                                  taxa, concepts)
 
     @staticmethod
-    def mentioned_taxa(spans: Sequence[SpanPrediction], ranked: Sequence[list[tuple[str, float]]]
-                       ) -> dict[int, list[str]]:
-        """Document index → the NCBI taxa its Species spans link to first in their rankings
-        (``NCBITaxon:`` IDs, prefix removed), one entry a span, in text order."""
-        out: dict[int, list[str]] = {}
+    def species_links(spans: Sequence[SpanPrediction],
+                      ranked: Sequence[list[tuple[str, float]]]
+                      ) -> dict[int, list[tuple[int, str]]]:
+        """Document index → (start, NCBI taxon) of each of its Species spans whose ranking's
+        first concept is a taxon (``NCBITaxon:`` IDs, prefix removed), in text order: what the
+        species order (:meth:`mentioned_taxa`) and the species choice read of a batch."""
+        out: dict[int, list[tuple[int, str]]] = {}
         for span, found in zip(spans, ranked, strict=True):
             if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
                 out.setdefault(span.doc_index, []).append(
-                    found[0][0].removeprefix(TAXON_PREFIX))
+                    (span.start, found[0][0].removeprefix(TAXON_PREFIX)))
         return out
 
     @staticmethod
-    def species_inputs(spans: Sequence[SpanPrediction], ranked: Sequence[list[tuple[str, float]]],
-                       texts: Sequence[str]
+    def mentioned_taxa(links: Mapping[int, list[tuple[int, str]]]) -> dict[int, list[str]]:
+        """Document index → the NCBI taxa its Species spans link to (:meth:`species_links`),
+        one entry a span, in text order."""
+        return {doc: [taxon for _, taxon in found] for doc, found in links.items()}
+
+    @staticmethod
+    def species_inputs(spans: Sequence[SpanPrediction], texts: Sequence[str],
+                       links: Mapping[int, list[tuple[int, str]]]
                        ) -> dict[int, tuple[list[tuple[int, str]], list[str]]]:
-        """Document index → its Species spans' taxa where they stand (start, taxon) and its
-        gene spans' texts: what :func:`~e2e_linker.collective.species_choice.document_species`
-        reads of a batch."""
-        out: dict[int, tuple[list[tuple[int, str]], list[str]]] = {}
-        for span, found, text in zip(spans, ranked, texts, strict=True):
-            species, gene_texts = out.setdefault(span.doc_index, ([], []))
-            if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
-                species.append((span.start, found[0][0].removeprefix(TAXON_PREFIX)))
-            elif span.type == GENE_TYPE:
-                gene_texts.append(text)
-        return out
+        """Document index → its Species spans' links (``links``: :meth:`species_links`) and
+        its gene spans' texts: what
+        :func:`~e2e_linker.collective.species_choice.document_species` reads of a batch."""
+        gene_texts: dict[int, list[str]] = {}
+        for span, text in zip(spans, texts, strict=True):
+            found = gene_texts.setdefault(span.doc_index, [])
+            if span.type == GENE_TYPE:
+                found.append(text)
+        return {doc: (links.get(doc, []), found) for doc, found in gene_texts.items()}
 
     @property
     def taxa(self) -> dict[str, str] | None:
@@ -260,7 +266,9 @@ class SpanLinker:
             evidence: dict[int, DocumentSpecies] = {}
             inputs: dict[int, tuple[list[tuple[int, str]], list[str]]] | None = None
             given_species = species or {}
-            mentioned = self.mentioned_taxa(spans, ranked) if self.species_mentions else {}
+            links = self.species_links(spans, ranked) \
+                if self.species_mentions or self.species_choice is not None else {}
+            mentioned = self.mentioned_taxa(links) if self.species_mentions else {}
             taxa = self.taxa
             for k, span in enumerate(spans):
                 if span.doc_index not in preferred:
@@ -279,7 +287,7 @@ class SpanLinker:
                     # evidence: the rule below keeps it first
                     if span.doc_index not in evidence:
                         if inputs is None:
-                            inputs = self.species_inputs(spans, ranked, texts)
+                            inputs = self.species_inputs(spans, texts, links)
                         evidence[span.doc_index] = document_species(
                             doc_texts[span.doc_index], *inputs[span.doc_index],
                             preferred[span.doc_index], self.genes)
