@@ -125,6 +125,14 @@ def load_confidence(model_dir: str | os.PathLike | None) -> ConfidenceModel:
     return ConfidenceModel.from_json(json.loads(path.read_text()))
 
 
+def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:
+    """Rows of named features as a matrix, a column for each of ``names`` in order (a feature
+    a row lacks: 0): what a fit over named features (:func:`fit_confidence`, the species
+    choice's) solves on."""
+    return np.array([[row.get(name, 0.0) for name in names] for row in rows],
+                    dtype=float).reshape(len(rows), len(names))
+
+
 def fit_confidence(features: Sequence[dict[str, float]], correct: Sequence[bool],
                    methods: Sequence[str], types: Sequence[str], l2: float = 1.0,
                    fitted: dict | None = None) -> ConfidenceModel:
@@ -133,7 +141,7 @@ def fit_confidence(features: Sequence[dict[str, float]], correct: Sequence[bool]
     L2 penalty ``l2`` on the weights (not the bias): a few thousand rows and a dozen features
     converge in a few steps. ``fitted`` is recorded as is."""
     names = sorted({name for row in features for name in row})
-    x = np.array([[row.get(n, 0.0) for n in names] + [1.0] for row in features])
+    x = np.hstack([feature_matrix(features, names), np.ones((len(features), 1))])
     y = np.asarray(correct, dtype=float)
     w = np.zeros(x.shape[1])
     penalty = np.full(x.shape[1], l2)

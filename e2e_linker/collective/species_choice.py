@@ -25,6 +25,7 @@ them by it, the rule's order after them. The fitted weights are the model direct
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import os
 import re
@@ -42,7 +43,7 @@ from data_tools.species import (
     species_before,
     species_cue_offsets,
 )
-from e2e_linker.collective.confidence import ConfidenceModel
+from e2e_linker.collective.confidence import ConfidenceModel, feature_matrix
 from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.lexical.sieves import normalize_name
 
@@ -78,6 +79,26 @@ class DocumentSpecies:
     gene_spans: int = 0
     #: :func:`sentence_ends` of the text
     ends: list[tuple[int, int]] = field(default_factory=list)
+
+    @functools.cached_property
+    def mentioned_total(self) -> int:
+        """How many Species spans name a taxon."""
+        return sum(self.mentioned.values())
+
+    @functools.cached_property
+    def cued_total(self) -> int:
+        """How many cue words name a species."""
+        return sum(self.cued.values())
+
+    @functools.cached_property
+    def symbol_leader(self) -> str | None:
+        """The one taxon whose official symbols the most gene spans are written as (None: no
+        gene span is, or several taxa tie)."""
+        if not self.symbols:
+            return None
+        most = max(self.symbols.values())
+        leaders = [taxon for taxon, count in self.symbols.items() if count == most]
+        return leaders[0] if most > 0 and len(leaders) == 1 else None
 
 
 def document_species(text: str, species_spans: Sequence[tuple[int, str]],
@@ -178,19 +199,16 @@ def taxon_features(taxon: str, text: str, doc_text: str, start: int, end: int,
     group = TAXON_GROUPS.get(taxon, "other")
     own = [cid for cid, _ in ranked if taxa.get(cid) == taxon]
     key = normalize_name(text)
-    mentioned_total = sum(doc.mentioned.values())
-    cued_total = sum(doc.cued.values())
     style = _style(text)
     out = {
         f"taxon={group}": 1.0,
-        "mentioned_share": doc.mentioned.get(taxon, 0) / mentioned_total
-        if mentioned_total else 0.0,
-        "cued_share": doc.cued.get(taxon, 0) / cued_total if cued_total else 0.0,
+        "mentioned_share": doc.mentioned.get(taxon, 0) / doc.mentioned_total
+        if doc.mentioned_total else 0.0,
+        "cued_share": doc.cued.get(taxon, 0) / doc.cued_total if doc.cued_total else 0.0,
         "named_nowhere": float(taxon not in doc.mentioned and taxon not in doc.cued),
         "document_first": float(bool(doc.order) and doc.order[0] == taxon),
         "document_second": float(len(doc.order) > 1 and doc.order[1] == taxon),
-        "most_symbols": float(doc.symbols.get(taxon, 0) > 0 and doc.symbols[taxon] == max(
-            doc.symbols.values()) and list(doc.symbols.values()).count(doc.symbols[taxon]) == 1),
+        "most_symbols": float(doc.symbol_leader == taxon),
         "named_before": float(taxon in before),
         "same_sentence": float(any(sentence[0] <= offset < sentence[1] and named == taxon
                                    for offset, named in doc.named)),
@@ -248,14 +266,7 @@ def fit_species_choice(mentions: Sequence[tuple[Sequence[dict[str, float]], int]
     candidates' features say which; a per-candidate model also learns how many candidates a
     mention has, which says nothing about which one is right."""
     names = sorted({name for found, _ in mentions for row in found for name in row})
-    index = {name: n for n, name in enumerate(names)}
-    groups = []
-    for found, gold in mentions:
-        x = np.zeros((len(found), len(names)))
-        for r, row in enumerate(found):
-            for name, value in row.items():
-                x[r, index[name]] = value
-        groups.append((x, gold))
+    groups = [(feature_matrix(found, names), gold) for found, gold in mentions]
     w = np.zeros(len(names))
     for _ in range(100):
         gradient = l2 * w
