@@ -404,13 +404,10 @@ def encoder_only(annotator, docs: Sequence) -> tuple[int, Callable[[], None]]:
     the bare encoder over them in annotate's own length batches, padded as annotate pads them
     (``PAD_MULTIPLE``: the same tensor shapes; chunking is not timed)."""
     from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
-    from e2e_linker.collective.chunking import chunk_documents
 
     model = annotator.model
-    cfg = model.config
     settings = annotator.settings
-    chunks = chunk_documents(docs, model.tokenizer, cfg.max_length, settings.max_span_len,
-                             cfg.chunk_overlap)
+    chunks = annotator.chunk(docs)  # annotate's chunks (its guideline tag included)
     groups = list(length_batches(chunks, settings.batch_size, settings.max_batch_tokens,
                                  PAD_MULTIPLE))
     pad = model.tokenizer.pad_token_id or 0

@@ -30,6 +30,7 @@ from data_tools.formats.records import record_annotations
 from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.confidence import assign_confidence, load_confidence
+from e2e_linker.collective.guidelines import guideline_prefix
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.per_mention import reencode_per_mention
 from e2e_linker.collective.remembered import RememberedKB
@@ -72,6 +73,11 @@ class Annotator:
         #: the steps this annotator runs (:meth:`AnnotateSettings.resolved_pipeline`)
         self.pipeline = pipeline or self.settings.resolved_pipeline(
             model.config, model_dir or self.settings.model_dir or model_directory(model))
+        #: the tag of the pipeline's guideline, read after [CLS] (none for a model trained
+        #: without guideline tags)
+        self.prefix_ids = guideline_prefix(model.tokenizer, model.config.guidelines,
+                                           model.config.default_guideline,
+                                           self.pipeline.guideline)
         #: the KB the index was built from (None when the caller did not say)
         self.kb = kb
         #: its concepts as the steps and the records ask for them, remembered
@@ -150,7 +156,7 @@ class Annotator:
         :meth:`score_chunks`)."""
         cfg = self.model.config
         return chunk_documents(docs, self.model.tokenizer, cfg.max_length,
-                               self.settings.max_span_len, cfg.chunk_overlap)
+                               self.settings.max_span_len, cfg.chunk_overlap, self.prefix_ids)
 
     def count_chunks(self, chunks: Sequence[Chunk]) -> None:
         """Add ``chunks`` to :attr:`stats` (called by the thread that runs the steps)."""
@@ -270,7 +276,8 @@ class Annotator:
         with torch.inference_mode():  # as in detect, where the selection runs too
             spans = self.select(scored.spans, docs, self.settings.threshold, abbreviations)
         if self.settings.mode == "per-mention":
-            reencode_per_mention(self.model, docs, spans, self.settings.context_window)
+            reencode_per_mention(self.model, docs, spans, self.settings.context_window,
+                                 self.prefix_ids)
         annotations = self.link(spans, docs, abbreviations)
         if self.settings.types is not None:  # --types: the output's types only
             wanted = set(self.settings.types)

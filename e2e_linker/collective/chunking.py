@@ -10,6 +10,10 @@ Cuts fall on sentence starts where one is in reach; a cut inside a very long sen
 
 All offsets are document-level characters, taken from the fast tokenizer's offset mapping,
 so ``document.text_at(token_start[i], token_end[j])`` is exactly the text of span ``(i, j)``.
+
+A model trained under several annotation guidelines reads a guideline's tag token right after
+[CLS] (``prefix_ids``, :mod:`e2e_linker.collective.guidelines`): special positions like [CLS]
+(no characters, no passage, never owned), so no span starts or ends there.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class Chunk:
     word_end: list[bool]
     segment: list[int]
     owned: list[bool] = field(default_factory=list)
+    #: special positions after [CLS] before the text (a guideline's tag token)
+    prefix: int = 0
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -147,10 +153,15 @@ def chunk_document(
     max_length: int = 512,
     max_span_len: int = 10,
     overlap: int = 32,
+    prefix_ids: Sequence[int] = (),
 ) -> list[Chunk]:
-    """Cut one tokenized document into chunks of at most ``max_length`` ids ([CLS]+…+[SEP])."""
-    capacity = max_length - 2
+    """Cut one tokenized document into chunks of at most ``max_length`` ids
+    ([CLS] + ``prefix_ids`` + … + [SEP])."""
+    capacity = max_length - 2 - len(prefix_ids)
     cls_id, sep_id = tokenizer.cls_token_id, tokenizer.sep_token_id
+    prefix = list(prefix_ids)
+    none = [-1] * len(prefix)
+    no = [False] * len(prefix)
     chunks: list[Chunk] = []
     if not tokens.ids:
         return chunks
@@ -164,13 +175,15 @@ def chunk_document(
                 token_start=start,
                 own_start=own_start,
                 own_end=own_end,
-                input_ids=[cls_id, *tokens.ids[sl], sep_id],
-                starts=[-1, *tokens.starts[sl], -1],
-                ends=[-1, *tokens.ends[sl], -1],
-                word_start=[False, *tokens.word_start[sl], False],
-                word_end=[False, *tokens.word_end[sl], False],
-                segment=[-1, *tokens.segment[sl], -1],
-                owned=[False, *(own_start <= i < own_end for i in range(start, end)), False],
+                input_ids=[cls_id, *prefix, *tokens.ids[sl], sep_id],
+                starts=[-1, *none, *tokens.starts[sl], -1],
+                ends=[-1, *none, *tokens.ends[sl], -1],
+                word_start=[False, *no, *tokens.word_start[sl], False],
+                word_end=[False, *no, *tokens.word_end[sl], False],
+                segment=[-1, *none, *tokens.segment[sl], -1],
+                owned=[False, *no, *(own_start <= i < own_end for i in range(start, end)),
+                       False],
+                prefix=len(prefix),
             )
         )
     return chunks
@@ -182,12 +195,14 @@ def chunk_documents(
     max_length: int = 512,
     max_span_len: int = 10,
     overlap: int = 32,
+    prefix_ids: Sequence[int] = (),
 ) -> list[Chunk]:
     """Chunks of several documents, in document order (``Chunk.doc_index`` says which)."""
     chunks: list[Chunk] = []
     for i, doc in enumerate(docs):
         tokens = tokenize_document(doc, tokenizer, i)
-        chunks.extend(chunk_document(tokens, tokenizer, max_length, max_span_len, overlap))
+        chunks.extend(chunk_document(tokens, tokenizer, max_length, max_span_len, overlap,
+                                     prefix_ids))
     return chunks
 
 
@@ -198,7 +213,8 @@ def char_span_to_tokens(chunk: Chunk, start: int, end: int) -> tuple[int, int] |
     training targets; a mention that starts or ends inside a token maps to the covering tokens.
     """
     first = last = None
-    for pos in range(1, len(chunk) - 1):
+    text_start = 1 + chunk.prefix
+    for pos in range(text_start, len(chunk) - 1):
         if chunk.ends[pos] > start and first is None:
             if chunk.starts[pos] >= end:
                 return None
@@ -209,7 +225,7 @@ def char_span_to_tokens(chunk: Chunk, start: int, end: int) -> tuple[int, int] |
             break
     if first is None or last is None or last < first:
         return None
-    if chunk.starts[first] > start and first == 1 and chunk.token_start > 0:
+    if chunk.starts[first] > start and first == text_start and chunk.token_start > 0:
         return None  # the mention begins before this chunk
     if last == len(chunk) - 2 and chunk.ends[last] < end:
         return None  # the mention continues after this chunk

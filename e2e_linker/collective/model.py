@@ -88,6 +88,18 @@ class LinkerConfig:
     #: the encode and the packed index for names a frozen general-English tower tells apart
     #: poorly (docs/decisions/0027-genes-linked-by-name.md)
     lexical_types: list[str] = field(default_factory=list)
+    #: the annotation guidelines the model was trained under, each read as a tag token after
+    #: [CLS] (:mod:`e2e_linker.collective.guidelines`); empty: no tag, chunks as before
+    guidelines: list[str] = field(default_factory=list)
+    #: the guideline annotate tags text with when the caller names none
+    default_guideline: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.guidelines)) != len(self.guidelines):
+            raise UserError(f"guidelines lists a name twice: {self.guidelines}")
+        if self.default_guideline is not None and self.default_guideline not in self.guidelines:
+            raise UserError(f"default_guideline {self.default_guideline!r} is not one of "
+                            f"guidelines ({', '.join(self.guidelines) or 'none'})")
 
     @classmethod
     def from_dict(cls, data: dict, source: str | os.PathLike | None = None) -> LinkerConfig:

@@ -48,6 +48,9 @@ def show(model_dir: str | None, pipeline_file: str | None, disable: str | None,
     settings = AnnotateSettings(pipeline=pipeline_file, disable=disable, overrides=overrides)
     pipeline = settings.resolved_pipeline(config, directory)
     click.echo(pipeline.to_toml() if as_toml else pipeline.describe(), nl=not as_toml)
+    if config.guidelines and not as_toml:  # what a declaration's `guideline` may name
+        click.echo(f"the model's annotation guidelines: {', '.join(config.guidelines)} "
+                   f"(default {config.default_guideline})")
 
 
 @command.command("steps")

@@ -133,6 +133,11 @@ class WordPieceTokenizer:
             raise ValueError(f"return_tensors={return_tensors!r}: only 'pt' is supported")
         return Encoded(data, encodings)
 
+    def convert_tokens_to_ids(self, token: str) -> int | None:
+        """The id of one vocabulary entry (None: the vocabulary lacks it), as transformers'
+        tokenizers answer for one token."""
+        return self.backend.token_to_id(token)
+
     def convert_ids_to_tokens(self, ids: int | Sequence[int]) -> str | list[str]:
         """Token strings of ids (one id: one string)."""
         if isinstance(ids, int):

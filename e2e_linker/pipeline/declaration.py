@@ -1,7 +1,9 @@
 """A pipeline declaration: which steps run, in what order, with which parameters.
 
 The model directory's ``pipeline.toml`` declares it (a list ``steps`` of registered step names,
-then one table per step whose parameters differ from the step's defaults); a model directory
+then one table per step whose parameters differ from the step's defaults; for a model trained
+with annotation-guideline tags, ``guideline = "NAME"``, the tag its text is read with:
+:mod:`e2e_linker.collective.guidelines`); a model directory
 without one gets the declaration its ``linker_config.json`` implies (:meth:`Pipeline.for_model`:
 every step on by default, with the config's lexical gate, propagation, dictionary threshold and
 short forms). ``--disable``, ``--enable`` and ``--set step.param=value`` change a run's copy
@@ -72,10 +74,12 @@ def make_step(name: str, params: Mapping[str, Any], where: str) -> Step:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """The ordered steps of one declaration (and where it came from)."""
+    """The ordered steps of one declaration (and where it came from), and the annotation
+    guideline the model reads the text under (None: the model's default)."""
 
     steps: tuple[Step, ...]
     source: str = "built in"
+    guideline: str | None = None
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.steps]
@@ -94,12 +98,16 @@ class Pipeline:
     # ---- reading -----------------------------------------------------------------------------
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], source: str) -> Pipeline:
-        """A declaration from its TOML content: ``steps`` (names, in order) and a table of
-        parameters for each step that needs one."""
+        """A declaration from its TOML content: ``steps`` (names, in order), a table of
+        parameters for each step that needs one, and the ``guideline`` (a name)."""
         order = data.get("steps")
         if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
             raise UserError(f"{source}: 'steps' must be a list of step names")
-        tables = {k: v for k, v in data.items() if k != "steps"}
+        guideline = data.get("guideline")
+        if guideline is not None and (not isinstance(guideline, str) or not guideline):
+            raise UserError(f"{source}: 'guideline' must be the name of one of the model's "
+                            "annotation guidelines")
+        tables = {k: v for k, v in data.items() if k not in ("steps", "guideline")}
         stray = sorted(set(tables) - set(order))
         if stray:
             raise UserError(f"{source}: parameters for {', '.join(stray)}, which 'steps' does "
@@ -107,7 +115,8 @@ class Pipeline:
         for name, table in tables.items():
             if not isinstance(table, dict):
                 raise UserError(f"{source}: [{name}] must be a table of parameters")
-        return cls(tuple(make_step(n, tables.get(n, {}), source) for n in order), source)
+        return cls(tuple(make_step(n, tables.get(n, {}), source) for n in order), source,
+                   guideline)
 
     @classmethod
     def from_file(cls, path: str | Path) -> Pipeline:
@@ -213,7 +222,7 @@ class Pipeline:
             value = parse_value(step_name, param, types[param], text)
             steps[where] = make_step(step_name, {**steps[where].params(), param: value},
                                      f"--set {item}")
-        return Pipeline(tuple(steps), self.source)
+        return Pipeline(tuple(steps), self.source, self.guideline)
 
     # ---- asking ------------------------------------------------------------------------------
     @property
@@ -249,6 +258,8 @@ class Pipeline:
     def describe(self) -> str:
         """The resolved order, a line a step: stage, name, parameters, what it does."""
         lines = [f"pipeline from {self.source}:"]
+        if self.guideline is not None:
+            lines.append(f"    text read under the annotation guideline {self.guideline}")
         for k, step in enumerate(self.steps, 1):
             params = " ".join(f"{n}={v}" for n, v in step.params().items())
             core = " (required)" if step.required else ""
@@ -265,7 +276,9 @@ class Pipeline:
     def to_toml(self) -> str:
         """The declaration as ``pipeline.toml`` text (parameters that differ from a step's
         defaults only)."""
-        lines = ["steps = ["] + [f'    "{n}",' for n in self.names] + ["]"]
+        lines = [f"guideline = {toml_value(self.guideline)}", ""] \
+            if self.guideline is not None else []
+        lines += ["steps = ["] + [f'    "{n}",' for n in self.names] + ["]"]
         for step in self.steps:
             defaults = type(step)()
             changed = {n: v for n, v in step.params().items() if getattr(defaults, n) != v}

@@ -29,6 +29,7 @@ broadcast; dev validation and checkpoints are the main process's alone.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -43,8 +44,9 @@ from tqdm.auto import tqdm
 
 from data_tools.documents import FormatError
 from data_tools.registry import get_dataset, load_corpus
-from e2e_linker.collective.annotator import Annotator, attach_annotations
+from e2e_linker.collective.annotator import Annotator, attach_annotations, model_directory
 from e2e_linker.collective.batches import collate_chunks
+from e2e_linker.collective.guidelines import guideline_prefix
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.model_kb import assemble_model_kb, save_model_kb
 from e2e_linker.collective.settings import AnnotateSettings
@@ -125,14 +127,19 @@ def ignore_tensors(examples: list[ChunkExample], length: int, max_span_len: int,
 
 def evaluate_dev(model: CollectiveLinker, index: EntityIndex, names: NameDictionary,
                  dev_docs, thresholds: list[float], batch_size: int = 16,
-                 types: Collection[str] | None = None) -> dict:
+                 types: Collection[str] | None = None, guideline: str | None = None) -> dict:
     """Strict/partial F1 on dev for each threshold (one detection pass at the lowest);
     with ``types``, predictions of other types are dropped (after overlaps are resolved)
-    before scoring, for a dev corpus that annotates only those."""
+    before scoring, for a dev corpus that annotates only those; ``guideline``: the tag its
+    text is read with (None: the model's default)."""
     from e2e_linker.scoring import score
 
-    annotator = Annotator.from_parts(model, index, names, AnnotateSettings(
-        threshold=min(thresholds), batch_size=batch_size))
+    settings = AnnotateSettings(threshold=min(thresholds), batch_size=batch_size)
+    pipeline = dataclasses.replace(
+        settings.for_model(model.config).resolved_pipeline(model.config,
+                                                           model_directory(model)),
+        guideline=guideline)
+    annotator = Annotator.from_parts(model, index, names, settings, pipeline=pipeline)
     spans, _ = annotator.detect(dev_docs, resolve=False)
     annotations = annotator.link(spans, dev_docs)
     results = {}
@@ -354,7 +361,9 @@ class CollectiveTrainer:
             examples, stats = build_examples(
                 docs, self.tokenizer, cfg.model.types, known, cfg.train_max_length,
                 cfg.model.max_span_len, cfg.model.chunk_overlap, cfg.max_mentions_per_chunk,
-                annotated=entry.types, ignore_types=entry.ignored_types, corpus=c)
+                annotated=entry.types, ignore_types=entry.ignored_types, corpus=c,
+                prefix_ids=guideline_prefix(self.tokenizer, cfg.model.guidelines,
+                                            cfg.model.default_guideline, entry.guideline))
             if not stats["unknown_types"]:
                 del stats["unknown_types"]
             what = f"annotates {', '.join(entry.types)}; " if entry.partial else ""
@@ -563,7 +572,8 @@ class CollectiveTrainer:
                 name = f"{name} [{', '.join(entry.types)}]"
             per_corpus[name] = evaluate_dev(self.model, index, self.names_dict, docs,
                                             cfg.thresholds,
-                                            types=set(entry.types) if entry.partial else None)
+                                            types=set(entry.types) if entry.partial else None,
+                                            guideline=entry.guideline)
         return mean_over_corpora(per_corpus), per_corpus
 
     def _share_of_batch(self, losses: dict[str, torch.Tensor],

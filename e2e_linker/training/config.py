@@ -32,7 +32,7 @@ def reject_unknown_keys(cls: type, data: dict, source: str) -> None:
 
 
 #: the keys of a corpus entry given as a mapping (``weight``: training corpora only)
-CORPUS_KEYS = ("corpus", "types", "type_map", "weight", "exclude")
+CORPUS_KEYS = ("corpus", "types", "type_map", "weight", "exclude", "guideline")
 
 
 @dataclass
@@ -46,7 +46,8 @@ class CorpusEntry:
     trains on (``weight``: 1.0 each of its chunks once, 0.5 a seeded random half, 2.0 twice).
     ``exclude`` names corpora whose documents (by ID) are left out of this one: a document
     that two corpora annotate to two guidelines is taught once, and one that a dev or test
-    set holds is never trained on.
+    set holds is never trained on. ``guideline`` names the guideline tag its chunks are read
+    with, for a model trained with guideline tags (``model.guidelines``).
     """
 
     corpus: str
@@ -57,6 +58,9 @@ class CorpusEntry:
     partial: bool = False
     #: corpus specs whose document IDs are left out of this corpus
     exclude: tuple[str, ...] = ()
+    #: the annotation guideline its text is tagged with (one of ``model.guidelines``; None:
+    #: the model's default), :mod:`e2e_linker.collective.guidelines`
+    guideline: str | None = None
 
     @property
     def renames(self) -> dict[str, str]:
@@ -139,8 +143,11 @@ def parse_corpus_entry(raw, model_types: Sequence[str], global_map: dict[str, st
         exclude = [exclude]
     if not isinstance(exclude, list) or not all(isinstance(x, str) and x for x in exclude):
         raise UserError(f"{where}: exclude must be a list of corpus specs")
+    guideline = raw.get("guideline")
+    if guideline is not None and (not isinstance(guideline, str) or not guideline):
+        raise UserError(f"{where}: guideline must be the name of one of model.guidelines")
     return CorpusEntry(corpus, types, type_map, weight, partial=set(types) != set(model_types),
-                       exclude=tuple(exclude))
+                       exclude=tuple(exclude), guideline=guideline)
 
 
 def held_out_reason(spec: str) -> str | None:
@@ -236,6 +243,14 @@ class TrainConfig:
                 reason = held_out_reason(spec)
                 if reason:
                     raise UserError(f"{key}: {spec} is not allowed here: {reason}")
+        for entry in train + dev:
+            if entry.guideline is not None and entry.guideline not in self.model.guidelines:
+                raise UserError(f"{entry.corpus}: guideline {entry.guideline!r} is not one of "
+                                f"model.guidelines ({', '.join(self.model.guidelines) or 'none'})")
+        if self.model.guidelines and self.model.default_guideline is None \
+                and any(e.guideline is None for e in train + dev):
+            raise UserError("model.guidelines is set: give every corpus entry a guideline, or "
+                            "set model.default_guideline")
         partial = [e.corpus for e in train if e.partial]
         if partial and self.model.mention_head == "bio":
             raise UserError(

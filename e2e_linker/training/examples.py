@@ -70,6 +70,7 @@ def build_examples(
     annotated: Sequence[str] | None = None,
     ignore_types: Collection[str] = (),
     corpus: int = 0,
+    prefix_ids: Sequence[int] = (),
 ) -> tuple[list[ChunkExample], dict]:
     """Examples for ``docs`` and counts of what was used and skipped (reported by the trainer).
 
@@ -77,10 +78,12 @@ def build_examples(
     annotations of ``ignore_types`` become ignore spans (counted as ``ignored``). Annotations
     of any other type the model lacks are skipped and counted, in total (``unknown_type``) and
     by type (``unknown_types``), so a type that a ``type_map`` forgot shows in the log.
+    ``prefix_ids``: the corpus's guideline tag, read after [CLS]
+    (:mod:`e2e_linker.collective.guidelines`).
     """
     from data_tools.documents import strip_prefix
 
-    chunks = chunk_documents(docs, tokenizer, max_length, max_span_len, overlap)
+    chunks = chunk_documents(docs, tokenizer, max_length, max_span_len, overlap, prefix_ids)
     by_doc: dict[int, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_index, []).append(c)

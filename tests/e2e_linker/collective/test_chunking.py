@@ -130,3 +130,38 @@ def test_real_bc5cdr_mentions_map_exactly(tokenizer, shared_data, max_length):
     assert too_long / (total + too_long) < 0.02
     if max_length == 48:
         assert border > 50
+
+
+@pytest.mark.parametrize("max_length", [512, 48])
+def test_a_guideline_tag_shifts_the_text_by_one_position_and_maps_every_mention(
+        tokenizer, shared_data, max_length):
+    """With a tag after [CLS] every chunk holds one text token fewer, the tag is a special
+    position (no characters, no passage, never owned) and every gold mention maps to the same
+    text as without it; a document's chunks still own each mention exactly once."""
+    from data_tools.formats import read_documents
+
+    docs = list(read_documents(shared_data / "bc5cdr" / "CDR_DevelopmentSet.PubTator.txt"))
+    tag = tokenizer.convert_tokens_to_ids("[unused3]")
+    for n, doc in enumerate(docs[:40]):
+        toks = tokenize_document(doc, tokenizer, n)
+        plain = chunk_document(toks, tokenizer, max_length=max_length, max_span_len=10,
+                               overlap=8)
+        tagged = chunk_document(toks, tokenizer, max_length=max_length, max_span_len=10,
+                                overlap=8, prefix_ids=[tag])
+        assert len(tagged) >= len(plain)
+        for chunk in tagged:
+            assert len(chunk) <= max_length and chunk.prefix == 1
+            assert chunk.input_ids[:2] == [tokenizer.cls_token_id, tag]
+            assert chunk.starts[1] == chunk.ends[1] == chunk.segment[1] == -1
+            assert not (chunk.owned[1] or chunk.word_start[1] or chunk.word_end[1])
+        if len(plain) == 1:  # one chunk either way: the same text one position on
+            assert tagged[0].input_ids[2:] == plain[0].input_ids[1:]
+            assert tagged[0].starts[2:] == plain[0].starts[1:]
+        for ann in doc.annotations:
+            owners = [(c, p) for c in tagged
+                      if (p := char_span_to_tokens(c, ann.start, ann.end)) and c.owned[p[0]]]
+            if not owners:  # longer than a chunk can own at 48 tokens
+                continue
+            assert len(owners) == 1, (doc.id, ann)
+            chunk, (i, j) = owners[0]
+            assert i >= 2 and chunk.starts[i] <= ann.start and chunk.ends[j] >= ann.end

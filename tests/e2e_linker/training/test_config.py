@@ -187,3 +187,34 @@ def test_excluded_documents_are_left_out_by_id(monkeypatch):
     assert [d.id for d in kept] == ["1", "3"]
     plain = CorpusEntry("biored:train", ("Chemical",))
     assert len(collective.leave_out_excluded(plain, [doc("1"), doc("2")])) == 2
+
+
+TAGGED = {**THREE, "guidelines": ["biored", "ncbi_disease"], "default_guideline": "biored"}
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"train": [{"corpus": "a:train", "guideline": "bc5cdr"}], "model": TAGGED},
+     r"a:train: guideline 'bc5cdr' is not one of model.guidelines \(biored, ncbi_disease\)"),
+    ({"train": [{"corpus": "a:train", "guideline": "biored"}]},
+     r"guideline 'biored' is not one of model.guidelines \(none\)"),
+    ({"train": [{"corpus": "a:train", "guideline": ""}], "model": TAGGED},
+     "guideline must be the name of one of model.guidelines"),
+    ({"train": [{"corpus": "a:train"}], "dev": None,
+      "model": {**TAGGED, "default_guideline": None}},
+     "give every corpus entry a guideline, or set model.default_guideline"),
+])
+def test_a_corpus_guideline_the_model_does_not_declare_is_refused(data, message):
+    with pytest.raises(UserError, match=message):
+        _config(**data)
+
+
+def test_the_guidelines_config_tags_every_corpus_with_its_own_guideline():
+    """One tag a corpus: no two corpora share a guideline, every corpus names one the model
+    declares, and the default is BioRED's (the guideline PubTator3 follows)."""
+    config = TrainConfig.from_yaml(CONFIGS / "multi_corpus_guidelines.yaml")
+    train = config.train_corpora()
+    assert config.model.default_guideline == "biored" and config.init_from
+    assert sorted(e.guideline for e in train) == sorted(config.model.guidelines)
+    assert {e.corpus: e.guideline for e in config.dev_corpora()} == {
+        "bc5cdr:dev": "bc5cdr", "ncbi_disease:dev": "ncbi_disease"}
+    assert {e.corpus: e.guideline for e in train}["biored:train"] == "biored"

@@ -121,3 +121,14 @@ def test_epoch_examples_follow_the_weights_and_are_drawn_from_seed_and_epoch():
     assert others - {tuple(half)}  # another half in other epochs
     assert epoch_examples(sizes, [1.5, 1.0, 0.4], seed=1, epoch=2)[:4] == [0, 1, 2, 3]
     assert epoch_size(sizes, [1.5, 1.0, 0.4]) == 6 + 10 + 1
+
+
+def test_a_guideline_tag_moves_every_gold_span_one_position_on(tokenizer):
+    plain, stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], {"C1"})
+    tag = tokenizer.convert_tokens_to_ids("[unused2]")
+    tagged, tagged_stats = build_examples([_doc()], tokenizer, ["Chemical", "Disease"], {"C1"},
+                                          prefix_ids=[tag])
+    assert tagged_stats == stats
+    assert tagged[0].chunk.input_ids[1] == tag
+    assert [(s.i, s.j, s.text) for s in tagged[0].spans] == \
+        [(s.i + 1, s.j + 1, s.text) for s in plain[0].spans]
