@@ -30,6 +30,7 @@ import numpy as np
 
 from data_tools.documents import Annotation
 from data_tools.formats.mentions_jsonl import CONFIDENCE, LINK_METHOD
+from e2e_linker.errors import UserError
 
 #: the file in a model directory holding the fitted confidence model
 CONFIDENCE_FILE = "confidence.json"
@@ -108,6 +109,25 @@ class ConfidenceModel:
                    types=tuple(data.get("types", ())), fitted=data.get("fitted", {}))
 
 
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> ConfidenceModel:
+        """The fitted model a model directory's JSON file holds (``confidence.json``,
+        ``species_choice.json``). Why one error: a hand-edited or damaged file would otherwise
+        stop the load with a traceback (a JSON decode error, a missing ``weights`` key) that
+        says neither which file nor what is wrong with it."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{path}: cannot read it as JSON ({exc})") from None
+        try:
+            if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
+                raise TypeError("expected an object with a 'weights' object")
+            return cls.from_json(data)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise UserError(f"{path}: not a fitted model's file ({exc}); restore it from the "
+                            "model as shipped, or refit it") from None
+
+
 #: a model without :data:`CONFIDENCE_FILE`: the mention score itself (sigmoid of its logit)
 FALLBACK = ConfidenceModel(weights={"mention_logit": 1.0},
                            fitted={"data": "none: the mention score alone"})
@@ -122,7 +142,7 @@ def load_confidence(model_dir: str | os.PathLike | None) -> ConfidenceModel:
     path = Path(model_dir) / CONFIDENCE_FILE
     if not path.is_file():
         return FALLBACK
-    return ConfidenceModel.from_json(json.loads(path.read_text()))
+    return ConfidenceModel.from_file(path)
 
 
 def feature_matrix(rows: Sequence[dict[str, float]], names: Sequence[str]) -> np.ndarray:

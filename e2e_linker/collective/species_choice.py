@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -296,4 +295,4 @@ def load_species_choice(model_dir: str | os.PathLike | None) -> SpeciesChoice | 
     path = Path(model_dir) / SPECIES_CHOICE_FILE
     if not path.is_file():
         return None
-    return SpeciesChoice(ConfidenceModel.from_json(json.loads(path.read_text())))
+    return SpeciesChoice(ConfidenceModel.from_file(path))

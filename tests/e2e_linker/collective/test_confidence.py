@@ -72,6 +72,23 @@ def test_the_fitted_file_is_read_back_as_written(tmp_path):
     assert loaded(ann) == FITTED(ann) != FALLBACK(ann)
 
 
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "cannot read it as JSON"),
+    ("[]", "expected an object with a 'weights' object"),
+    ('{"bias": 1}', "expected an object with a 'weights' object"),
+    ('{"weights": {"mention_logit": "high"}}', "could not convert string to float"),
+])
+def test_a_damaged_fitted_file_is_one_error_naming_it(tmp_path, content, message):
+    from e2e_linker.collective.species_choice import SPECIES_CHOICE_FILE, load_species_choice
+    from e2e_linker.errors import UserError
+
+    for name, load in ((CONFIDENCE_FILE, load_confidence),
+                       (SPECIES_CHOICE_FILE, load_species_choice)):
+        (tmp_path / name).write_text(content)
+        with pytest.raises(UserError, match=f"{name}: .*{message}"):
+            load(tmp_path)
+
+
 def test_assign_writes_the_infon_on_every_kept_annotation():
     anns = [annotation(0.9), None, annotation(0.2, None, "exact")]
     assign_confidence(anns, FALLBACK)
