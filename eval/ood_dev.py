@@ -319,6 +319,14 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
     return row
 
 
+def own_guideline(spec: str, config) -> str | None:
+    """The guideline a corpus is read under with ``--own-guidelines``: the model's guideline
+    named like the corpus (``ncbi_disease:dev`` → ``ncbi_disease``), else None (the model's
+    default)."""
+    name = spec.partition(":")[0]
+    return name if name in config.guidelines else None
+
+
 def markdown(result: dict) -> str:
     """The table of one run."""
     lines = [f"Model {result['model']}, options `{result['annotate_options'] or 'default'}`"
@@ -355,6 +363,10 @@ def markdown(result: dict) -> str:
     if species:
         lines += ["", "Species (strict F1; outside the combined score): " + ", ".join(
             f"{label} {value:.4f}" for label, value in species.items())]
+    read = {row["corpus"]: row.get("guideline") for row in result["rows"]}
+    if any(read.values()):  # a model trained with guideline tags
+        lines += ["", "Guideline each corpus was read under: " + ", ".join(
+            f"{corpus} {name}" for corpus, name in read.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -528,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(lexical_types, e.g. genes) to the shipped Chemical/Disease "
                              "names (eval.models.model_with_packed_index_of)")
     add_pipeline_options(parser)
+    parser.add_argument("--own-guidelines", action="store_true",
+                        help="for a model trained with guideline tags: read each corpus under "
+                             "the guideline named like it (ncbi_disease:dev under "
+                             "ncbi_disease), the model's default for a corpus it has none of")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--confidence-features", default=None, metavar="FILE",
@@ -567,10 +583,18 @@ def main(argv: list[str] | None = None) -> int:
         gene_taxa = load_kb("genes_homologene").taxa() if "biored:dev" in args.corpora \
             and "Gene" in linker.annotator.model.config.types else None
         labelled: dict[str, list[dict]] | None = {} if args.confidence_features else None
-        rows = [evaluate(linker, spec, resolve, args.max_docs,
-                         gene_taxa=gene_taxa if spec == "biored:dev" else None,
-                         labelled=labelled)
-                for spec in args.corpora]
+        annotator = linker.annotator
+        rows = []
+        for spec in args.corpora:
+            if args.own_guidelines:  # each corpus under the guideline named like it
+                linker.annotator = annotator.with_pipeline(replace(
+                    annotator.pipeline, guideline=own_guideline(spec, annotator.model.config)))
+            rows.append(evaluate(linker, spec, resolve, args.max_docs,
+                                 gene_taxa=gene_taxa if spec == "biored:dev" else None,
+                                 labelled=labelled))
+            rows[-1]["guideline"] = linker.annotator.pipeline.guideline \
+                or annotator.model.config.default_guideline
+        linker.annotator = annotator
     if labelled is not None:
         Path(args.confidence_features).write_text(json.dumps(labelled) + "\n")
     result = {"command": command_line("ood_dev", argv), "machine": machine(),
@@ -578,7 +602,9 @@ def main(argv: list[str] | None = None) -> int:
               "kb": "the shipped model's" if args.shipped_kb or not args.model
               else "the model's own" + (", through the shipped packed index"
                                         if args.shipped_packed_index else ""),
-              "annotate_options": shlex.join(annotate_flags(args)),
+              "annotate_options": shlex.join(annotate_flags(args)
+                                             + (["--own-guidelines"] if args.own_guidelines
+                                                else [])),
               "steps": linker.annotator.pipeline.names, "rows": rows,
               "combined": combined_score(rows), "table": table_rows(rows),
               "species": species_rows(rows)}

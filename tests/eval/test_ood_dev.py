@@ -76,8 +76,9 @@ def test_main_hands_the_options_to_annotate_settings(monkeypatch, tmp_path):
 
     class Loaded:
         annotator = SimpleNamespace(
-            model=SimpleNamespace(config=SimpleNamespace(types=["Chemical", "Disease"])),
-            pipeline=SimpleNamespace(names=["score_floor", "overlaps", "link"]))
+            model=SimpleNamespace(config=SimpleNamespace(types=["Chemical", "Disease"],
+                                                         default_guideline=None)),
+            pipeline=SimpleNamespace(names=["score_floor", "overlaps", "link"], guideline=None))
 
         def annotate(self, docs, replace):
             return docs
@@ -98,6 +99,24 @@ def test_main_hands_the_options_to_annotate_settings(monkeypatch, tmp_path):
     assert result["steps"] == ["score_floor", "overlaps", "link"]
     assert "`--disable short_forms --set propagation.threshold=0.3`" in \
         (tmp_path / "results.md").read_text()
+
+
+def test_own_guidelines_read_a_corpus_under_the_guideline_named_like_it():
+    from e2e_linker.collective.model import LinkerConfig
+    from eval.ood_dev import markdown, own_guideline
+
+    tagged = LinkerConfig(guidelines=["biored", "ncbi_disease"], default_guideline="biored")
+    assert own_guideline("ncbi_disease:dev", tagged) == "ncbi_disease"
+    assert own_guideline("gnormplus:dev", tagged) is None  # the model's default
+    assert own_guideline("ncbi_disease:dev", LinkerConfig()) is None
+    row = {"corpus": "ncbi_disease:dev", "annotate_s": 1.0, "guideline": "ncbi_disease",
+           "scores": {m: {"p": 1.0, "r": 1.0, "f1": 1.0, "by_type": {}}
+                      for m in ("strict", "partial", "mentions")}}
+    text = markdown({"model": "m", "annotate_options": "--own-guidelines", "machine": "x",
+                     "rows": [row]})
+    assert "Guideline each corpus was read under: ncbi_disease:dev ncbi_disease" in text
+    assert "Guideline each corpus" not in markdown(
+        {"model": "m", "annotate_options": "", "machine": "x", "rows": [{**row, "guideline": None}]})
 
 
 def test_a_gene_corpus_is_scored_on_genes_with_its_confusion():
