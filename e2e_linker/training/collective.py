@@ -76,6 +76,7 @@ from e2e_linker.training.examples import (
     epoch_examples,
     epoch_size,
 )
+from e2e_linker.training.guideline_tags import attach_tags, fold_tags
 from e2e_linker.training.warm_start import warm_start
 
 #: the loss terms, in the order their counts and values are exchanged between processes
@@ -352,6 +353,10 @@ class CollectiveTrainer:
         else:
             self.model = CollectiveLinker.from_encoder(cfg.model)
         self.tokenizer = self.model.tokenizer
+        if cfg.model.guidelines:  # the tags' rows learnt at the heads' rate (guideline_tags)
+            attach_tags(self.model, [
+                guideline_prefix(self.tokenizer, cfg.model.guidelines, None, name)[0]
+                for name in cfg.model.guidelines])
         known = set(self.train_kb.concepts)
         self.examples = []
         #: examples per training corpus (consecutive in ``examples``) and each one's weight
@@ -637,6 +642,8 @@ class CollectiveTrainer:
         self.prepare()
         model = self.model
         head_params = list(model.span_scorer.parameters()) + list(model.type_head.parameters())
+        if getattr(model, "guideline_tags", None) is not None:
+            head_params += list(model.guideline_tags.parameters())
         head_ids = {id(p) for p in head_params}
         enc_params = [p for p in model.parameters() if id(p) not in head_ids]
         optimizer = torch.optim.AdamW(
@@ -787,6 +794,7 @@ class CollectiveTrainer:
         trained_len = self.model.config.max_span_len
         # the saved config carries annotate's span length; training goes on with its own
         self.model.config.max_span_len = self.cfg.annotate_max_span_len or trained_len
+        fold_tags(self.model)  # the saved encoder reads the tags as they are now
         try:
             self.model.save(out, kb_manifest=manifest, half=self.cfg.save_half)
         finally:
