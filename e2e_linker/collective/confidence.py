@@ -108,7 +108,6 @@ class ConfidenceModel:
                    bias=float(data.get("bias", 0.0)), methods=tuple(data.get("methods", ())),
                    types=tuple(data.get("types", ())), fitted=data.get("fitted", {}))
 
-
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> ConfidenceModel:
         """The fitted model a model directory's JSON file holds (``confidence.json``,
