@@ -3,9 +3,10 @@
 Why (issue 43): a guideline's tag is a vocabulary row (``[unusedN]``,
 :mod:`e2e_linker.collective.guidelines`) that pre-training never updated. As a row of the word
 embedding matrix it is trained at the encoder's learning rate, and Adam moves a weight by
-about the learning rate a step whatever its gradient: a run of ``configs/multi_corpus_guidelines
-.yaml`` with the rows left there (2e-5 a step, 390 steps) read NCBI disease dev and BC5CDR dev
-the same under every tag — the tags had not become different inputs. Here the rows are a
+about the learning rate a step whatever its gradient: a run of
+``configs/multi_corpus_guidelines.yaml`` with the rows left there (2e-5 a step, 390 steps) read
+NCBI disease dev and BC5CDR dev the same under every tag — the tags had not become different
+inputs (docs/decisions/0041-guideline-tags.md). Here the rows are a
 parameter of their own (:class:`GuidelineTags`, in the heads' group of the optimiser), put in
 place of the vocabulary rows by a forward hook on the word embeddings while training, and
 written back into those rows before a model is saved (:func:`fold_tags`), so the saved encoder
