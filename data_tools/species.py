@@ -41,6 +41,8 @@ from collections.abc import Sequence
 
 #: NCBI taxon IDs of the species the gene KB holds
 HUMAN, MOUSE, FLY, YEAST_S288C, YEAST = "9606", "10090", "7227", "559292", "4932"
+#: NCBI taxon of the rat (genes from HomoloGene, not a gene_info file)
+RAT = "10116"
 #: the species of a gene mention in a document that names none
 DEFAULT_TAXON = HUMAN
 

@@ -18,9 +18,16 @@ gold gene's — the rule's order
 (:meth:`~e2e_linker.collective.gene_ranking.GeneRanking.mention_species`) beside the fitted
 model's — and how many gold mentions had the gold taxon among no candidate; and again with
 each checked corpus's own training split left out of the fit (a group's text the fit never
-saw: how far the choice carries to other corpora). ``--write`` puts
-the fitted ``species_choice.json`` into the model directory (default: the shipped model; then
-refresh its ``SHA256SUMS``: ``e2e_linker.kb_search.shipped.write_manifest``). The choice is
+saw: how far the choice carries to other corpora).
+
+The text model (:mod:`~e2e_linker.collective.text_species`: which species a document's genes
+belong to, from its words; the choice's ``text_prior`` feature) is fitted first, on the same
+corpora's documents; the fitted documents' priors come from models that did not read them
+(:func:`out_of_fold_priors`), the checked documents' from the model fitted on all of them,
+and the held-out check leaves the checked corpus out of both fits
+(docs/decisions/0042-text-species.md; ``--no-text-model``: without it). ``--write`` puts
+the fitted ``species_choice.json`` and ``text_species.json`` into the model directory
+(default: the shipped model; then refresh its ``SHA256SUMS``: ``e2e_linker.kb_search.shipped.write_manifest``). The choice is
 made on the dev table (``python -m eval.ood_dev --set learned_species``), not here.
 """
 
@@ -46,6 +53,12 @@ from e2e_linker.collective.species_choice import (
     sentence_bounds,
     taxon_features,
 )
+from e2e_linker.collective.text_species import (
+    TEXT_SPECIES_FILE,
+    TextSpecies,
+    fit_text_species,
+    taxon_group,
+)
 from eval.ood_dev import gold_of
 from eval.reporting import command_line, machine, write_results
 
@@ -58,6 +71,12 @@ CHECK = ("gnormplus:dev", "nlmgene:dev", "biored:dev")
 FIT_NAMES = ("bc5cdr:train", "ncbi_disease:train")
 #: the L2 penalty of the fit (as the annotation confidence's)
 L2 = 1.0
+#: the text model's L2 penalty on its word weights, and how many documents a word must be in
+#: to be read (docs/decisions/0042-text-species.md)
+TEXT_L2 = 1.0
+TEXT_MIN_DOCUMENTS = 3
+#: folds of the text model's cross-fitting (:func:`out_of_fold_priors`)
+FOLDS = 5
 
 parser = argparse.ArgumentParser(prog="python -m eval.species_fit", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -68,6 +87,8 @@ parser.add_argument("--kb-names-from", nargs="*", default=list(FIT_NAMES),
                     help="corpora whose mentions are the KB's mined names while fitting")
 parser.add_argument("--write", action="store_true",
                     help=f"write {SPECIES_CHOICE_FILE} into the model directory")
+parser.add_argument("--no-text-model", dest="text_model", action="store_false",
+                    help=f"fit the choice without the text model ({TEXT_SPECIES_FILE})")
 parser.add_argument("--out", default=str(RESULTS))
 
 
@@ -92,11 +113,13 @@ def linked_taxon(order: list[str], ranked: list[tuple[str, float]], genes: GeneR
     return taxa[first]
 
 
-def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dict]:
+def mention_rows(gold: Document, pred: Document, genes: GeneRanking,
+                 text_prior: dict[str, float] | None = None) -> list[dict]:
     """One entry per gold gene mention of ``gold`` whose name has genes in the KB: its gold
     taxa (empty: its gene is not in the KB), the taxon the hand order links
     (:func:`linked_taxon`), the candidate taxa and their features (``pred``: the model's
-    annotations of the same document, for its Species and gene spans)."""
+    annotations of the same document, for its Species and gene spans; ``text_prior``: the
+    text model's group probabilities for the document, from a model that did not read it)."""
     taxa = genes.taxa or {}
     text = gold.text
     species = [(a.start, a.concept_ids[0].removeprefix(TAXON_PREFIX)) for a in pred.annotations
@@ -104,7 +127,7 @@ def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dic
                and a.concept_ids[0].startswith(TAXON_PREFIX)]
     order = mentioned_taxa_first([t for _, t in species], document_taxa(text))
     doc = document_species(text, species, [a.text for a in pred.annotations
-                                           if a.type == GENE_TYPE], order, genes)
+                                           if a.type == GENE_TYPE], order, genes, text_prior)
     rows = []
     for ann in gold.annotations:
         if ann.type != GENE_TYPE or not ann.concept_ids:
@@ -126,12 +149,66 @@ def mention_rows(gold: Document, pred: Document, genes: GeneRanking) -> list[dic
     return rows
 
 
-def corpus_rows(linker, spec: str) -> list[dict]:
-    """:func:`mention_rows` of every document of corpus ``spec``."""
-    gold = gold_of(spec)
-    pred = linker.annotate(gold, replace=True)
-    genes = linker.annotator.linker.genes
-    return [row for g, p in zip(gold, pred, strict=True) for row in mention_rows(g, p, genes)]
+def corpus_rows(spec: str, gold: list[Document], pred: list[Document], genes: GeneRanking,
+                priors: dict[str, dict[str, float]]) -> list[dict]:
+    """:func:`mention_rows` of every document of corpus ``spec`` (``gold``, annotated as
+    ``pred``), each with its text prior from ``priors`` (:func:`document_key` → group
+    probabilities)."""
+    return [row for g, p in zip(gold, pred, strict=True)
+            for row in mention_rows(g, p, genes, priors.get(document_key(spec, g)))]
+
+
+def document_key(spec: str, doc: Document) -> str:
+    """A document's key in the text priors: its corpus and ID (one PMID may be in two
+    corpora, read under each)."""
+    return f"{spec}/{doc.id}"
+
+
+def gene_groups(doc: Document, genes: GeneRanking) -> dict[str, float]:
+    """How many of ``doc``'s gold gene mentions belong to each species group
+    (:func:`~e2e_linker.collective.text_species.taxon_group`), by the KB's taxa: the text
+    model's target for the document (empty: none of its genes is in the KB)."""
+    taxa = genes.taxa or {}
+    out: dict[str, float] = {}
+    for ann in doc.annotations:
+        if ann.type != GENE_TYPE:
+            continue
+        found = {taxa[k] for k in map(gene_key, ann.concept_ids) if k in taxa}
+        if found:
+            group = taxon_group(sorted(found)[0])
+            out[group] = out.get(group, 0.0) + 1.0
+    return out
+
+
+def text_training(golds: dict[str, list[Document]], specs: list[str], genes: GeneRanking
+                  ) -> list[tuple[str, str, dict[str, float]]]:
+    """(:func:`document_key`, text, target) of every document of ``specs`` with a gold gene
+    in the KB: what the text model is fitted on."""
+    return [(document_key(spec, doc), doc.text, target) for spec in specs for doc in golds[spec]
+            if (target := gene_groups(doc, genes))]
+
+
+def fit_text(training: list[tuple[str, str, dict[str, float]]], fitted: dict | None = None
+             ) -> TextSpecies:
+    """The text model fitted on ``training`` (:func:`text_training`)."""
+    return fit_text_species([t for _, t, _ in training], [y for _, _, y in training],
+                            l2=TEXT_L2, min_documents=TEXT_MIN_DOCUMENTS, fitted=fitted)
+
+
+def out_of_fold_priors(training: list[tuple[str, str, dict[str, float]]]
+                       ) -> dict[str, dict[str, float]]:
+    """Each training document's text prior from a text model fitted on the other
+    :data:`FOLDS` − 1 folds (document n in fold n mod :data:`FOLDS`).
+
+    Why: the species choice is fitted on these documents' mentions; a text model that read a
+    document is surer of its species than it will be of a new document's, and the choice
+    would learn to trust it too much (stacking's cross-fitting)."""
+    priors: dict[str, dict[str, float]] = {}
+    for fold in range(FOLDS):
+        model = fit_text([row for n, row in enumerate(training) if n % FOLDS != fold])
+        priors.update({doc_id: model.probabilities(text)
+                       for n, (doc_id, text, _) in enumerate(training) if n % FOLDS == fold})
+    return priors
 
 
 def fit(rows: list[dict], fitted: dict) -> SpeciesChoice:
@@ -203,21 +280,48 @@ def main(argv: list[str] | None = None) -> int:
         fair = model_with_names_from(list(args.kb_names_from), Path(tmp) / "model", model_dir,
                                      keep_packed_index=True)
         linker = Linker.load(settings=replace(AnnotateSettings(), model_dir=str(fair)))
-        rows = {spec: corpus_rows(linker, spec) for spec in args.fit_on}
-        fit_rows = [row for spec in args.fit_on for row in rows[spec]]
-        fitted = {"label": "the gold gene's taxon", "fit_on": list(args.fit_on),
-                  "rows": len(fit_rows), "l2": L2,
-                  "method": "conditional logit over each mention's candidate taxa, Newton's method",
-                  "names": "mined from " + ", ".join(args.kb_names_from)}
-        choice = fit(fit_rows, fitted)
-        check_rows = {spec: corpus_rows(linker, spec) for spec in args.check}
-        checked = {spec: check(check_rows[spec], choice) for spec in args.check}
-        held_out = {spec: check(check_rows[spec], fit(
-            [row for other in args.fit_on if not same_corpus(other, spec)
-             for row in rows[other]], {})) for spec in args.check}
+        genes = linker.annotator.linker.genes
+        specs = list(dict.fromkeys([*args.fit_on, *args.check]))
+        golds = {spec: gold_of(spec) for spec in specs}
+        preds = {spec: linker.annotate(golds[spec], replace=True) for spec in specs}
+    training = text_training(golds, list(args.fit_on), genes)
+    text = fit_text(training, {"label": "share of the document's gold genes of each species "
+                                        "group", "fit_on": list(args.fit_on)}) \
+        if args.text_model else None
+    priors = out_of_fold_priors(training) if args.text_model else {}
+    if text is not None:
+        priors.update({document_key(spec, doc): text.probabilities(doc.text)
+                       for spec in args.check for doc in golds[spec]})
+    rows = {spec: corpus_rows(spec, golds[spec], preds[spec], genes, priors) for spec in specs}
+    fit_rows = [row for spec in args.fit_on for row in rows[spec]]
+    fitted = {"label": "the gold gene's taxon", "fit_on": list(args.fit_on),
+              "rows": len(fit_rows), "l2": L2,
+              "method": "conditional logit over each mention's candidate taxa, Newton's method",
+              "names": "mined from " + ", ".join(args.kb_names_from),
+              "text_prior": f"{TEXT_SPECIES_FILE}, out-of-fold ({FOLDS} folds) on the fitted "
+                            "documents" if text is not None else "none"}
+    choice = fit(fit_rows, fitted)
+    checked = {spec: check(rows[spec], choice) for spec in args.check}
+    held_out = {}
+    for spec in args.check:  # its own corpus out of the text model and the choice
+        others = [other for other in args.fit_on if not same_corpus(other, spec)]
+        kept = text_training(golds, others, genes)
+        own = {}
+        if args.text_model:
+            own = out_of_fold_priors(kept)
+            alone = fit_text(kept)
+            own.update({document_key(spec, doc): alone.probabilities(doc.text)
+                        for doc in golds[spec]})
+        held_out[spec] = check(corpus_rows(spec, golds[spec], preds[spec], genes, own), fit(
+            [row for other in others
+             for row in corpus_rows(other, golds[other], preds[other], genes, own)], {}))
     if args.write:
         (model_dir / SPECIES_CHOICE_FILE).write_text(json.dumps(choice.to_json(), indent=2)
                                                      + "\n")
+        if text is not None:
+            (model_dir / TEXT_SPECIES_FILE).write_text(json.dumps(text.to_json()) + "\n")
+        else:  # a choice fitted without it: an older text model would only cost time
+            (model_dir / TEXT_SPECIES_FILE).unlink(missing_ok=True)
     result = {"command": command_line("species_fit", argv), "machine": machine(),
               "fit_on": list(args.fit_on), "fit_rows": len(fit_rows),
               "model": choice.to_json(), "check": checked, "held_out": held_out}

@@ -290,7 +290,8 @@ class SpanLinker:
                             inputs = self.species_inputs(spans, texts, links)
                         evidence[span.doc_index] = document_species(
                             doc_texts[span.doc_index], *inputs[span.doc_index],
-                            preferred[span.doc_index], self.genes)
+                            preferred[span.doc_index], self.genes,
+                            self.species_choice.text_prior(doc_texts[span.doc_index]))
                     span_taxa[k] = self.species_choice.order(
                         texts[k], doc_texts[span.doc_index], span.start, span.end, ranked[k],
                         evidence[span.doc_index], self.genes)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -38,23 +39,32 @@ from data_tools.kb_loaders import GENE_TYPE
 from data_tools.species import (
     HUMAN,
     MOUSE,
+    RAT,
     mutant_mark_after,
     species_before,
     species_cue_offsets,
 )
 from e2e_linker.collective.confidence import ConfidenceModel, feature_matrix
 from e2e_linker.collective.gene_ranking import GeneRanking
+from e2e_linker.collective.text_species import (
+    TEXT_SPECIES_FILE,
+    TextSpecies,
+    load_text_species,
+    taxon_group,
+)
+from e2e_linker.errors import UserError
 from e2e_linker.lexical.sieves import normalize_name
 
 #: the file in a model directory holding the fitted species choice
 SPECIES_CHOICE_FILE = "species_choice.json"
-#: NCBI taxon of the rat: with human and mouse, the species with features of their own
-RAT = "10116"
-#: the taxa with their own prior and style features; any other → ``other``
+#: the taxa with their own prior and style features (with human and mouse, the rat); any
+#: other → ``other``
 TAXON_GROUPS = {HUMAN: "human", MOUSE: "mouse", RAT: "rat"}
 #: how many of the document's species order are candidates even without a gene of theirs
 #: among the mention's concepts (the ortholog step may find one)
 DOCUMENT_CANDIDATES = 3
+#: the lowest text-model probability ``text_prior`` reads (its log bounds the feature)
+PRIOR_FLOOR = 1e-3
 #: where a sentence ends, for "named in the same sentence"
 _SENTENCE_END = re.compile(r"[.!?;]\s+(?=[A-Z0-9(\[])|\n")
 
@@ -78,6 +88,9 @@ class DocumentSpecies:
     gene_spans: int = 0
     #: :func:`sentence_ends` of the text
     ends: list[tuple[int, int]] = field(default_factory=list)
+    #: the text model's probability of each species group
+    #: (:meth:`~e2e_linker.collective.text_species.TextSpecies.probabilities`; empty: none)
+    text_prior: dict[str, float] = field(default_factory=dict)
 
     @functools.cached_property
     def mentioned_total(self) -> int:
@@ -102,13 +115,16 @@ class DocumentSpecies:
 
 def document_species(text: str, species_spans: Sequence[tuple[int, str]],
                      gene_texts: Sequence[str], order: Sequence[str],
-                     genes: GeneRanking) -> DocumentSpecies:
+                     genes: GeneRanking, text_prior: dict[str, float] | None = None
+                     ) -> DocumentSpecies:
     """The :class:`DocumentSpecies` of a document: its ``text``, its Species spans as
     (start, taxon), the texts of its gene spans and the rule's species ``order``; ``genes``
-    ranks a gene text's concepts (and says their taxa and official symbols)."""
+    ranks a gene text's concepts (and says their taxa and official symbols); ``text_prior``:
+    the text model's group probabilities for ``text`` (:meth:`SpeciesChoice.text_prior`)."""
     cues = species_cue_offsets(text)
     out = DocumentSpecies(named=sorted([*species_spans, *cues]), order=list(order),
-                          gene_spans=len(gene_texts), ends=sentence_ends(text))
+                          gene_spans=len(gene_texts), ends=sentence_ends(text),
+                          text_prior=dict(text_prior or {}))
     for _, taxon in species_spans:
         out.mentioned[taxon] = out.mentioned.get(taxon, 0) + 1
     for _, taxon in cues:
@@ -186,6 +202,17 @@ def candidate_taxa(ranked: Sequence[tuple[str, float]], genes: GeneRanking,
     return out
 
 
+def text_prior_feature(taxon: str, prior: dict[str, float]) -> float:
+    """The ``text_prior`` feature of ``taxon``: the log of the text model's probability of its
+    group (:func:`~e2e_linker.collective.text_species.taxon_group`), floored at
+    :data:`PRIOR_FLOOR`; 0 for every taxon when there is no text model (``prior`` empty), which
+    the choice's softmax over a mention's candidates then ignores (a feature equal for all
+    candidates cancels)."""
+    if not prior:
+        return 0.0
+    return math.log(max(prior.get(taxon_group(taxon), 0.0), PRIOR_FLOOR))
+
+
 def taxon_features(taxon: str, text: str, doc_text: str, start: int, end: int,
                    ranked: Sequence[tuple[str, float]], doc: DocumentSpecies,
                    genes: GeneRanking, before: Sequence[str],
@@ -218,6 +245,7 @@ def taxon_features(taxon: str, text: str, doc_text: str, start: int, end: int,
         "symbol_share": doc.symbols.get(taxon, 0) / doc.gene_spans if doc.gene_spans else 0.0,
         "only_share": doc.only.get(taxon, 0) / doc.gene_spans if doc.gene_spans else 0.0,
         "mutant_mark": float(taxon == MOUSE and mutant_mark_after(doc_text, end)),
+        "text_prior": text_prior_feature(taxon, doc.text_prior),
     }
     if style is not None:
         out[f"{style}:{group}"] = 1.0
@@ -231,6 +259,13 @@ class SpeciesChoice:
     candidates, :func:`fit_species_choice`, is monotone in it)."""
 
     model: ConfidenceModel
+    #: the text model read for the ``text_prior`` feature (None: the choice was fitted
+    #: without it)
+    text: TextSpecies | None = None
+
+    def text_prior(self, doc_text: str) -> dict[str, float]:
+        """The text model's group probabilities for a document (empty without a model)."""
+        return self.text.probabilities(doc_text) if self.text is not None else {}
 
     def order(self, text: str, doc_text: str, start: int, end: int,
               ranked: Sequence[tuple[str, float]], doc: DocumentSpecies,
@@ -295,4 +330,11 @@ def load_species_choice(model_dir: str | os.PathLike | None) -> SpeciesChoice | 
     path = Path(model_dir) / SPECIES_CHOICE_FILE
     if not path.is_file():
         return None
-    return SpeciesChoice(ConfidenceModel.from_file(path))
+    model = ConfidenceModel.from_file(path)
+    text = load_text_species(model_dir)
+    if text is None and model.weights.get("text_prior"):
+        raise UserError(f"{path} weighs the text model's species (text_prior) but "
+                        f"{Path(model_dir) / TEXT_SPECIES_FILE} is missing; restore it from "
+                        "the model as shipped, or refit both (python -m eval.species_fit "
+                        "--write)")
+    return SpeciesChoice(model, text)

@@ -35,7 +35,7 @@ import pytest
 from data_tools.registry import data_dir
 
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts (see the module docstring)
-DEV_100_SHA256 = "a36ce25e8af5d7f74f0edd881bbe0a5c5e9fddcc43dc6d459ea9822270bd8726"
+DEV_100_SHA256 = "4e4a663eb5a20928de0803473b7673a4b41011b3cb6a5b41b88ff2e64836e2bb"
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100
 

@@ -37,3 +37,44 @@ def test_splits_of_one_corpus_are_one_corpus():
 
     assert same_corpus("nlmgene:fit", "nlmgene:dev")
     assert not same_corpus("biored:train", "nlmgene:dev")
+
+
+def _doc(doc_id: str, text: str, ids: list[str]):
+    from data_tools.documents import Annotation, Document, Passage
+
+    anns = [Annotation(0, 3, text[:3], "Gene", [cid]) for cid in ids]
+    return Document(doc_id, [Passage(0, text, annotations=anns)])
+
+
+def test_the_text_model_target_is_the_share_of_gold_genes_by_species_group():
+    from eval.species_fit import gene_groups
+
+    genes = _genes()
+    doc = _doc("1", "Shh and SHH", ["NCBIGene:20423", "20423", "6469", "424242"])
+    assert gene_groups(doc, genes) == {"mouse": 2.0, "human": 1.0}  # 424242: not in the KB
+    assert gene_groups(_doc("2", "none", ["424242"]), genes) == {}
+
+
+def test_out_of_fold_priors_come_from_models_that_did_not_read_the_document():
+    import eval.species_fit as species_fit
+
+    seen: list[set[str]] = []
+    real = species_fit.fit_text
+
+    def recording(training, fitted=None):
+        seen.append({key for key, _, _ in training})
+        return real(training, fitted)
+
+    training = [(f"c/{n}", "mice cells" if n % 2 else "patients cells",
+                 {"mouse": 1.0} if n % 2 else {"human": 1.0}) for n in range(12)]
+    species_fit.fit_text = recording
+    try:
+        priors = species_fit.out_of_fold_priors(training)
+    finally:
+        species_fit.fit_text = real
+    assert set(priors) == {key for key, _, _ in training}
+    assert len(seen) == species_fit.FOLDS
+    for fold, keys in enumerate(seen):  # fold k's documents are those its model never read
+        held = {key for n, (key, _, _) in enumerate(training) if n % species_fit.FOLDS == fold}
+        assert not keys & held and keys | held == set(priors)
+    assert priors["c/1"]["mouse"] > priors["c/0"]["mouse"]

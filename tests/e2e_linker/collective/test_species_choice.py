@@ -15,6 +15,7 @@ from e2e_linker.collective.species_choice import (
     sentence_bounds,
     sentence_ends,
     taxon_features,
+    text_prior_feature,
 )
 from tests.e2e_linker.collective.test_gene_ranking import _genes
 
@@ -96,10 +97,53 @@ def test_the_shipped_species_choice_weighs_only_features_the_linker_computes():
     choice = load_species_choice(default_linker_dir())
     assert choice is not None
     groups = [*TAXON_GROUPS.values(), "other"]
-    known = {"mentioned_share", "cued_share", "named_nowhere", "document_first",
+    known = {"text_prior", "mentioned_share", "cued_share", "named_nowhere", "document_first",
              "document_second", "most_symbols", "named_before", "same_sentence", "has_gene",
              "first_gene", "written_symbol", "symbol_key", "symbol_share", "only_share",
              "mutant_mark", *(f"taxon={g}" for g in groups), *(f"caps:{g}" for g in groups),
              *(f"title:{g}" for g in groups)}
     assert set(choice.model.weights) <= known
     assert choice.model.weights["named_before"] > 0  # a species word right before the mention
+
+
+def test_the_text_prior_is_the_log_of_the_groups_probability_and_cancels_without_a_model():
+    import math
+
+    from e2e_linker.collective.species_choice import PRIOR_FLOOR
+
+    prior = {"human": 0.7, "mouse": 0.3, "rat": 0.0}
+    assert text_prior_feature(HUMAN, prior) == math.log(0.7)
+    assert text_prior_feature("10116", prior) == math.log(PRIOR_FLOOR)  # floored
+    assert text_prior_feature("7955", prior) == math.log(PRIOR_FLOOR)  # "other": not given
+    assert text_prior_feature(MOUSE, {}) == 0.0
+    genes = _genes()
+    doc = document_species(TEXT, [(31, MOUSE)], ["Shh"], [HUMAN, MOUSE], genes, prior)
+    start = TEXT.index("Shh")
+    ranked = genes.name_only_ranking("Shh", "Gene")
+    sentence = sentence_bounds(TEXT, start, start + 3)
+    mouse = taxon_features(MOUSE, "Shh", TEXT, start, start + 3, ranked, doc, genes, (),
+                           sentence)
+    assert mouse["text_prior"] == math.log(0.3)
+    # without a text model the feature is absent for every candidate: the order is the one
+    # a choice fitted without it gives
+    plain = _doc(genes)
+    assert "text_prior" not in taxon_features(MOUSE, "Shh", TEXT, start, start + 3, ranked,
+                                              plain, genes, (), sentence)
+
+
+def test_a_choice_that_weighs_the_text_prior_needs_its_text_model(tmp_path):
+    import pytest
+
+    from e2e_linker.collective.text_species import TEXT_SPECIES_FILE, fit_text_species
+    from e2e_linker.errors import UserError
+
+    choice = SpeciesChoice(ConfidenceModel({"text_prior": 1.0, "written_symbol": 2.0}))
+    (tmp_path / SPECIES_CHOICE_FILE).write_text(json.dumps(choice.to_json()))
+    with pytest.raises(UserError, match=TEXT_SPECIES_FILE):
+        load_species_choice(tmp_path)
+    text = fit_text_species(["mice cells", "mice tissue", "patients cells", "patients tissue"],
+                            [{"mouse": 1}, {"mouse": 1}, {"human": 1}, {"human": 1}])
+    (tmp_path / TEXT_SPECIES_FILE).write_text(json.dumps(text.to_json()))
+    loaded = load_species_choice(tmp_path)
+    assert loaded.text_prior("mice")["mouse"] > loaded.text_prior("patients")["mouse"]
+    assert SpeciesChoice(choice.model).text_prior("mice") == {}
