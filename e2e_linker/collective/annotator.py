@@ -321,6 +321,12 @@ class GroupAnnotation:
         competes with the encoder's threads for the same cores (docs/scaling.md, "Overlap")."""
         return self.annotator.model.device.type != "cpu"
 
+    @property
+    def stats(self) -> dict[str, int]:
+        """The annotator's counters (a host worker's are added to the main process's:
+        :mod:`e2e_linker.jobs.host_pool`)."""
+        return self.annotator.stats
+
     def begin(self, docs: list[Document]) -> Callable[[], ScoredGroup]:
         return self.annotator.begin(docs)
 

@@ -17,7 +17,9 @@ genes; the document's first three and a species named right before it when the o
 reaches them) gets the features of :func:`taxon_features`; :class:`SpeciesChoice` scores them
 with a conditional logit (:func:`fit_species_choice`: a softmax over the mention's candidates,
 its weights held in a :class:`~e2e_linker.collective.confidence.ConfidenceModel`) and orders
-them by it, the rule's order after them. The fitted weights are the model directory's
+them by it, the rule's order after them. One feature, ``text_prior``, is what a text model
+says of the document's species from its words (:mod:`~e2e_linker.collective.text_species`,
+docs/decisions/0042-text-species.md). The fitted weights are the model directory's
 :data:`SPECIES_CHOICE_FILE` (``python -m eval.species_fit --write``); the pipeline step
 ``learned_species`` switches it on.
 """

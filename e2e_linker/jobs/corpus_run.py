@@ -79,6 +79,7 @@ from e2e_linker.console import progress_bar, stderr_is_terminal
 from e2e_linker.errors import DocumentFailed, UserError
 from e2e_linker.jobs.allocator import release_freed_memory
 from e2e_linker.jobs.collector import loaded_objects_frozen
+from e2e_linker.jobs.host_pool import HostPool, host_workers
 from e2e_linker.jobs.lookahead import Lookahead, PhasedTransform, overlap_wanted, read_ahead
 
 LAYOUT = "e2e_linker-shards/1"
@@ -239,29 +240,45 @@ class GroupTransform:
     ahead when ``overlap`` (default: :func:`~e2e_linker.jobs.lookahead.overlap_wanted`): the
     run hands its groups through :meth:`in_order`, which begins the next group before this
     one is called. Use it as a context manager then: leaving the block ends the thread.
+
+    With ``workers`` host workers (default: :func:`~e2e_linker.jobs.host_pool.workers_wanted`,
+    none), the second phase of each group runs in one of that many forked processes
+    (:mod:`e2e_linker.jobs.host_pool`) and groups are begun ``workers`` + 1 ahead; the
+    results are still taken in order.
     """
 
     def __init__(self, transform: Transform | None, on_error: str,
-                 settle: Callable[[], None] | None = None, overlap: bool | None = None):
+                 settle: Callable[[], None] | None = None, overlap: bool | None = None,
+                 workers: int | None = None):
         self.transform = transform
         self.on_error = on_error
         self.settle = settle
-        #: whether groups are begun one ahead (:mod:`e2e_linker.jobs.lookahead`)
+        #: how many host workers finish groups (0: this process)
+        self.workers = host_workers(transform, workers)
+        #: whether groups are begun ahead (:mod:`e2e_linker.jobs.lookahead`)
         self.overlap = isinstance(transform, PhasedTransform) and (
-            overlap_wanted(getattr(transform, "overlap_by_default", True))
-            if overlap is None else overlap)
+            self.workers > 0 or (overlap_wanted(getattr(transform, "overlap_by_default", True))
+                                 if overlap is None else overlap))
         self.ahead = Lookahead()
+        self.pool = HostPool(transform, self.workers) if self.workers else None
 
     def __enter__(self) -> GroupTransform:
+        if self.pool is not None:
+            self.pool.start()
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
         self.ahead.close(wait=exc_type is None)
+        if self.pool is not None:
+            self.pool.close(wait=exc_type is None)
 
     def in_order(self, groups: Iterable[list[Record]]) -> Iterator[list[Record]]:
         """``groups`` as the run calls this on them: with the overlap, each handed out after
-        the next one was read and begun (:func:`~e2e_linker.jobs.lookahead.read_ahead`)."""
-        return read_ahead(groups, self.begin) if self.overlap else iter(groups)
+        the next one (with host workers, the next ``workers`` + 1) was read and begun
+        (:func:`~e2e_linker.jobs.lookahead.read_ahead`)."""
+        if not self.overlap:
+            return iter(groups)
+        return read_ahead(groups, self.begin, self.workers + 1 if self.workers else 1)
 
     def begin(self, records: list[Record]) -> None:
         """Begin the group ``records`` (the next one called): its first phase here, the work
@@ -275,7 +292,7 @@ class GroupTransform:
         except Exception as exc:  # noqa: BLE001  (raised by __call__, in its place)
             self.ahead.failed(records, exc)
             return
-        self.ahead.start(records, functools.partial(_begun, docs, work))
+        self.ahead.start(records, functools.partial(_begun, docs, work, self.pool))
 
     def __call__(self, records: list[Record]) -> list[Document | Skipped]:
         docs = [r.item for r in records if isinstance(r.item, Document)]
@@ -289,7 +306,8 @@ class GroupTransform:
                         out = list(self.transform(docs))
                     else:  # the documents begin was given, with its work's result
                         docs, result = begun.result()
-                        out = list(self.transform.finish(docs, result))
+                        out = list(self.transform.finish(docs, result) if self.pool is None
+                                   else self.pool.take(result))
             except UserError:
                 raise
             except Exception as exc:
@@ -326,9 +344,12 @@ class GroupTransform:
             return Skipped(str(record.path), f"document {doc.id}", message)
 
 
-def _begun(docs: list[Document], work: Callable[[], object]) -> tuple[list[Document], object]:
-    """``work``'s result with the documents it was begun for (run in the background)."""
-    return docs, work()
+def _begun(docs: list[Document], work: Callable[[], object], pool: HostPool | None = None
+           ) -> tuple[list[Document], object]:
+    """``work``'s result with the documents it was begun for (run in the background); with a
+    ``pool``, the future of the group finished from it in a host worker."""
+    result = work()
+    return docs, result if pool is None else pool.submit(docs, result)
 
 
 def shard_records(records: Iterable[Record], shard_size: int,
@@ -455,13 +476,15 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
                 in_format: str | None = None, on_error: str = "raise",
                 shard_size: int = DEFAULT_SHARD_SIZE, group_size: int = DEFAULT_GROUP_SIZE,
                 progress: bool = True, lossy: bool = True,
-                overlap: bool | None = None) -> RunReport:
+                overlap: bool | None = None, workers: int | None = None) -> RunReport:
     """Every document of ``inputs`` through ``transform`` into one file, atomically.
 
     Nothing is written when the run fails, or when every document was skipped. ``lossy=False``
     (``linker convert``) refuses a document the output format cannot hold whole, as a bad
     document (see ``open_writer``). ``overlap``: whether a two-phase transform runs one group
-    ahead (:class:`GroupTransform`; default: on, unless switched off by the environment).
+    ahead (:class:`GroupTransform`; default: on, unless switched off by the environment);
+    ``workers``: host worker processes finishing groups (default: none, unless set by the
+    environment; :mod:`e2e_linker.jobs.host_pool`).
     """
     source = CorpusSource(inputs, in_format, on_error)
     report = RunReport()
@@ -470,7 +493,7 @@ def run_to_file(inputs: Sequence[str | os.PathLike], output: str | os.PathLike,
         with reported_write_errors(FILE_HINT), loaded_objects_frozen() as settle, open_writer(
                 output, out_format, _collection_info(source.files, in_format),
                 lossy=lossy) as writer, GroupTransform(transform, on_error, settle,
-                                                       overlap) as batches:
+                                                       overlap, workers) as batches:
             # one file: the groups of every shard are one sequence (no shard is written alone)
             groups = itertools.chain.from_iterable(
                 shard for _, shard in shard_records(source, shard_size, group_size))
@@ -645,28 +668,30 @@ def run_to_directory(inputs: Sequence[str | os.PathLike], output: str | os.PathL
                      out_format: str = "bioc", in_format: str | None = None,
                      on_error: str = "raise", shard_size: int = DEFAULT_SHARD_SIZE,
                      group_size: int = DEFAULT_GROUP_SIZE, resume: bool = False,
-                     progress: bool = True, overlap: bool | None = None) -> RunReport:
+                     progress: bool = True, overlap: bool | None = None,
+                     workers: int | None = None) -> RunReport:
     """Every document of ``inputs`` through ``transform`` into a shard directory, resumably
-    (``overlap``: as for :func:`run_to_file`)."""
+    (``overlap``, ``workers``: as for :func:`run_to_file`)."""
     if shard_size < 1 or group_size < 1:
         raise UserError("--shard-size and the group size must be at least 1")
     out_format = canonical_format(out_format)
     source = CorpusSource(inputs, in_format, on_error)
     manifest = build_manifest(source, out_format, shard_size, group_size, settings or {})
     with reported_write_errors(DIRECTORY_HINT):
-        return _run_shards(source, output, transform, manifest, resume, progress, overlap)
+        return _run_shards(source, output, transform, manifest, resume, progress, overlap,
+                           workers)
 
 
 def _run_shards(source: CorpusSource, output: str | os.PathLike, transform: Transform | None,
                 manifest: dict, resume: bool, progress: bool,
-                overlap: bool | None = None) -> RunReport:
+                overlap: bool | None = None, workers: int | None = None) -> RunReport:
     directory = prepare_directory(output, manifest, resume)
     report = RunReport()
     bar = Progress(progress)
     shard_size, group_size = manifest["shard_size"], manifest["group_size"]
     try:
         with loaded_objects_frozen() as settle, GroupTransform(
-                transform, source.on_error, settle, overlap) as batches:
+                transform, source.on_error, settle, overlap, workers) as batches:
             for shard, groups in shard_records(source, shard_size, group_size):
                 report.shards += 1
                 record = directory.done_record(shard) if resume else None

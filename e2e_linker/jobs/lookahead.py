@@ -110,27 +110,39 @@ class Lookahead:
         self.close(wait=exc_type is None)
 
 
-def read_ahead(groups: Iterable[T], begin: Callable[[T], None]) -> Iterator[T]:
+def read_ahead(groups: Iterable[T], begin: Callable[[T], None], depth: int = 1) -> Iterator[T]:
     """``groups`` in order, ``begin`` called on each one before it is handed out and on the
-    next one too (once read): the caller handles a group while the next one's work runs.
+    ``depth`` groups after it too (once read): the caller handles a group while the work of
+    the next ones runs (``depth`` 1: the overlap; more: host workers,
+    :mod:`e2e_linker.jobs.host_pool`).
 
-    Why a read error waits: reading the next group must not change what the run does when a
-    record is bad — the group before it is handled first, then the same exception is raised,
-    where a plain loop over ``groups`` met it.
+    Why a read error waits: reading ahead must not change what the run does when a record is
+    bad — the groups before it are handled first, then the same exception is raised, where a
+    plain loop over ``groups`` met it.
     """
     groups = iter(groups)
-    current = next(groups, None)
-    if current is not None:
-        begin(current)
-    while current is not None:
-        error: Exception | None = None
-        try:
-            following = next(groups, None)
-        except Exception as exc:  # noqa: BLE001  (raised below, after ``current``)
-            following, error = None, exc
-        if following is not None:
+    pending: collections.deque[T] = collections.deque()
+    error: Exception | None = None
+    exhausted = False
+
+    def fill(size: int) -> None:
+        nonlocal error, exhausted
+        while not exhausted and error is None and len(pending) < size:
+            try:
+                following = next(groups, None)
+            except Exception as exc:  # noqa: BLE001  (raised below, after the groups read)
+                error = exc
+                return
+            if following is None:
+                exhausted = True
+                return
             begin(following)
+            pending.append(following)
+
+    fill(1)
+    while pending:
+        current = pending.popleft()
+        fill(depth)
         yield current
-        if error is not None:
-            raise error
-        current = following
+    if error is not None:
+        raise error

@@ -328,3 +328,23 @@ def test_an_error_while_scoring_reads_the_same_with_or_without_the_overlap(
     assert results[0][0] not in (0, None)
     assert str(exception) in results[0][1]
     assert not (tmp_path / "out.xml").exists()
+
+
+def test_host_workers_give_the_bytes_of_a_run_without_them(model_dir, tmp_path, monkeypatch):
+    """The annotator's second phase in forked host workers (e2e_linker/jobs/host_pool.py):
+    the same output file, groups cut small so that several workers take part."""
+    from e2e_linker.jobs.host_pool import WORKERS_VARIABLE
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
+    directory, _ = model_dir
+    write_documents(synthetic_docs(7), tmp_path / "in.xml")
+    outputs = []
+    for workers in ("0", "2"):
+        monkeypatch.setenv(WORKERS_VARIABLE, workers)
+        out = tmp_path / f"out{workers}.xml"
+        result = CliRunner().invoke(main, ["annotate", str(tmp_path / "in.xml"), "-o",
+                                           str(out), "--model", str(directory),
+                                           "--shard-size", "2"])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and b"<annotation" in outputs[0]
