@@ -84,6 +84,11 @@ CORPUS = ("bc5cdr-bioc", "test")
 #: dependencies that another distribution may provide, by the module they install (a GPU
 #: machine has faiss-gpu where the package asks for faiss-cpu)
 PROVIDED_BY_MODULE = {"faiss-cpu": "faiss"}
+#: the host-worker switch of the code's corpus engine (e2e_linker/jobs/host_pool.py; the
+#: runner reads no package code, a test holds the two equal) and the counts the check benches
+#: with besides none
+WORKERS_VARIABLE = "E2E_LINKER_HOST_WORKERS"
+HOST_WORKERS = (4,)
 #: the bundle's own files
 MANIFEST = "bundle.json"
 RUNNER = "gpu_bundle.py"
@@ -325,6 +330,9 @@ def run(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=None,
                         help="results folder (default: results/ beside the bundle)")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs it")
+    parser.add_argument("--host-workers", type=int, nargs="*", default=list(HOST_WORKERS),
+                        help="also bench with each of these numbers of host worker processes "
+                             "(E2E_LINKER_HOST_WORKERS; none: skip)")
     args = parser.parse_args(argv)
     bundle = Path(__file__).resolve().parent
     work = bundle / "work"
@@ -361,6 +369,11 @@ def run(argv: list[str] | None = None) -> int:
     bench = [python, "-m", "eval.bench", *common, "--no-per-mention", "--corpus", str(gold),
              "--json", str(results / "bench" / "bench.json"), *kb]
     steps["bench"] = run_step("bench", bench, code, env, results)
+    for count in args.host_workers:  # the figures that set the GPU default (docs/scaling.md)
+        name = f"bench_workers_{count}"
+        steps[name] = run_step(name, [*bench[:bench.index("--json")], "--json",
+                                      str(results / "bench" / f"{name}.json"), *kb], code,
+                               {**env, WORKERS_VARIABLE: str(count)}, results)
     predicted = results / "annotated.bioc.xml"
     steps["annotate"] = run_step("annotate", [
         python, "-m", "e2e_linker", "annotate", str(gold), "-o", str(predicted), "--replace",
@@ -387,6 +400,13 @@ def summarise(manifest: dict, args: argparse.Namespace, steps: dict, results: Pa
     """The check's record: the bundle's commit, the settings, each step, the bench's
     headline figures and the score."""
     bench = read_json(results / "bench" / "bench.json") or {}
+    workers = {}
+    for name in steps:
+        if name.startswith("bench_workers_"):
+            found = read_json(results / "bench" / f"{name}.json") or {}
+            workers[name.removeprefix("bench_workers_")] = {
+                key: found[key] for key in ("annotate_docs_per_s", "ratio_annotate_vs_encoder")
+                if key in found}
     headline = ("device", "machine", "documents", "encoder_docs_per_s", "annotate_docs_per_s",
                 "annotate_mentions_per_s", "ratio_annotate_vs_encoder", "host_ms_per_doc",
                 "host_stages_ms_per_doc", "load_seconds", "peak_rss_mb")
@@ -396,6 +416,7 @@ def summarise(manifest: dict, args: argparse.Namespace, steps: dict, results: Pa
                          "index": args.index, "max_docs": args.max_docs, "kb": args.kb},
             "steps": steps,
             "bench": {key: bench[key] for key in headline if key in bench},
+            "bench_host_workers": workers,
             "score": read_json(results / "score.json")}
 
 
@@ -415,6 +436,11 @@ def summary_markdown(summary: dict) -> str:
                       f"{bench.get('annotate_docs_per_s', 0):.1f} docs/s (ratio "
                       f"{bench.get('ratio_annotate_vs_encoder', 0):.3f}), host "
                       f"{bench.get('host_ms_per_doc', 0):.2f} ms/document."]
+    for count, found in summary.get("bench_host_workers", {}).items():
+        if found:
+            lines += [f"With {count} host workers: annotate "
+                      f"{found.get('annotate_docs_per_s', 0):.1f} docs/s (ratio "
+                      f"{found.get('ratio_annotate_vs_encoder', 0):.3f})."]
     score = summary["score"]
     if score and "f1" in score:
         by_type = ", ".join(f"{name} {row['f1']:.4f}"

@@ -214,3 +214,26 @@ def test_summary_reads_the_steps_results(tmp_path):
     text = gpu_bundle.summary_markdown(gpu_bundle.summarise(
         {"commit": "a" * 40, "working_tree_changes": False}, args, steps, tmp_path))
     assert "Strict F1 **0.8478**" in text and "Chemical 0.8732, Disease 0.8160" in text
+
+
+def test_the_runner_benches_host_workers_through_the_engines_switch(tmp_path):
+    """The runner names the engine's variable itself (it reads no package code before it
+    unpacks); the summary carries each host-worker bench's figures."""
+    import argparse
+
+    from e2e_linker.jobs.host_pool import WORKERS_VARIABLE
+
+    assert gpu_bundle.WORKERS_VARIABLE == WORKERS_VARIABLE
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench_workers_4.json").write_text(json.dumps(
+        {"annotate_docs_per_s": 400.0, "ratio_annotate_vs_encoder": 0.81}))
+    args = argparse.Namespace(device="cuda", precision="bf16", index="exact", max_docs=None,
+                              kb=None)
+    steps = {"bench_workers_4": {"command": "b", "exit_code": 0, "seconds": 1.0,
+                                 "log": "bench_workers_4.log"}}
+    summary = gpu_bundle.summarise({"commit": "a" * 40, "working_tree_changes": False}, args,
+                                   steps, tmp_path)
+    assert summary["bench_host_workers"] == {"4": {"annotate_docs_per_s": 400.0,
+                                                   "ratio_annotate_vs_encoder": 0.81}}
+    assert "With 4 host workers: annotate 400.0 docs/s (ratio 0.810)" in \
+        gpu_bundle.summary_markdown(summary)
