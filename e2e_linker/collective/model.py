@@ -119,7 +119,12 @@ class LinkerConfig:
             if not _same_kind(value, str(known[key].type)):
                 raise UserError(f"{where}{key} is {value!r}; expected "
                                 f"{_kind_name(str(known[key].type))}")
-        return cls(**data)
+        try:
+            return cls(**data)
+        except UserError as exc:  # a check between keys (the guidelines): name the file too
+            if not where:
+                raise
+            raise UserError(f"{where}{exc}") from None
 
 
 def _kind(annotation: str) -> tuple[str, bool]:

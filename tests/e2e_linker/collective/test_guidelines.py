@@ -58,6 +58,9 @@ def test_a_vocabulary_without_the_tag_entry_is_a_user_error(tokenizer):
 def test_a_config_with_inconsistent_guidelines_is_refused(data, message):
     with pytest.raises(UserError, match=message):
         LinkerConfig.from_dict(data)
+    # read from a model directory's file: the error names it
+    with pytest.raises(UserError, match=r"^model/linker_config\.json: .*" + message):
+        LinkerConfig.from_dict(data, "model/linker_config.json")
 
 
 def test_the_annotator_reads_its_text_under_its_pipelines_guideline(tmp_path):
