@@ -350,7 +350,7 @@ class LinkerParts:
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
         ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``,
-        ``learned_species``) and the settings' name-only types. ``learned_species`` declared
+        ``learned_species``, ``gene_usage``) and the settings' name-only types. ``learned_species`` declared
         for a model without its fitted file is said (``linker -v`` or a terminal) and links by
         the hand species order."""
         kb = self.kb
@@ -365,7 +365,8 @@ class LinkerParts:
                           settings.lexical_types, kb.concepts if kb is not None else None,
                           species_mentions=pipeline.has("species_mentions"),
                           species_choice=self.species_choice
-                          if pipeline.has("learned_species") else None)
+                          if pipeline.has("learned_species") else None,
+                          gene_usage=pipeline.has("gene_usage"))
 
 
 def model_directory(model) -> str | None:

@@ -13,7 +13,7 @@ a dense ranking's gene concepts. Each step's figures: docs/decisions/0025-gene-r
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from data_tools.kb_loaders import CORPUS_SOURCE, GENE_TYPE
@@ -67,11 +67,16 @@ class GeneRanking:
 
     def __init__(self, names: NameDictionary | None = None,
                  keys: CompactKeyIndex | None = None, taxa: dict[str, str] | None = None,
-                 concepts: Mapping | None = None):
+                 concepts: Mapping | None = None,
+                 usage: Callable[[str, str], Sequence[str]] | None = None):
         self.names = names
         self.keys = keys
         self.taxa = taxa or None
         self.concepts = concepts
+        #: (text, type) → the concepts training mentions written so link to
+        #: (:meth:`SieveStack.training_labels
+        #: <e2e_linker.lexical.sieve_stack.SieveStack.training_labels>`; None: not read)
+        self.usage = usage
         # remembered per instance (its names and concepts do not change): selection and
         # linking rank the same text again and again, in every document that writes it, and
         # each ranking read every concept's names from the KB (the host time of
@@ -111,18 +116,24 @@ class GeneRanking:
         better-described gene, was the gold one more often than the KB's order on every gene
         corpus's training split and on BioRED dev (docs/decisions/0025-gene-ranking.md)."""
         return self.name_ranking_of(
-            text, self.names.lookup(text, type_) if self.names is not None else [])
+            text, self.names.lookup(text, type_) if self.names is not None else [], type_)
 
-    def name_ranking_of(self, text: str, found: list[str]) -> list[tuple[str, float]]:
-        """The concepts ``found`` for ``text`` in :meth:`name_ranking`'s order."""
+    def name_ranking_of(self, text: str, found: list[str], type_: str
+                        ) -> list[tuple[str, float]]:
+        """The concepts ``found`` for ``text`` in :meth:`name_ranking`'s order, with those
+        that training mentions written as ``text`` link to (:attr:`usage`) before the rest
+        of theirs: a concept mined alone, then one whose primary name ``text`` is not, comes
+        after the others still."""
         if len(found) > 1 and self.concepts is not None:
             key = normalize_name(text)
+            used = set(self.usage(text, type_)) if self.usage is not None else set()
 
-            def order(cid: str) -> tuple[bool, int]:
+            def order(cid: str) -> tuple[bool, bool, bool, int]:
                 # a concept mined from a corpus alone has no name of its own: its "primary
                 # name" is a training mention's text (an IL-10 of a species the KB lacks)
                 facts = self.facts(cid)
-                return facts.mined or facts.key != key, -facts.count
+                return facts.mined, cid not in used, facts.mined or facts.key != key, \
+                    -facts.count
 
             found = sorted(found, key=order)
         return [(cid, 0.0) for cid in found]
@@ -141,12 +152,12 @@ class GeneRanking:
         as it does among an exact name's concepts."""
         keys = self.keys
         if keys is not None and (found := keys.matches(text, type_)):
-            return self.name_ranking_of(text, found)
+            return self.name_ranking_of(text, found, type_)
         for form in written_variants(text):
             if ranked := self.name_ranking(form, type_):
                 return ranked
             if keys is not None and (found := keys.matches(form, type_)):
-                return self.name_ranking_of(form, found)
+                return self.name_ranking_of(form, found, type_)
         return []
 
     def names_a_gene(self, text: str) -> bool:

@@ -71,14 +71,15 @@ class SpanLinker:
     parts' concepts (:meth:`composite_ids`). A span of one of ``lexical_types`` is linked by
     its names only: ``index`` holds no names of those types, and another type's concept
     found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
-    a name's concepts: :meth:`GeneRanking.name_ranking`)."""
+    a name's concepts: :meth:`GeneRanking.name_ranking`; with ``gene_usage``, the concepts
+    the sieve stack's training mentions link a name to come first among them)."""
 
     def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
                  resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None,
                  composites: bool = True, lexical_types: Sequence[str] = (),
                  concepts: Mapping | None = None, species_mentions: bool = False,
-                 species_choice: SpeciesChoice | None = None):
+                 species_choice: SpeciesChoice | None = None, gene_usage: bool = True):
         self.index = index
         #: a gene mention's species chosen by the fitted model in place of the rule's
         #: per-mention cues (:mod:`~e2e_linker.collective.species_choice`; None: the rule)
@@ -100,7 +101,9 @@ class SpanLinker:
         #: (concept ID → NCBI taxon in ``taxa``; none: no species preference)
         self.genes = GeneRanking(self.names,
                                  sieves.ontology_keys if sieves is not None else None,
-                                 taxa, concepts)
+                                 taxa, concepts,
+                                 sieves.training_labels
+                                 if sieves is not None and gene_usage else None)
 
     @staticmethod
     def species_links(spans: Sequence[SpanPrediction],

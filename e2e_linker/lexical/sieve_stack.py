@@ -85,6 +85,22 @@ class SieveStack:
         step and the gene ranking look forms up in them without the training block."""
         return self.compact_keys.ontology if self.compact_keys is not None else None
 
+    def training_labels(self, text: str, type_: str | None) -> list[str]:
+        """The concepts the pool of training mentions links ``text`` to (folded as the
+        ``training`` step folds it), of ``type_``, in the pool's order; empty when no training
+        mention is written so.
+
+        Why: the ``training`` step links a text no KB name holds by them, and the gene
+        ranking reads them among the genes an alias names (an alias is shared by genes of one
+        species, and the one annotators meant by it in the training corpora is the one they
+        mostly mean elsewhere: docs/decisions/0043-genes-by-training-usage.md). The pool
+        is read whether or not the step is switched on."""
+        row = self._training_row.get(self.fold(text))
+        if row is None:
+            return []
+        return [la for la in self.training.labels[row]
+                if type_allowed(self.training.label_types, la, type_)]
+
     def match(self, text: str, type_: str | None, expanded: str | None = None
               ) -> tuple[str, str] | None:
         """``(concept_id, step)`` for a span whose exact-name lookup found nothing, or None.
@@ -101,12 +117,7 @@ class SieveStack:
                 return found[0], "abbreviation"
         if self.switches.training:
             for candidate in candidates:
-                row = self._training_row.get(self.fold(candidate))
-                if row is None:
-                    continue
-                labels = [la for la in self.training.labels[row]
-                          if type_allowed(self.training.label_types, la, type_)]
-                if labels:
+                if labels := self.training_labels(candidate, type_):
                     return labels[0], "training"
         if self.compact_keys is not None:
             for candidate in candidates:

@@ -89,6 +89,21 @@ class LearnedSpecies(Step):
 
 @register
 @dataclass(frozen=True)
+class GeneUsage(Step):
+    """Among the genes a name links, those the model's training mentions written so link
+    to (its mined names: :meth:`~e2e_linker.lexical.sieve_stack.SieveStack.training_labels`,
+    or a gene of another species with such a gene's symbol) come first, before the official
+    symbol and the gene with more names (:meth:`~e2e_linker.collective.gene_ranking.GeneRanking
+    .name_ranking_of`); the species order still comes after it. Reads the sieve stack's pool:
+    without the ``sieve_stack`` step, or a model without mined names, it changes nothing."""
+
+    name = "gene_usage"
+    stage = "link"
+    summary = "a gene name's genes that training mentions link it to first (linker part)"
+
+
+@register
+@dataclass(frozen=True)
 class Link(Step):
     """Every kept span linked: one batched dense search, species order, then the parts
     above (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link`)."""

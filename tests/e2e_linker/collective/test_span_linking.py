@@ -383,3 +383,29 @@ def test_a_fitted_species_choice_decides_a_gene_mentions_species():
         assert linker.link(spans, docs, scan_documents(docs), species={0: ["9606"]}
                            )[0].concept_ids == ["3569"]
     assert out == {True: ["16193"], False: ["3569"]}
+
+
+def test_an_alias_links_the_gene_training_mentions_link_it_to_with_gene_usage():
+    """"TAK1" is an alias of human NR2C2 (more names) and MAP3K7: a model whose mined names
+    hold a training mention "TAK1" of MAP3K7 links it there through the sieve stack's pool
+    with ``gene_usage``; without the part, or without the pool, the names' order decides."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.lexical.sieve_stack import SieveStack
+
+    kb = KB([Concept("7181", "NR2C2", ["TAK1", "TR4", "TR2R1"], "Gene", "NCBI Gene",
+                     taxon="9606"),
+             Concept("6885", "MAP3K7", ["TAK1"], "Gene", "NCBI Gene", taxon="9606")])
+    names = NameDictionary.from_kb(kb)
+    stack = SieveStack(kb, names, [("TAK1", "6885", "Gene")])
+    text = "TAK1 in patients."
+    docs = [Document("t", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, 0, 4, 0.9, "Gene", np.zeros(2, np.float32))]
+
+    def linked(**parts) -> list[str]:
+        linker = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",),
+                            concepts=kb.concepts, **parts)
+        return linker.link(spans, docs, scan_documents(docs))[0].concept_ids
+
+    assert linked(sieves=stack) == ["6885"]
+    assert linked(sieves=stack, gene_usage=False) == ["7181"]
+    assert linked() == ["7181"]

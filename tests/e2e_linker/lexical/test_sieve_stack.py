@@ -43,6 +43,16 @@ def test_training_mentions_answer_with_their_majority_concept():
         "crack cocaine", "Chemical") is None
 
 
+def test_training_labels_are_read_with_the_step_switched_off():
+    """The gene ranking reads the pool whether or not the ``training`` step links by it."""
+    training = [("crack cocaine", "D003042", "Chemical")] * 2 + [
+        ("crack cocaine", "D013999", "Chemical")]
+    off = _stack(SieveSwitches(training=False), training)
+    assert off.training_labels("Crack-Cocaine", "Chemical") == ["D003042", "D013999"]
+    assert off.training_labels("crack cocaine", "Disease") == []
+    assert off.training_labels("cocaine", "Chemical") == []
+
+
 def test_compact_key_and_salt_free_forms():
     stack = _stack()
     assert stack.match("SR-48,968", "Chemical") == ("C100001", "compact_key")
