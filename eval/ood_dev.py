@@ -440,13 +440,31 @@ def confidence_fit(labelled: dict[str, list[dict]]) -> tuple[ConfidenceModel, di
             continue
         anns = [labelled_annotation(r) for r in labelled[spec]]
         correct = [r["correct"] for r in labelled[spec]]
-        report[spec] = {"model": reliability([model(a) for a in anns], correct),
+        given = [model(a) for a in anns]
+        report[spec] = {"model": reliability(given, correct),
                         "mention_score_alone": reliability([FALLBACK(a) for a in anns],
-                                                           correct)}
+                                                           correct),
+                        "by_type": by_type_means(anns, given, correct)}
     if CONFIDENCE_HELD_OUT in report:
         held = report[CONFIDENCE_HELD_OUT]["model"]
         model.fitted.update(held_out_ece=held["ece"], held_out_brier=held["brier"])
     return model, report
+
+
+def by_type_means(anns: list[Annotation], given: list[float], correct: list[bool]
+                  ) -> dict[str, dict[str, float]]:
+    """Per type: how many predictions, their mean confidence and the share right.
+
+    Why: one reliability curve over every type hides a model that rates one type high and
+    another low (genes on another group's guideline); the report says which."""
+    out: dict[str, dict[str, float]] = {}
+    for ann, conf, right in zip(anns, given, correct, strict=True):
+        row = out.setdefault(ann.type, {"n": 0, "confidence": 0.0, "accuracy": 0.0})
+        row["n"] += 1
+        row["confidence"] += conf
+        row["accuracy"] += right
+    return {t: {"n": r["n"], "confidence": round(r["confidence"] / r["n"], 4),
+                "accuracy": round(r["accuracy"] / r["n"], 4)} for t, r in sorted(out.items())}
 
 
 def reliability_plot(report: dict, path: Path) -> None:
@@ -493,6 +511,11 @@ def confidence_markdown(result: dict) -> str:
                   "|---|---|---|---|"]
         lines += [f"| {b['lo']:.1f}–{b['hi']:.1f} | {b['count']} | {b['confidence']:.3f} | "
                   f"{b['accuracy']:.3f} |" for b in found["model"]["bins"]]
+        if found.get("by_type"):
+            lines += ["", "| type | count | mean confidence | observed accuracy |",
+                      "|---|---|---|---|"]
+            lines += [f"| {t} | {r['n']} | {r['confidence']:.3f} | {r['accuracy']:.3f} |"
+                      for t, r in found["by_type"].items()]
         lines.append("")
     return "\n".join(lines)
 

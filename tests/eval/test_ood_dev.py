@@ -249,3 +249,18 @@ def test_the_confidence_fit_holds_biored_out_and_beats_the_mention_score_there()
     assert held["model"]["brier"] < held["mention_score_alone"]["brier"]
     assert model.fitted["held_out_ece"] == held["model"]["ece"]
     assert set(report) == {CONFIDENCE_HELD_OUT, "bc5cdr:dev"}
+    chemicals = held["by_type"]["Chemical"]  # every row a chemical: the whole set's figures
+    assert chemicals["n"] == 400 and chemicals["accuracy"] == held["model"]["accuracy"]
+    bins = held["model"]["bins"]
+    assert abs(chemicals["confidence"]
+               - sum(b["count"] * b["confidence"] for b in bins) / 400) < 1e-3
+
+
+def test_the_confidence_report_gives_each_types_mean_confidence_and_accuracy():
+    from data_tools.documents import Annotation
+    from eval.ood_dev import by_type_means
+
+    anns = [Annotation(start=0, end=1, text="x", type=t) for t in ("Gene", "Gene", "Disease")]
+    assert by_type_means(anns, [0.5, 0.7, 0.9], [True, False, True]) == {
+        "Disease": {"n": 1, "confidence": 0.9, "accuracy": 1.0},
+        "Gene": {"n": 2, "confidence": 0.6, "accuracy": 0.5}}
