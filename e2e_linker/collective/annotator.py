@@ -350,9 +350,9 @@ class LinkerParts:
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
         ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``,
-        ``learned_species``, ``gene_usage``) and the settings' name-only types. ``learned_species`` declared
-        for a model without its fitted file is said (``linker -v`` or a terminal) and links by
-        the hand species order."""
+        ``learned_species``, ``gene_usage``) and the settings' name-only types.
+        ``learned_species`` declared for a model without its fitted file is said (``linker
+        -v`` or a terminal) and links by the hand species order."""
         kb = self.kb
         if pipeline.has("learned_species") and self.species_choice is None:
             say("learned_species is declared but the model has no species_choice.json "
