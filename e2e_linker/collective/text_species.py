@@ -52,6 +52,21 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+def weighted_words(text_words: Sequence[str], vocabulary: dict[str, int], idf: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, values) of the known words among ``text_words``: sublinear term frequency
+    times idf, scaled to unit length (empty when none is known).
+
+    Why one function: the fit builds its training matrix with it and the model reads a new
+    document with it, so the two cannot drift apart."""
+    counts = Counter(w for w in text_words if w in vocabulary)
+    if not counts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = np.array([vocabulary[w] for w in counts], dtype=np.int64)
+    values = np.array([1.0 + math.log(c) for c in counts.values()]) * idf[rows]
+    return rows, values / np.linalg.norm(values)
+
+
 @dataclass(frozen=True)
 class TextSpecies:
     """A fitted text model: ``vocabulary`` (word → row), ``idf`` (one per word),
@@ -66,12 +81,7 @@ class TextSpecies:
     def features(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(rows, values) of ``text``'s known words: sublinear term frequency times idf,
         scaled to unit length."""
-        counts = Counter(w for w in words(text) if w in self.vocabulary)
-        if not counts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = np.array([self.vocabulary[w] for w in counts], dtype=np.int64)
-        values = np.array([1.0 + math.log(c) for c in counts.values()]) * self.idf[rows]
-        return rows, values / np.linalg.norm(values)
+        return weighted_words(words(text), self.vocabulary, self.idf)
 
     def probabilities(self, text: str) -> dict[str, float]:
         """The probability of each group (:data:`GROUPS`) that ``text``'s genes belong to."""
@@ -125,12 +135,8 @@ def fit_text_species(texts: Sequence[str], targets: Sequence[dict[str, float]],
     idf = np.array([math.log((1 + n) / (1 + df[w])) + 1.0 for w in kept])
     x = np.zeros((n, len(kept)))
     for row, d in enumerate(docs):
-        counts = Counter(w for w in d if w in vocabulary)
-        for w, c in counts.items():
-            x[row, vocabulary[w]] = (1.0 + math.log(c)) * idf[vocabulary[w]]
-        norm = np.linalg.norm(x[row])
-        if norm:
-            x[row] /= norm
+        cols, values = weighted_words(d, vocabulary, idf)
+        x[row, cols] = values
     y = np.array([[t.get(g, 0.0) for g in GROUPS] for t in targets])
     y /= y.sum(axis=1, keepdims=True)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
