@@ -541,14 +541,10 @@ def confidence_main(args: argparse.Namespace, argv: list[str] | None) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    from e2e_linker.api import Linker
-    from e2e_linker.collective.settings import AnnotateSettings
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The options that say which model and KB a dev-table run links with (read by
+    :func:`dev_linker`)."""
     parser.add_argument("--model", default=None, help="model directory (default: shipped)")
-    parser.add_argument("--corpora", nargs="+", default=[*DEV_TABLE, *SPECIES_DEV],
-                        choices=sorted(CORPUS_TYPES))
     parser.add_argument("--kb-names-from", nargs="*", default=list(FAIR_NAMES),
                         help="rebuild the model's mined names from these corpora only "
                              "(default: the training splits; none: the model's own, which "
@@ -563,6 +559,47 @@ def main(argv: list[str] | None = None) -> int:
                              "(lexical_types, e.g. genes) to the shipped Chemical/Disease "
                              "names (eval.models.model_with_packed_index_of)")
     add_pipeline_options(parser)
+
+
+def dev_linker(args: argparse.Namespace, tmp: Path):
+    """The linker a dev-table run annotates with: ``args.model`` (default: shipped), its KB
+    or the shipped one's, its mined names rebuilt from ``args.kb_names_from`` (model copies
+    written under ``tmp``, which must outlive the linker), the pipeline changed as the
+    options say (:func:`add_model_options`).
+
+    Why one function: every module that scores the dev table (this one, and
+    :mod:`eval.error_classes`, which lists the errors behind its figures) must link exactly
+    as the table does, or its figures explain another run."""
+    from e2e_linker.api import Linker
+    from e2e_linker.collective.settings import AnnotateSettings
+
+    settings = AnnotateSettings(**pipeline_settings(args))  # a bad step: stopped here
+    model_dir = args.model
+    if args.shipped_kb and args.model:
+        from eval.models import model_with_kb_of
+
+        model_dir = str(model_with_kb_of(Path(args.model), tmp / "shipped_kb"))
+    elif args.shipped_packed_index and args.model:
+        from eval.models import model_with_packed_index_of
+
+        model_dir = str(model_with_packed_index_of(Path(args.model), tmp / "shipped_index"))
+    if args.kb_names_from:
+        from eval.models import model_with_names_from
+
+        (tmp / "model").mkdir()
+        # the packed index kept: the few names that differ are searched beside it, as
+        # annotate does for a grown KB (without it: a whole-KB encode on a cold cache)
+        model_dir = str(model_with_names_from(args.kb_names_from, tmp / "model",
+                                              Path(model_dir) if model_dir else None,
+                                              keep_packed_index=True))
+    return Linker.load(settings=replace(settings, model_dir=model_dir))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpora", nargs="+", default=[*DEV_TABLE, *SPECIES_DEV],
+                        choices=sorted(CORPUS_TYPES))
+    add_model_options(parser)
     parser.add_argument("--own-guidelines", action="store_true",
                         help="for a model trained with guideline tags: read each corpus under "
                              "the guideline named like it (ncbi_disease:dev under "
@@ -579,29 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.confidence_fit:
         return confidence_main(args, argv)
-    settings = AnnotateSettings(**pipeline_settings(args))  # a bad step: stopped here
-    resolve = load_kb("bc5cdr").resolve
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = args.model
-        if args.shipped_kb and args.model:
-            from eval.models import model_with_kb_of
-
-            model_dir = str(model_with_kb_of(Path(args.model), Path(tmp) / "shipped_kb"))
-        elif args.shipped_packed_index and args.model:
-            from eval.models import model_with_packed_index_of
-
-            model_dir = str(model_with_packed_index_of(Path(args.model),
-                                                       Path(tmp) / "shipped_index"))
-        if args.kb_names_from:
-            from eval.models import model_with_names_from
-
-            (Path(tmp) / "model").mkdir()
-            # the packed index kept: the few names that differ are searched beside it, as
-            # annotate does for a grown KB (without it: a whole-KB encode on a cold cache)
-            model_dir = str(model_with_names_from(args.kb_names_from, Path(tmp) / "model",
-                                                  Path(model_dir) if model_dir else None,
-                                                  keep_packed_index=True))
-        linker = Linker.load(settings=replace(settings, model_dir=model_dir))
+        linker = dev_linker(args, Path(tmp))  # a bad step: stopped before any loading
+        resolve = load_kb("bc5cdr").resolve
         # every species' genes, so the groups do not depend on the model's KB
         gene_taxa = load_kb("genes_homologene").taxa() if "biored:dev" in args.corpora \
             and "Gene" in linker.annotator.model.config.types else None

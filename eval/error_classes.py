@@ -1,0 +1,202 @@
+"""Where the dev table's errors are: every gold mention of a corpus's scored types put in one
+class, every prediction that meets no gold mention counted, with examples of each.
+
+    python -m eval.error_classes [--corpora bc5cdr:dev ncbi_disease:dev biored:dev
+                                 gnormplus:dev nlmgene:dev] [--gate-off-too] [--examples N]
+                                 [model and pipeline options as eval.ood_dev]
+                                 [--out eval/results/dev_table/error_classes]
+
+Why: the choices of issue 43 start from which errors are common — a short form whose long form
+was missed, a disease span never proposed, the right gene symbol in the wrong species — and
+each session listed them with a scratch script of its own, so the counts in its notes could
+not be rerun. This module links exactly as the dev table does (:func:`eval.ood_dev.dev_linker`)
+and classes each gold mention (:func:`gold_classes`):
+
+* ``right``: a prediction with its span, type and IDs (as the strict scorer compares them);
+* ``wrong_id``: its span and type, other IDs — for genes split by what the predicted gene is
+  (:func:`gene_id_class`): ``one_of_several`` (the gold lists several genes, the prediction
+  one of them), ``same_species`` (another gene of the gold gene's species), ``other_species``;
+* ``other_type``: its span with another type;
+* ``boundary``: no prediction of its span, one of its type overlapping it;
+* ``overlapped_other_type``: only predictions of other types overlap it;
+* ``missed``: no prediction overlaps it. With ``--gate-off-too`` the corpus is annotated a
+  second time with ``lexical_gate`` off, and a miss is split into ``missed_gated`` (that run
+  has a prediction of its span: a candidate the gate dropped) and ``missed_never_kept``.
+
+Predictions of the scored types that overlap no gold mention of any type are ``disjoint``;
+those overlapping only gold mentions of unscored types are ``on_unscored_gold``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from data_tools.documents import Annotation, Document
+from data_tools.formats.namespaces import kb_key
+from data_tools.registry import load_kb
+from e2e_linker.scoring import kbid, normalized_ids
+from eval.ood_dev import CORPUS_TYPES, DEV_TABLE, add_model_options, dev_linker, gold_of
+from eval.reporting import command_line, machine, write_results
+
+RESULTS = Path(__file__).parent / "results" / "dev_table" / "error_classes"
+#: the gold classes in the order the table shows them
+GOLD_CLASSES = ("right", "wrong_id", "wrong_id:one_of_several", "wrong_id:same_species",
+                "wrong_id:other_species", "other_type", "boundary", "overlapped_other_type",
+                "missed", "missed_gated", "missed_never_kept")
+PREDICTION_CLASSES = ("disjoint", "on_unscored_gold")
+CONTEXT = 40
+
+
+def gene_id_class(gold: Annotation, predicted: Annotation, taxa: dict[str, str],
+                  resolve: Callable[[str], str] | None = None) -> str:
+    """Which kind of wrong gene ID ``predicted`` gives the gold mention of its span:
+    ``one_of_several`` (the gold lists several IDs, the prediction's are among them),
+    ``same_species`` (a gene of a taxon the gold's genes have, ``taxa``: gene ID → taxon),
+    else ``other_species`` (a gene whose taxon is unknown counts as another species)."""
+    gold_ids = set(normalized_ids(gold, resolve))
+    pred_ids = set(normalized_ids(predicted, resolve))
+    if len(gold_ids) > 1 and pred_ids and pred_ids <= gold_ids:
+        return "one_of_several"
+    gold_taxa = {taxa.get(kb_key(i)) for i in gold.concept_ids} - {None}
+    pred_taxa = {taxa.get(kb_key(i)) for i in predicted.concept_ids} - {None}
+    return "same_species" if gold_taxa & pred_taxa else "other_species"
+
+
+def _overlaps(a: Annotation, b: Annotation) -> bool:
+    return a.start < b.end and b.start < a.end
+
+
+def _example(doc: Document, ann: Annotation, found: Sequence[Annotation]) -> dict:
+    text = doc.text
+    return {"document": doc.id, "text": ann.text, "type": ann.type,
+            "ids": list(ann.concept_ids),
+            "predicted": [{"text": p.text, "type": p.type, "ids": list(p.concept_ids)}
+                          for p in found],
+            "context": text[max(0, ann.start - CONTEXT):ann.end + CONTEXT].replace("\n", " ")}
+
+
+def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequence[str],
+                 resolve: Callable[[str], str] | None = None,
+                 taxa: dict[str, str] | None = None,
+                 gate_off: Sequence[Document] | None = None,
+                 examples: int = 0) -> tuple[Counter, dict[str, list[dict]]]:
+    """Counts of the gold mentions of ``types`` by class and of the predictions that meet no
+    gold mention (the module docstring), and up to ``examples`` examples a class. ``taxa``
+    (gene ID → taxon) splits the wrong gene IDs; ``gate_off`` (the same documents annotated
+    with ``lexical_gate`` off) splits the misses. Documents pair by ID; a gold document
+    without a prediction has none."""
+    by_id = {d.id: d for d in pred}
+    off_by_id = {d.id: d for d in gate_off} if gate_off is not None else None
+    counts: Counter = Counter()
+    shown: dict[str, list[dict]] = {}
+
+    def add(name: str, doc: Document, ann: Annotation, found: Sequence[Annotation]) -> None:
+        counts[name] += 1
+        if len(shown.get(name, ())) < examples:
+            shown.setdefault(name, []).append(_example(doc, ann, found))
+
+    for doc in gold:
+        predicted = by_id[doc.id].annotations if doc.id in by_id else []
+        for ann in doc.annotations:
+            if ann.type not in types:
+                continue
+            same = [p for p in predicted if (p.start, p.end) == (ann.start, ann.end)]
+            over = [p for p in predicted if _overlaps(p, ann)]
+            typed = [p for p in same if p.type == ann.type]
+            if any(kbid(p, resolve) == kbid(ann, resolve) for p in typed):
+                add("right", doc, ann, typed)
+            elif typed:
+                add("wrong_id", doc, ann, typed)
+                if taxa is not None and ann.type == "Gene":
+                    add(f"wrong_id:{gene_id_class(ann, typed[0], taxa, resolve)}", doc, ann,
+                        typed)
+            elif same:
+                add("other_type", doc, ann, same)
+            elif any(p.type == ann.type for p in over):
+                add("boundary", doc, ann, over)
+            elif over:
+                add("overlapped_other_type", doc, ann, over)
+            else:
+                add("missed", doc, ann, ())
+                if off_by_id is not None:
+                    kept = [p for p in (off_by_id[doc.id].annotations
+                                        if doc.id in off_by_id else ())
+                            if (p.start, p.end) == (ann.start, ann.end)]
+                    add("missed_gated" if kept else "missed_never_kept", doc, ann, kept)
+        for p in predicted:
+            if p.type not in types:
+                continue
+            met = [a for a in doc.annotations if _overlaps(a, p)]
+            if not met:
+                add("disjoint", doc, p, ())
+            elif not any(a.type in types for a in met):
+                add("on_unscored_gold", doc, p, met)
+    return counts, shown
+
+
+def markdown(result: dict) -> str:
+    """The table: a row a corpus, a column a class."""
+    classes = [c for c in (*GOLD_CLASSES, *PREDICTION_CLASSES)
+               if any(c in row["counts"] for row in result["rows"])]
+    lines = [f"Error classes, model {result['model']}, options `{result['annotate_options']}` "
+             f"({result['machine']}); classes: eval/error_classes.py", "",
+             "| corpus (types) | gold | " + " | ".join(classes) + " |",
+             "|---|---|" + "---|" * len(classes)]
+    for row in result["rows"]:
+        lines.append(f"| {row['corpus']} ({', '.join(row['types'])}) | {row['gold']} | "
+                     + " | ".join(str(row["counts"].get(c, 0)) for c in classes) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from eval.ood_dev import annotate_flags
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpora", nargs="+", default=list(DEV_TABLE),
+                        choices=sorted(CORPUS_TYPES))
+    add_model_options(parser)
+    parser.add_argument("--gate-off-too", action="store_true",
+                        help="annotate each corpus again with lexical_gate off, to split the "
+                             "misses into gated candidates and spans never kept")
+    parser.add_argument("--examples", type=int, default=25,
+                        help="examples kept a class and corpus (results.json)")
+    parser.add_argument("--max-docs", type=int, default=None)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        linker = dev_linker(args, Path(tmp))
+        resolve = load_kb("bc5cdr").resolve
+        taxa = load_kb("genes_homologene").taxa() \
+            if "Gene" in linker.annotator.model.config.types else None
+        annotator = linker.annotator
+        rows = []
+        for spec in args.corpora:
+            types = ("Chemical", "Disease", "Gene") if spec == "biored:dev" \
+                else CORPUS_TYPES[spec]
+            gold = gold_of(spec, args.max_docs)
+            pred = linker.annotate(gold, replace=True)
+            off = None
+            if args.gate_off_too:
+                linker.annotator = annotator.with_pipeline(
+                    annotator.pipeline.changed(disable=("lexical_gate",)))
+                off = linker.annotate(gold, replace=True)
+                linker.annotator = annotator
+            counts, shown = gold_classes(gold, pred, types, resolve, taxa, off, args.examples)
+            rows.append({"corpus": spec, "types": list(types),
+                         "gold": sum(a.type in types for d in gold for a in d.annotations),
+                         "counts": dict(counts), "examples": shown})
+    result = {"command": command_line("error_classes", argv), "machine": machine(),
+              "model": args.model or "shipped",
+              "annotate_options": shlex.join(annotate_flags(args)) or "default",
+              "steps": annotator.pipeline.names, "rows": rows}
+    write_results(args.out, result, markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

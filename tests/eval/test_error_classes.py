@@ -1,0 +1,87 @@
+"""eval.error_classes on hand-made documents: one gold mention of each class."""
+
+from __future__ import annotations
+
+from data_tools.documents import Annotation, Document, Passage
+from eval.error_classes import gene_id_class, gold_classes, markdown
+
+TEXT = "IL-8 and aspirin raised TNF in chronic asthma patients with Stat3 and p53 loss."
+
+
+def _doc(spans: list[tuple[str, str, list[str]]]) -> Document:
+    """A document of :data:`TEXT` with an annotation for each (text, type, IDs), at the text's
+    first occurrence."""
+    doc = Document("1", [Passage(0, TEXT, {})])
+    for n, (span, type_, ids) in enumerate(spans):
+        start = TEXT.index(span)
+        doc.add_annotation(Annotation(start, start + len(span), span, type_, ids, id=str(n)))
+    return doc
+
+
+GOLD = _doc([("aspirin", "Chemical", ["D001241"]),            # right
+             ("TNF", "Gene", ["7124"]),                         # wrong ID, other species
+             ("Stat3", "Gene", ["6774", "20848"]),              # wrong ID, one of several
+             ("p53", "Gene", ["7157"]),                         # wrong ID, same species
+             ("IL-8", "Gene", ["3576"]),                        # typed Chemical
+             ("chronic asthma", "Disease", ["D001249"]),        # a shorter span predicted
+             ("patients", "Species", ["9606"]),                 # not a scored type
+             ("loss", "Disease", ["D000001"])])                 # missed
+PRED = _doc([("aspirin", "Chemical", ["D001241"]),
+             ("TNF", "Gene", ["21926"]),
+             ("Stat3", "Gene", ["20848"]),
+             ("p53", "Gene", ["7161"]),
+             ("IL-8", "Chemical", ["D016209"]),
+             ("asthma", "Disease", ["D001249"]),
+             ("patients", "Disease", ["D000002"]),                # on unscored gold only
+             ("raised", "Chemical", ["D000003"])])                # meets no gold
+TAXA = {"7124": "9606", "21926": "10090", "6774": "9606", "20848": "10090", "7157": "9606",
+        "7161": "9606"}
+TYPES = ("Chemical", "Disease", "Gene")
+
+
+def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted():
+    counts, shown = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, examples=1)
+    assert counts == {"right": 1, "wrong_id": 3, "wrong_id:other_species": 1,
+                      "wrong_id:one_of_several": 1, "wrong_id:same_species": 1,
+                      "other_type": 1, "boundary": 1, "missed": 1, "disjoint": 1,
+                      "on_unscored_gold": 1}
+    assert shown["boundary"][0]["text"] == "chronic asthma"
+    assert shown["boundary"][0]["predicted"][0]["text"] == "asthma"
+    assert "chronic asthma" in shown["boundary"][0]["context"]
+    assert shown["disjoint"][0]["text"] == "raised"
+
+
+def test_a_run_with_the_gate_off_splits_the_misses():
+    gate_off = _doc([("loss", "Disease", ["D000001"])])
+    counts, _ = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[gate_off])
+    assert counts["missed"] == 1 and counts["missed_gated"] == 1
+    counts, _ = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[_doc([])])
+    assert counts["missed_never_kept"] == 1 and "missed_gated" not in counts
+
+
+def test_without_taxa_wrong_gene_ids_are_not_split_and_no_examples_are_kept():
+    counts, shown = gold_classes([GOLD], [PRED], TYPES)
+    assert counts["wrong_id"] == 3 and not any(k.startswith("wrong_id:") for k in counts)
+    assert shown == {}
+
+
+def test_gene_id_class_reads_the_taxa_of_both_sides():
+    gold = Annotation(0, 3, "TNF", "Gene", ["NCBIGene:7124"])
+    assert gene_id_class(gold, Annotation(0, 3, "TNF", "Gene", ["NCBIGene:21926"]),
+                         TAXA) == "other_species"
+    assert gene_id_class(gold, Annotation(0, 3, "TNF", "Gene", ["7157"]), TAXA) \
+        == "same_species"
+    # an unknown gene is another species: nothing says it shares the gold's
+    assert gene_id_class(gold, Annotation(0, 3, "TNF", "Gene", ["999"]), TAXA) \
+        == "other_species"
+
+
+def test_the_table_has_a_column_for_each_class_seen():
+    counts, _ = gold_classes([GOLD], [PRED], TYPES)
+    table = markdown({"model": "shipped", "annotate_options": "default", "machine": "a CPU",
+                      "rows": [{"corpus": "biored:dev", "types": list(TYPES), "gold": 7,
+                                "counts": dict(counts)}]})
+    header, rule, row = table.splitlines()[2:5]
+    assert header.split(" | ")[2:5] == ["right", "wrong_id", "other_type"]
+    assert "missed_gated" not in header
+    assert row.startswith("| biored:dev (Chemical, Disease, Gene) | 7 | 1 | 3 | 1 |")
