@@ -241,8 +241,8 @@ def test_the_bare_encoder_runs_annotates_batches(annotator, monkeypatch):
 
 def test_every_slice_is_annotated_once_before_any_stage_is_timed(annotator, monkeypatch):
     """The warm-up sees every slice (so its KB names are cached before timing; on a cold
-    cache the first stage to see a slice paid for them): annotate runs each slice twice,
-    once untimed, and the baseline once."""
+    cache the first stage to see a slice paid for them): annotate and the baseline (another
+    model: its names are cached apart) each run each slice twice, once untimed."""
     seen: list[tuple[str, bool]] = []
     timing: list[bool] = [False]
     real_annotate, real_timed = bench.annotate_file, bench.StageTotals.timed
@@ -266,6 +266,10 @@ def test_every_slice_is_annotated_once_before_any_stage_is_timed(annotator, monk
     assert len(slices) == 2
     for name in slices:
         untimed = [n for n, t in seen if n == name and not t]
-        assert len(untimed) == 1  # the warm-up's pass
+        assert len(untimed) == 2  # the warm-up's passes: annotate's and the baseline's
     first_timed = next(k for k, (_, t) in enumerate(seen) if t)
     assert {n for n, t in seen[:first_timed]} == set(slices)
+    seen.clear()
+    bench.run_bench(annotator, synthetic_docs(6), slice_docs=3, warmup_docs=0,
+                    per_mention=False)
+    assert sum(not t for _, t in seen) == 2  # without a baseline, annotate's pass alone
