@@ -24,7 +24,9 @@ and classes each gold mention (:func:`gold_classes`):
   has a prediction of its span: a candidate the gate dropped) and ``missed_never_kept``.
 
 Predictions of the scored types that overlap no gold mention of any type are ``disjoint``;
-those overlapping only gold mentions of unscored types are ``on_unscored_gold``.
+those overlapping only gold mentions of unscored types are ``on_unscored_gold``. With
+``--gate-off-too``, the gate-off run's links that dense search alone made are counted, right
+and all, by mention-score band (:func:`dense_only_links`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from data_tools.documents import Annotation, Document
+from data_tools.formats.mentions_jsonl import LINK_METHOD
 from data_tools.formats.namespaces import kb_key
 from data_tools.registry import load_kb
 from e2e_linker.scoring import kbid, normalized_ids
@@ -50,6 +53,8 @@ GOLD_CLASSES = ("right", "wrong_id", "wrong_id:one_of_several", "wrong_id:same_s
                 "missed", "missed_gated", "missed_never_kept")
 PREDICTION_CLASSES = ("disjoint", "on_unscored_gold")
 CONTEXT = 40
+#: the mention-score bands :func:`dense_only_links` counts the gate-off run's dense links in
+SCORE_BANDS = (0.0, 0.9, 0.98, 0.995)
 
 
 def gene_id_class(gold: Annotation, predicted: Annotation, taxa: dict[str, str],
@@ -139,6 +144,29 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
     return counts, shown
 
 
+def dense_only_links(gold: Sequence[Document], gate_off: Sequence[Document],
+                     types: Sequence[str], resolve: Callable[[str], str] | None = None
+                     ) -> dict[str, dict[str, int]]:
+    """Of the gate-off run's predictions of ``types`` that dense search alone linked (the ones
+    ``lexical_gate`` drops), how many have a gold mention's span, type and IDs, by mention-score
+    band (:data:`SCORE_BANDS`: each band from its bound up to the next).
+
+    Why: a gated miss looks like easy recall; whether opening the gate (or a band of it) pays
+    depends on how often those links are right (docs/decisions/0003-lexical-gate.md)."""
+    keys = {(d.id, a.start, a.end, a.type, kbid(a, resolve))
+            for d in gold for a in d.annotations if a.type in types}
+    out = {f"{low:g}": {"links": 0, "right": 0} for low in SCORE_BANDS}
+    for doc in gate_off:
+        for a in doc.annotations:
+            if a.type not in types or a.infons.get(LINK_METHOD) != "dense":
+                continue
+            low = max(b for b in SCORE_BANDS if (a.mention_score or 0.0) >= b)
+            band = out[f"{low:g}"]
+            band["links"] += 1
+            band["right"] += (doc.id, a.start, a.end, a.type, kbid(a, resolve)) in keys
+    return out
+
+
 def markdown(result: dict) -> str:
     """The table: a row a corpus, a column a class."""
     classes = [c for c in (*GOLD_CLASSES, *PREDICTION_CLASSES)
@@ -150,6 +178,19 @@ def markdown(result: dict) -> str:
     for row in result["rows"]:
         lines.append(f"| {row['corpus']} ({', '.join(row['types'])}) | {row['gold']} | "
                      + " | ".join(str(row["counts"].get(c, 0)) for c in classes) + " |")
+    dense = [row for row in result["rows"] if row.get("dense_only_links")]
+    if dense:
+        bands = list(dense[0]["dense_only_links"])
+        lines += ["", "Gate-off run: predictions dense search alone links, right / all, by "
+                  "mention-score band", "",
+                  "| corpus | all | " + " | ".join(f"score ≥ {b}" for b in bands) + " |",
+                  "|---|---|" + "---|" * len(bands)]
+        for row in dense:
+            found = row["dense_only_links"]
+            total = (sum(v["right"] for v in found.values()),
+                     sum(v["links"] for v in found.values()))
+            lines.append(f"| {row['corpus']} | {total[0]} / {total[1]} | " + " | ".join(
+                f"{found[b]['right']} / {found[b]['links']}" for b in bands) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -190,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"corpus": spec, "types": list(types),
                          "gold": sum(a.type in types for d in gold for a in d.annotations),
                          "counts": dict(counts), "examples": shown})
+            if off is not None:
+                rows[-1]["dense_only_links"] = dense_only_links(gold, off, types, resolve)
     result = {"command": command_line("error_classes", argv), "machine": machine(),
               "model": args.model or "shipped",
               "annotate_options": shlex.join(annotate_flags(args)) or "default",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
-from eval.error_classes import gene_id_class, gold_classes, markdown
+from eval.error_classes import dense_only_links, gene_id_class, gold_classes, markdown
 
 TEXT = "IL-8 and aspirin raised TNF in chronic asthma patients with Stat3 and p53 loss."
 
@@ -85,3 +85,19 @@ def test_the_table_has_a_column_for_each_class_seen():
     assert header.split(" | ")[2:5] == ["right", "wrong_id", "other_type"]
     assert "missed_gated" not in header
     assert row.startswith("| biored:dev (Chemical, Disease, Gene) | 7 | 1 | 3 | 1 |")
+
+
+def test_dense_only_links_are_counted_right_and_all_by_mention_score_band():
+    off = _doc([("aspirin", "Chemical", ["D001241"]), ("raised", "Chemical", ["D000003"]),
+                ("TNF", "Gene", ["21926"])])
+    scores = {"aspirin": 0.999, "raised": 0.95, "TNF": 0.999}
+    for ann in off.annotations:
+        ann.mention_score = scores[ann.text]
+        ann.infons["link_method"] = "dense" if ann.type != "Gene" else "exact"
+    found = dense_only_links([GOLD], [off], TYPES)
+    assert found == {"0": {"links": 0, "right": 0}, "0.9": {"links": 1, "right": 0},
+                     "0.98": {"links": 0, "right": 0}, "0.995": {"links": 1, "right": 1}}
+    table = markdown({"model": "shipped", "annotate_options": "default", "machine": "a CPU",
+                      "rows": [{"corpus": "biored:dev", "types": list(TYPES), "gold": 7,
+                                "counts": {"right": 1}, "dense_only_links": found}]})
+    assert "| biored:dev | 1 / 2 | 0 / 0 | 0 / 1 | 0 / 0 | 1 / 1 |" in table
