@@ -68,6 +68,7 @@ from e2e_linker.scoring import kbid, normalized_ids, score
 from eval.reporting import command_line, machine, write_results
 
 if TYPE_CHECKING:
+    from e2e_linker.api import Linker
     from e2e_linker.collective.confidence import ConfidenceModel
 
 RESULTS = Path(__file__).parent / "results" / "ood_dev"
@@ -561,7 +562,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_pipeline_options(parser)
 
 
-def dev_linker(args: argparse.Namespace, tmp: Path):
+def dev_linker(args: argparse.Namespace, tmp: Path) -> Linker:
     """The linker a dev-table run annotates with: ``args.model`` (default: shipped), its KB
     or the shipped one's, its mined names rebuilt from ``args.kb_names_from`` (model copies
     written under ``tmp``, which must outlive the linker), the pipeline changed as the
