@@ -36,6 +36,7 @@ import shlex
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_tools.documents import Annotation, Document
@@ -85,25 +86,43 @@ def _example(doc: Document, ann: Annotation, found: Sequence[Annotation]) -> dic
             "context": text[max(0, ann.start - CONTEXT):ann.end + CONTEXT].replace("\n", " ")}
 
 
+@dataclass
+class ErrorClasses:
+    """One corpus's classes: ``counts`` by class, up to N ``examples`` a class, and
+    ``documents``: by class, how many of its mentions each document holds (whether a class is
+    spread over the corpus or sits in a few abstracts)."""
+
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, list[dict]] = field(default_factory=dict)
+    documents: dict[str, Counter] = field(default_factory=dict)
+
+    def concentration(self, name: str, top: int = 3) -> dict[str, int]:
+        """How many documents hold class ``name``'s mentions, and how many of them the
+        ``top`` documents with the most hold."""
+        found = self.documents.get(name, Counter())
+        return {"documents": len(found),
+                f"in_top_{top}": sum(n for _, n in found.most_common(top))}
+
+
 def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequence[str],
                  resolve: Callable[[str], str] | None = None,
                  taxa: dict[str, str] | None = None,
                  gate_off: Sequence[Document] | None = None,
-                 examples: int = 0) -> tuple[Counter, dict[str, list[dict]]]:
-    """Counts of the gold mentions of ``types`` by class and of the predictions that meet no
-    gold mention (the module docstring), and up to ``examples`` examples a class. ``taxa``
-    (gene ID → taxon) splits the wrong gene IDs; ``gate_off`` (the same documents annotated
-    with ``lexical_gate`` off) splits the misses. Documents pair by ID; a gold document
-    without a prediction has none."""
+                 examples: int = 0) -> ErrorClasses:
+    """The gold mentions of ``types`` by class and the predictions that meet no gold mention
+    (the module docstring), with up to ``examples`` examples a class and the documents each
+    class's mentions sit in. ``taxa`` (gene ID → taxon) splits the wrong gene IDs;
+    ``gate_off`` (the same documents annotated with ``lexical_gate`` off) splits the misses.
+    Documents pair by ID; a gold document without a prediction has none."""
     by_id = {d.id: d for d in pred}
     off_by_id = {d.id: d for d in gate_off} if gate_off is not None else None
-    counts: Counter = Counter()
-    shown: dict[str, list[dict]] = {}
+    found = ErrorClasses()
 
-    def add(name: str, doc: Document, ann: Annotation, found: Sequence[Annotation]) -> None:
-        counts[name] += 1
-        if len(shown.get(name, ())) < examples:
-            shown.setdefault(name, []).append(_example(doc, ann, found))
+    def add(name: str, doc: Document, ann: Annotation, near: Sequence[Annotation]) -> None:
+        found.counts[name] += 1
+        found.documents.setdefault(name, Counter())[doc.id] += 1
+        if len(found.examples.get(name, ())) < examples:
+            found.examples.setdefault(name, []).append(_example(doc, ann, near))
 
     for doc in gold:
         predicted = by_id[doc.id].annotations if doc.id in by_id else []
@@ -141,7 +160,7 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
                 add("disjoint", doc, p, ())
             elif not any(a.type in types for a in met):
                 add("on_unscored_gold", doc, p, met)
-    return counts, shown
+    return found
 
 
 def dense_only_links(gold: Sequence[Document], gate_off: Sequence[Document],
@@ -178,6 +197,18 @@ def markdown(result: dict) -> str:
     for row in result["rows"]:
         lines.append(f"| {row['corpus']} ({', '.join(row['types'])}) | {row['gold']} | "
                      + " | ".join(str(row["counts"].get(c, 0)) for c in classes) + " |")
+    spread = [row for row in result["rows"] if row.get("concentration")]
+    if spread:
+        lines += ["", "How many documents each class's mentions sit in, and how many of them the "
+                  "three documents with the most hold", "",
+                  "| corpus | class | mentions | documents | in the 3 largest |",
+                  "|---|---|---|---|---|"]
+        for row in spread:
+            for name in classes:
+                if name != "right" and name in row["concentration"]:
+                    found = row["concentration"][name]
+                    lines.append(f"| {row['corpus']} | {name} | {row['counts'][name]} | "
+                                 f"{found['documents']} | {found['in_top_3']} |")
     dense = [row for row in result["rows"] if row.get("dense_only_links")]
     if dense:
         bands = list(dense[0]["dense_only_links"])
@@ -227,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
                     annotator.pipeline.changed(disable=("lexical_gate",)))
                 off = linker.annotate(gold, replace=True)
                 linker.annotator = annotator
-            counts, shown = gold_classes(gold, pred, types, resolve, taxa, off, args.examples)
+            found = gold_classes(gold, pred, types, resolve, taxa, off, args.examples)
             rows.append({"corpus": spec, "types": list(types),
                          "gold": sum(a.type in types for d in gold for a in d.annotations),
-                         "counts": dict(counts), "examples": shown})
+                         "counts": dict(found.counts),
+                         "concentration": {name: found.concentration(name)
+                                           for name in found.counts},
+                         "examples": found.examples})
             if off is not None:
                 rows[-1]["dense_only_links"] = dense_only_links(gold, off, types, resolve)
     result = {"command": command_line("error_classes", argv), "machine": machine(),

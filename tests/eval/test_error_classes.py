@@ -40,7 +40,8 @@ TYPES = ("Chemical", "Disease", "Gene")
 
 
 def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted():
-    counts, shown = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, examples=1)
+    found = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, examples=1)
+    counts, shown = found.counts, found.examples
     assert counts == {"right": 1, "wrong_id": 3, "wrong_id:other_species": 1,
                       "wrong_id:one_of_several": 1, "wrong_id:same_species": 1,
                       "other_type": 1, "boundary": 1, "missed": 1, "disjoint": 1,
@@ -49,20 +50,23 @@ def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted
     assert shown["boundary"][0]["predicted"][0]["text"] == "asthma"
     assert "chronic asthma" in shown["boundary"][0]["context"]
     assert shown["disjoint"][0]["text"] == "raised"
+    assert found.concentration("wrong_id") == {"documents": 1, "in_top_3": 3}
+    assert found.concentration("no such class") == {"documents": 0, "in_top_3": 0}
 
 
 def test_a_run_with_the_gate_off_splits_the_misses():
     gate_off = _doc([("loss", "Disease", ["D000001"])])
-    counts, _ = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[gate_off])
+    counts = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[gate_off]).counts
     assert counts["missed"] == 1 and counts["missed_gated"] == 1
-    counts, _ = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[_doc([])])
+    counts = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, gate_off=[_doc([])]).counts
     assert counts["missed_never_kept"] == 1 and "missed_gated" not in counts
 
 
 def test_without_taxa_wrong_gene_ids_are_not_split_and_no_examples_are_kept():
-    counts, shown = gold_classes([GOLD], [PRED], TYPES)
-    assert counts["wrong_id"] == 3 and not any(k.startswith("wrong_id:") for k in counts)
-    assert shown == {}
+    found = gold_classes([GOLD], [PRED], TYPES)
+    assert found.counts["wrong_id"] == 3
+    assert not any(k.startswith("wrong_id:") for k in found.counts)
+    assert found.examples == {}
 
 
 def test_gene_id_class_reads_the_taxa_of_both_sides():
@@ -76,15 +80,19 @@ def test_gene_id_class_reads_the_taxa_of_both_sides():
         == "other_species"
 
 
-def test_the_table_has_a_column_for_each_class_seen():
-    counts, _ = gold_classes([GOLD], [PRED], TYPES)
+def test_the_table_has_a_column_for_each_class_seen_and_a_row_for_its_spread():
+    found = gold_classes([GOLD], [PRED], TYPES)
     table = markdown({"model": "shipped", "annotate_options": "default", "machine": "a CPU",
                       "rows": [{"corpus": "biored:dev", "types": list(TYPES), "gold": 7,
-                                "counts": dict(counts)}]})
+                                "counts": dict(found.counts),
+                                "concentration": {n: found.concentration(n)
+                                                  for n in found.counts}}]})
     header, rule, row = table.splitlines()[2:5]
     assert header.split(" | ")[2:5] == ["right", "wrong_id", "other_type"]
     assert "missed_gated" not in header
     assert row.startswith("| biored:dev (Chemical, Disease, Gene) | 7 | 1 | 3 | 1 |")
+    assert "| biored:dev | wrong_id | 3 | 1 | 3 |" in table
+    assert "| biored:dev | right |" not in table
 
 
 def test_dense_only_links_are_counted_right_and_all_by_mention_score_band():
