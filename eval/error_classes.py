@@ -40,11 +40,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from data_tools.documents import Annotation, Document
-from data_tools.formats.mentions_jsonl import LINK_METHOD
 from data_tools.formats.namespaces import kb_key
 from data_tools.registry import load_kb
 from e2e_linker.scoring import kbid, normalized_ids
-from eval.ood_dev import CORPUS_TYPES, DEV_TABLE, add_model_options, dev_linker, gold_of
+from eval.ood_dev import (
+    CORPUS_TYPES,
+    DEV_TABLE,
+    add_model_options,
+    dev_linker,
+    gold_of,
+    labelled_predictions,
+    labelled_types,
+)
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "dev_table" / "error_classes"
@@ -172,17 +179,14 @@ def dense_only_links(gold: Sequence[Document], gate_off: Sequence[Document],
 
     Why: a gated miss looks like easy recall; whether opening the gate (or a band of it) pays
     depends on how often those links are right (docs/decisions/0003-lexical-gate.md)."""
-    keys = {(d.id, a.start, a.end, a.type, kbid(a, resolve))
-            for d in gold for a in d.annotations if a.type in types}
     out = {f"{low:g}": {"links": 0, "right": 0} for low in SCORE_BANDS}
-    for doc in gate_off:
-        for a in doc.annotations:
-            if a.type not in types or a.infons.get(LINK_METHOD) != "dense":
-                continue
-            low = max(b for b in SCORE_BANDS if (a.mention_score or 0.0) >= b)
-            band = out[f"{low:g}"]
-            band["links"] += 1
-            band["right"] += (doc.id, a.start, a.end, a.type, kbid(a, resolve)) in keys
+    for row in labelled_predictions(gold, gate_off, tuple(types), resolve):
+        if row["link_method"] != "dense":
+            continue
+        low = max(b for b in SCORE_BANDS if (row["mention_score"] or 0.0) >= b)
+        band = out[f"{low:g}"]
+        band["links"] += 1
+        band["right"] += row["correct"]
     return out
 
 
@@ -248,8 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         annotator = linker.annotator
         rows = []
         for spec in args.corpora:
-            types = ("Chemical", "Disease", "Gene") if spec == "biored:dev" \
-                else CORPUS_TYPES[spec]
+            types = labelled_types(spec)
             gold = gold_of(spec, args.max_docs)
             pred = linker.annotate(gold, replace=True)
             off = None

@@ -266,6 +266,15 @@ def report_of(gold: list[Document], pred: list[Document], types: tuple[str, ...]
     return out
 
 
+def labelled_types(spec: str) -> tuple[str, ...]:
+    """The types a corpus's predictions are labelled on: its scored types
+    (:data:`CORPUS_TYPES`), and for BioRED dev its genes too (its gold has them in full,
+    though its dev-table row scores chemicals and diseases: the genes have a row of their
+    own)."""
+    scored = CORPUS_TYPES[spec]
+    return (*scored, "Gene") if spec == "biored:dev" else scored
+
+
 def labelled_predictions(gold: list[Document], pred: list[Document], types: tuple[str, ...],
                          resolve) -> list[dict]:
     """Each predicted annotation of ``types``: its ``mention_score``, ``link_score``,
@@ -294,10 +303,8 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
     pred = linker.annotate(gold, replace=True)
     seconds = time.perf_counter() - started
     if labelled is not None:
-        scored = types or CORPUS_TYPES[spec]
-        if spec == "biored:dev":
-            scored = (*scored, "Gene")
-        labelled[spec] = labelled_predictions(gold, pred, scored, resolve)
+        labelled[spec] = labelled_predictions(gold, pred, types or labelled_types(spec),
+                                              resolve)
     row: dict = {"corpus": spec, "documents": len(gold), "annotate_s": round(seconds, 1),
                  "predicted": {t: sum(a.type == t for d in pred for a in d.annotations)
                                for t in sorted({a.type for d in pred for a in d.annotations})},
