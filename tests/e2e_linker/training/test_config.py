@@ -218,3 +218,17 @@ def test_the_guidelines_config_tags_every_corpus_with_its_own_guideline():
     assert {e.corpus: e.guideline for e in config.dev_corpora()} == {
         "bc5cdr:dev": "bc5cdr", "ncbi_disease:dev": "ncbi_disease"}
     assert {e.corpus: e.guideline for e in train}["biored:train"] == "biored"
+
+
+def test_the_guidelines_run_from_the_base_encoder_tags_from_the_first_step():
+    """Decision 0041's test left: the tagged run without a warm start, the same corpora and
+    tags as the continuation, every dev and test document kept out as there."""
+    config = TrainConfig.from_yaml(CONFIGS / "multi_corpus_guidelines_scratch.yaml")
+    tagged = TrainConfig.from_yaml(CONFIGS / "multi_corpus_guidelines.yaml")
+    assert not config.init_from and config.keep_epochs and config.checkpoint_minutes
+    assert config.model.guidelines == tagged.model.guidelines
+    train = {e.corpus: e for e in config.train_corpora()}
+    assert {c: e.guideline for c, e in train.items()} == \
+        {e.corpus: e.guideline for e in tagged.train_corpora()}
+    assert {c: e.exclude for c, e in train.items()} == \
+        {e.corpus: e.exclude for e in tagged.train_corpora()}
