@@ -106,6 +106,32 @@ def model_with_packed_index_of(model: Path, tmp: Path, kb_model: Path | None = N
     return tmp
 
 
+def model_with_probe_tag(model: Path | None, tmp: Path, probe: int) -> Path:
+    """The model in ``model`` (default: the shipped one), every file linked into ``tmp`` but
+    its config, which names ``probe`` more annotation guidelines after its own and makes the
+    last of them the default: the same weights, every chunk read with one vocabulary entry
+    that no training has touched after [CLS] (:func:`~e2e_linker.collective.guidelines.tag_token`
+    of the guideline's position).
+
+    Why: a change to the input that teaches the model nothing: the dev table's figures for it
+    are its noise (:mod:`eval.noise_floor`). Probe ``n`` takes the ``n``-th entry past the
+    model's own tags, so each probe is another untrained entry."""
+    from e2e_linker.collective.model_dir import CONFIG_FILE, default_linker_dir
+
+    if probe < 1:
+        raise ValueError(f"probe numbers start at 1, not {probe}")
+    source = (model or default_linker_dir()).resolve()
+    tmp.mkdir(parents=True, exist_ok=True)
+    link_files(source, tmp, skip=(CONFIG_FILE,))
+    config = json.loads((source / CONFIG_FILE).read_text())
+    own = list(config.get("guidelines") or [])
+    probes = [f"noise_probe_{n}" for n in range(1, probe + 1)]
+    config["guidelines"] = own + probes
+    config["default_guideline"] = probes[-1]
+    (tmp / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    return tmp
+
+
 def link_files(source: Path, target: Path, skip: tuple[str, ...] = (),
                only: tuple[str, ...] | None = None) -> None:
     """Symlink the files of model directory ``source`` into ``target`` (absolute links), all
