@@ -11,9 +11,12 @@ chunk with one more vocabulary entry after [CLS], an entry no training touched
 guideline tags). Nothing is learnt; a document that fits one chunk reads its text one position
 on and a longer one is also cut a token earlier. The table is scored for the model as it is
 and for each probe, exactly as :mod:`eval.ood_dev` scores it (its ``main``, the fair mined
-names), and each row's differences are reported: their mean, their spread and the largest.
-A choice whose gain on a row is within that row's largest probe difference has not shown
-itself on that row.
+names), and each row's differences are reported: their mean (what reading one position on
+does to the row), their spread (what the choice of entry does) and the largest. A model
+comparison whose gain on a row is within that row's largest probe difference has not shown
+itself on that row (docs/decisions/0001-dev-table-decides.md). What it does not measure: the
+sampling of the dev documents, the question for a rule step that changes some predictions of
+one model.
 """
 
 from __future__ import annotations
