@@ -114,8 +114,8 @@ def model_with_probe_tag(model: Path | None, tmp: Path, probe: int) -> Path:
     of the guideline's position).
 
     Why: a change to the input that teaches the model nothing; how far it moves the dev table
-    is the floor under a comparison of models (:mod:`eval.noise_floor`). Probe ``n`` takes the ``n``-th entry past the
-    model's own tags, so each probe is another untrained entry."""
+    is the floor under a comparison of models (:mod:`eval.noise_floor`). Probe ``n`` takes the
+    ``n``-th entry past the model's own tags, so each probe is another untrained entry."""
     from e2e_linker.collective.model_dir import CONFIG_FILE, default_linker_dir
 
     if probe < 1:

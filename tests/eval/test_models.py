@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eval.models import model_with_packed_index_of
 
 
@@ -30,7 +32,7 @@ def test_a_probe_reads_an_untrained_entry_past_the_models_own_tags(tmp_path):
     from e2e_linker.collective.model import LinkerConfig
     from eval.models import model_with_probe_tag
 
-    def model_dir(name: str, **config) -> object:
+    def model_dir(name: str, **config) -> Path:
         folder = tmp_path / name
         folder.mkdir()
         data = dataclasses.asdict(LinkerConfig(**config))
