@@ -43,9 +43,13 @@ def command(run_dir: str, out_dir: str, half: bool, interpolate_with: str | None
     run = Path(run_dir)
     model = CollectiveLinker.load(run)
     if interpolate_with is not None:
-        from e2e_linker.training.warm_start import interpolate
+        from e2e_linker.training.warm_start import guideline_mismatch, interpolate
 
-        mixed = interpolate(model, CollectiveLinker.load(interpolate_with), run_share)
+        start = CollectiveLinker.load(interpolate_with)
+        mismatch = guideline_mismatch(model.config, start.config)
+        if mismatch is not None:
+            click.echo(f"warning: {mismatch}", err=True)
+        mixed = interpolate(model, start, run_share)
         click.echo(f"interpolated: {run_share} of {run_dir}, {1 - run_share:g} of "
                    f"{interpolate_with} (type rows mixed: {', '.join(mixed)})", err=True)
     train_cfg = json.loads((run / "train_config.json").read_text())

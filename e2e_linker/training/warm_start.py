@@ -96,6 +96,32 @@ def interpolate(tuned: CollectiveLinker, start: CollectiveLinker, share: float) 
                           tuned.config.types, share)
 
 
+def guideline_mismatch(tuned: LinkerConfig, start: LinkerConfig) -> str | None:
+    """What a mix of ``tuned`` and ``start`` (:func:`interpolate`) reads that one of them never
+    trained with, in words; None when both name the same guidelines.
+
+    Why a warning and not a refusal: the mix keeps ``tuned``'s config, so it reads
+    ``tuned``'s default guideline tag (:mod:`e2e_linker.collective.guidelines`) with weights
+    that are partly ``start``'s, which never read it — a model that moves on the dev table
+    by the tag token alone (docs/decisions/0001-dev-table-decides.md, the noise probe), yet
+    a mix that is otherwise sound and was measured so (docs/decisions/0041-guideline-tags.md)."""
+    if list(tuned.guidelines) == list(start.guidelines):
+        return None
+    if not tuned.guidelines:
+        return ("the model mixed in was trained with guideline tags "
+                f"({', '.join(start.guidelines)}) and the run without: the mix reads no tag, "
+                "so its share of that model's weights reads text as they never did")
+    named = f"guideline tags ({', '.join(tuned.guidelines)}; default " \
+        f"{tuned.default_guideline})"
+    if not start.guidelines:
+        return (f"the run reads {named} and the model mixed in was trained without: the mix "
+                f"reads the run's default tag, which that model's share of the weights never "
+                "saw; compare it with the model as it is read with an untrained tag "
+                "(python -m eval.noise_floor), not as it ships")
+    return (f"the run reads {named} and the model mixed in others "
+            f"({', '.join(start.guidelines)}): the mix reads the run's tags, by position")
+
+
 def warm_start(config: LinkerConfig, directory: str | os.PathLike) -> CollectiveLinker:
     """A model with ``config``'s settings and types whose encoders, span scorer and known
     type-head rows come from the model directory ``directory``.

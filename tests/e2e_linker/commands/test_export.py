@@ -39,3 +39,19 @@ def test_an_export_interpolated_with_its_start_sits_between_the_two(tmp_path):
                                         "--interpolate-with", str(start_dir),
                                         "--run-share", "2"])
     assert refused.exit_code != 0 and "--run-share" in refused.output
+    assert "warning" not in result.output  # the same guidelines (none): nothing to say
+
+
+def test_a_tagged_run_mixed_with_an_untagged_model_is_exported_with_a_warning(tmp_path):
+    start_dir, kb_file = tiny_linker_dir(tmp_path / "start")
+    run = tmp_path / "run"
+    tuned = CollectiveLinker.load(start_dir)
+    tuned.config.guidelines, tuned.config.default_guideline = ["biored"], "biored"
+    tuned.save(run)
+    (run / "train_config.json").write_text(json.dumps({"kb": f"tsv:{kb_file}"}))
+    result = CliRunner().invoke(main, ["export", str(run), str(tmp_path / "out"), "--no-half",
+                                       "--interpolate-with", str(start_dir),
+                                       "--run-share", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "warning: the run reads guideline tags (biored; default biored)" in result.output
+    assert CollectiveLinker.load(tmp_path / "out").config.default_guideline == "biored"

@@ -7,7 +7,12 @@ import torch
 
 from e2e_linker.collective.model import CollectiveLinker, LinkerConfig
 from e2e_linker.errors import UserError
-from e2e_linker.training.warm_start import copy_type_rows, interpolate, warm_start
+from e2e_linker.training.warm_start import (
+    copy_type_rows,
+    guideline_mismatch,
+    interpolate,
+    warm_start,
+)
 from tests.helpers.tiny import tiny_encoder_dir
 
 
@@ -85,3 +90,15 @@ def test_interpolation_mixes_every_weight_and_the_rows_of_shared_types(saved):
     start.config.mention_head = "bio"  # another architecture: refused, nothing mixed
     with pytest.raises(UserError, match="settings mention_head differ"):
         interpolate(tuned, start, 0.5)
+
+
+def test_a_mix_of_a_tagged_and_an_untagged_model_is_named():
+    tagged = LinkerConfig(guidelines=["biored", "ncbi_disease"], default_guideline="biored")
+    plain = LinkerConfig()
+    assert guideline_mismatch(tagged, LinkerConfig(guidelines=["biored", "ncbi_disease"],
+                                                   default_guideline="ncbi_disease")) is None
+    assert guideline_mismatch(plain, plain) is None
+    assert "eval.noise_floor" in guideline_mismatch(tagged, plain)
+    assert "reads no tag" in guideline_mismatch(plain, tagged)
+    assert "by position" in guideline_mismatch(tagged, LinkerConfig(guidelines=["bc5cdr"],
+                                                                    default_guideline="bc5cdr"))
