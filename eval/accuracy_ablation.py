@@ -48,10 +48,12 @@ from eval.ood_dev import (
     DEV_TABLE,
     FAIR_NAMES,
     gold_of,
+    only_types,
     plain_mean,
     report_of,
     row_label,
 )
+from eval.paired_bootstrap import COMBINED, document_counts, paired_bootstrap
 from eval.reporting import command_line, machine, write_results
 from eval.setting_rows import MODES, ablation_rows, plain_row, row_predictions
 
@@ -61,6 +63,8 @@ CORPORA = ("bc5cdr:SPLIT", "bc5cdr:dev", "bc5cdr:test", "ncbi_disease:dev", "bio
 #: a step stays in the default only if switching it off costs the combined score at least this
 #: much (issue 43; docs/results.md, "Every rule re-earned")
 MIN_COMBINED_GAIN = 0.001
+#: resamples behind each step's gain interval in the re-earning table
+BOOTSTRAP_SAMPLES = 2_000
 
 
 def corpus_specs(corpora: list[str], split: str) -> list[str]:
@@ -125,18 +129,38 @@ def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple]) -> lis
                       **{m: main[m]["f1"] for m in MODES},
                       **{f"{m}_by_type": {t: r["f1"] for t, r in main[m]["by_type"].items()}
                          for m in MODES},
-                      "table": {label: rep["strict"]["f1"] for label, rep in reports.items()}}
+                      "table": {label: rep["strict"]["f1"] for label, rep in reports.items()},
+                      "strict_by_document": {
+                          label: document_counts(only_types(gold, view),
+                                                 only_types(pred, view), resolve)
+                          for label, view in views.items()}}
             print({k: record[k] for k in ("corpus", "row", "spans", "table")}, flush=True)
             out.append(record)
     return out
 
 
-def combined_rows(rows: list[dict]) -> dict[tuple[str, str], dict[str, float]]:
-    """``(model, row label) → {dev-table row: strict F1}`` gathered over the corpora."""
-    out: dict[tuple[str, str], dict[str, float]] = {}
+def combined_rows(rows: list[dict], key: str = "table") -> dict[tuple[str, str], dict]:
+    """``(model, row label) → {dev-table row: strict F1}`` gathered over the corpora (with
+    ``key="strict_by_document"``: each dev-table row's per-document counts instead)."""
+    out: dict[tuple[str, str], dict] = {}
     for row in rows:
-        out.setdefault((row["model"], row["row"]), {}).update(row["table"])
+        out.setdefault((row["model"], row["row"]), {}).update(row.get(key, {}))
     return out
+
+
+def gain_interval(every: dict, without: dict, samples: int = BOOTSTRAP_SAMPLES) -> str:
+    """The table's "gain, 95 % interval" cell: what a step adds to the combined score (all
+    declared steps against the step off) and the interval of that gain over paired resamples
+    of the dev documents (:func:`eval.paired_bootstrap.paired_bootstrap`); empty for records
+    without per-document counts (written before they were recorded).
+
+    Why beside the verdict and not in it: the verdict is the rule the default was re-earned
+    under (issue 43); the interval says which of its keeps and drops another draw of dev
+    documents could reverse (docs/decisions/0001-dev-table-decides.md)."""
+    if not every or not without:
+        return ""
+    row = paired_bootstrap(without, every, samples)[COMBINED]
+    return f"{row['delta']:+.4f} [{row['low']:+.4f}, {row['high']:+.4f}]"
 
 
 def step_verdict(every: dict[str, float], without: dict[str, float],
@@ -162,25 +186,32 @@ def earning_table(result: dict) -> list[str]:
     combined score, its change from all declared steps, and each step's verdict
     (:func:`step_verdict`). Empty unless every row of the widened dev table was scored."""
     combined = combined_rows(result["rows"])
+    counts = combined_rows(result["rows"], "strict_by_document")
     lines: list[str] = []
     for model in dict.fromkeys(r["model"] for r in result["rows"]):
         every = combined.get((model, "all declared steps"), {})
         if len(every) < len(DEV_TABLE) + 1:  # the table's rows, BioRED's genes one more
             continue
         labels = list(every)
-        header = ["row", *labels, "combined", "Δ combined", "verdict"]
+        header = ["row", *labels, "combined", "Δ combined", "verdict",
+                  "gain, 95 % interval"]
         lines += [f"Rule re-earning, model {model} (combined: plain mean of the "
                   f"{len(labels)} strict F1 rows; a step is kept when switching it off costs "
-                  f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains)",
+                  f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains; "
+                  "the interval: the step's gain over paired resamples of the dev documents)",
                   "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         base = plain_mean(every)
         for (m, label), scores in combined.items():
             if m != model:
                 continue
-            verdict = step_verdict(every, scores) if label.startswith("without ") else ""
+            step = label.startswith("without ")
+            verdict = step_verdict(every, scores) if step else ""
+            interval = gain_interval(counts.get((model, "all declared steps"), {}),
+                                     counts.get((model, label), {})) if step else ""
             lines.append("| " + " | ".join([label, *(f"{scores[k]:.4f}" for k in labels),
                                             f"{plain_mean(scores):.4f}",
-                                            f"{plain_mean(scores) - base:+.4f}", verdict]) + " |")
+                                            f"{plain_mean(scores) - base:+.4f}", verdict,
+                                            interval]) + " |")
         lines.append("")
     return lines
 

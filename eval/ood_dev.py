@@ -38,6 +38,10 @@ does (the model's own KB and declared pipeline, changed by the options given: ``
   LINNAEUS dev folds, Species strict F1 (NCBI Taxonomy IDs), printed beside the table and kept
   out of its combined score, which stays comparable with models that predict no species.
 
+Each row of the combined score also records its per-document strict counts
+(``strict_by_document``), so two runs can be compared document by document
+(:mod:`eval.paired_bootstrap`: is a difference more than the dev documents' sampling?).
+
 Never trained on: BioRED dev is the out-of-domain development set.
 
 The annotations' confidence (:mod:`e2e_linker.collective.confidence`) is fitted here too:
@@ -65,6 +69,7 @@ from data_tools.formats.namespaces import kb_key
 from data_tools.registry import apply_type_map, dataset_of, load_corpus, load_kb
 from e2e_linker.normalizer.pools import TYPE_ALIASES
 from e2e_linker.scoring import kbid, normalized_ids, score
+from eval.paired_bootstrap import document_counts
 from eval.reporting import command_line, machine, write_results
 
 if TYPE_CHECKING:
@@ -309,6 +314,10 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
                  "predicted": {t: sum(a.type == t for d in pred for a in d.annotations)
                                for t in sorted({a.type for d in pred for a in d.annotations})},
                  "scores": report_of(gold, pred, types or CORPUS_TYPES[spec], resolve)}
+    scored = types or CORPUS_TYPES[spec]
+    if spec not in SPECIES_DEV:  # the combined score's rows: what eval.paired_bootstrap reads
+        row["strict_by_document"] = {row_label(spec, scored): document_counts(
+            only_types(gold, scored), only_types(pred, scored), resolve)}
     hit, total = overlapped_share(gold, pred, "Gene", ("Chemical", "Disease"))
     if total:
         row["gene_spans_predicted_chemical_or_disease"] = {
@@ -317,6 +326,9 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
             gene = report_of(gold, pred, ("Gene",), resolve)
             row["gene"] = {mode: {k: gene[mode][k] for k in ("p", "r", "f1")}
                            for mode in MODES}
+            if spec == "biored:dev":  # its genes: a row of their own (table_rows)
+                row["strict_by_document"][row_label(spec, ("Gene",))] = document_counts(
+                    only_types(gold, ("Gene",)), only_types(pred, ("Gene",)), resolve)
             if gene_taxa is not None:
                 row["genes_by_species"] = genes_by_species(gold, pred, gene_taxa, resolve)
     if spec not in SPECIES_DEV and "Species" in linker.annotator.model.config.types \

@@ -128,10 +128,25 @@ def test_the_earning_table_needs_every_row_of_the_dev_table():
     assert lines[0].startswith("Rule re-earning, model m")
     body = [line for line in lines if line.startswith("| without x")]
     assert body == ["| without x | " + " | ".join(["0.6900"] * len(labels))
-                    + " | 0.6900 | -0.0100 | keep (combined +0.0100) |"]
+                    + " | 0.6900 | -0.0100 | keep (combined +0.0100) |  |"]
     assert any(line.startswith("| every rule step off |") and line.endswith(" |  |")
                for line in lines)
     assert earning_table({"rows": result["rows"][1:]}) == []  # a row missing: no table
+
+
+def test_each_steps_gain_comes_with_its_interval_over_resampled_documents():
+    from eval.accuracy_ablation import gain_interval
+
+    every = {"bc5cdr:dev (T)": {f"d{i}": [1, 0, 0] for i in range(20)}}
+    # the step off: one document in four loses its one right answer
+    without = {"bc5cdr:dev (T)": {f"d{i}": [0, 0, 1] if i % 4 == 0 else [1, 0, 0]
+                                  for i in range(20)}}
+    cell = gain_interval(every, without)
+    gain, interval = cell.split(" ", 1)
+    assert float(gain) == pytest.approx(1 - 30 / 35, abs=1e-4)  # F1 1.0 against 2·15/35
+    low, high = (float(x) for x in interval.strip("[]").split(", "))
+    assert 0 < low < float(gain) < high
+    assert gain_interval({}, without) == ""  # a result written before the counts: no cell
 
 
 def test_dev_table_scores_its_corpora_with_names_from_training_splits(annotator, monkeypatch,
