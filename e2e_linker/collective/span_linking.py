@@ -30,7 +30,7 @@ from e2e_linker.collective.species_choice import (
     document_species,
 )
 from e2e_linker.kb_search.entity_index import EntityIndex
-from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention, stands_for
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations, expand_mention, written_for
 from e2e_linker.lexical.gene_forms import coordinated_genes, too_short_for_a_gene
 from e2e_linker.lexical.sieve_stack import SieveStack
 from e2e_linker.lexical.sieves import NameDictionary, choose_concept
@@ -208,9 +208,10 @@ class SpanLinker:
                 return True
             return self.composite_ids(text, type_) is not None
 
-        ends: dict[int, dict[int, list[int]]] = {}  # doc → span end → span starts
-        for span in spans:
-            ends.setdefault(span.doc_index, {}).setdefault(span.end, []).append(span.start)
+        ends: dict[int, dict[int, list[tuple[int, str]]]] = {}  # doc → end → (start, text)
+        for span, text in zip(spans, texts, strict=True):
+            ends.setdefault(span.doc_index, {}).setdefault(span.end, []).append(
+                (span.start, text))
         out = []
         for span, text in zip(spans, texts, strict=True):
             if span.type in self.lexical_types and too_short_for_a_gene(text):
@@ -224,8 +225,8 @@ class SpanLinker:
                 # :meth:`link_short_forms` links it (short forms of undetected, unnamed things
                 # were mostly junk: docs/decisions/0003-lexical-gate.md)
                 ok = abbr is not None and (named(abbr.long, span.type, found) or any(
-                    start >= abbr.long_start
-                    for start in ends[span.doc_index].get(abbr.long_end, ())))
+                    written_for(abbr, start, abbr.long_end, written)
+                    for start, written in ends[span.doc_index].get(abbr.long_end, ())))
             out.append(ok)
         return out
 
@@ -500,10 +501,8 @@ class SpanLinker:
                 if abbr is None:
                     continue
                 source = next((annotations[m] for m in members if annotations[m] is not None
-                               and annotations[m].end == abbr.long_end
-                               and annotations[m].start >= abbr.long_start
-                               and (annotations[m].start == abbr.long_start
-                                    or stands_for(abbr.short, annotations[m].text))), None)
+                               and written_for(abbr, annotations[m].start, annotations[m].end,
+                                               annotations[m].text)), None)
                 if source is not None and source.concept_ids:
                     if self.gene_product_named_as_gene(source, ann):
                         # the long form names the gene its short form links by gene names

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from data_tools.documents import Document
-from e2e_linker.lexical.abbreviations import DocumentAbbreviations, stands_for
+from e2e_linker.lexical.abbreviations import DocumentAbbreviations, written_for
 from e2e_linker.lexical.text_forms import balanced_brackets, cuts_an_ion
 
 #: whether a text is an exact KB name of a type
@@ -185,10 +185,8 @@ def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
             continue
         taken = [(s.start, s.end) for s in members]
         for abbr in defined.values():
-            source = next((s for s in members if s.end == abbr.long_end
-                           and abbr.long_start <= s.start < abbr.long_end
-                           and (s.start == abbr.long_start
-                                or stands_for(abbr.short, text[s.start:s.end]))), None)
+            source = next((s for s in members
+                           if written_for(abbr, s.start, s.end, text[s.start:s.end])), None)
             if source is None:
                 continue
             pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)

@@ -19,6 +19,7 @@ from e2e_linker.lexical.abbreviations import (
     letter_expansions,
     mention_pair_expansions,
     stands_for,
+    written_for,
 )
 
 
@@ -223,6 +224,21 @@ def test_a_short_form_stands_for_a_text_whose_first_word_starts_its_letters():
     assert not stands_for("SOLVD", "left ventricular dysfunction")
     assert not stands_for("DOC", "catatonia")
     assert not stands_for("TLE", "lobe epilepsy")  # its first letter must start the text
+
+
+def test_the_mention_a_short_form_stands_for_may_begin_before_its_shortest_long_form():
+    text = "Carriers of attenuated adenomatous polyposis coli (AAPC) and of duration of catatonia (DOC)."
+    aapc, doc = find_abbreviations(text)
+    assert aapc.long == "adenomatous polyposis coli"  # the shortest letter match
+    whole = text.index("attenuated")
+    assert written_for(aapc, whole, aapc.long_end, text[whole:aapc.long_end])
+    assert written_for(aapc, aapc.long_start, aapc.long_end, aapc.long)
+    inner = text.index("polyposis")  # inside, the letters no longer abbreviate it
+    assert not written_for(aapc, inner, aapc.long_end, text[inner:aapc.long_end])
+    assert not written_for(aapc, whole, aapc.long_end - 5, text[whole:aapc.long_end - 5])
+    cat = text.index("catatonia")
+    assert not written_for(doc, cat, doc.long_end, "catatonia")
+    assert written_for(doc, doc.long_start, doc.long_end, doc.long)
 
 
 def test_a_long_form_whose_initials_are_the_short_forms_letters_in_another_order():
