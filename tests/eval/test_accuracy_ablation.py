@@ -53,6 +53,10 @@ def test_rows_come_from_the_declaration_on_every_corpus(annotator):
     assert rows[len(labels) - 1]["steps"] == ["score_floor", "overlaps", "link"]
     # the second corpus scores Disease only
     assert set(rows[len(labels)]["strict_by_type"]) <= {"Disease"}
+    # each row's per-document counts, for the gain intervals (eval.paired_bootstrap)
+    counts = rows[len(labels)]["strict_by_document"]
+    assert list(counts) == list(rows[len(labels)]["table"])
+    assert sorted(next(iter(counts.values()))) == sorted(d.id for d in docs)
     assert steps_off_cell(rows[0], len(declared)) == "—"
     assert steps_off_cell(rows[1], len(declared)) == declared[0]
     assert steps_off_cell(rows[len(labels) - 1], len(declared)) == \

@@ -143,6 +143,11 @@ def test_a_gene_corpus_is_scored_on_genes_with_its_confusion():
     assert genes["overlapped"] == 1 and genes["gold_gene_spans"] > 1
     assert row["scores"]["strict"]["r"] < 1.0 == row["scores"]["strict"]["p"]
     assert row["gene"]["mentions"]["f1"] == row["scores"]["mentions"]["f1"] < 1.0
+    # the combined score's row, document by document: what eval.paired_bootstrap compares
+    counts = row["strict_by_document"]["gnormplus:train (Gene)"]
+    assert len(counts) == 2 and list(row["strict_by_document"]) == ["gnormplus:train (Gene)"]
+    tp, fp, fn = (sum(c[k] for c in counts.values()) for k in range(3))
+    assert (fp, fn) == (0, 1) and tp == genes["gold_gene_spans"] - 1
 
 
 def test_species_rows_stand_beside_the_table_and_outside_its_combined_score():
