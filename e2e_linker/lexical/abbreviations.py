@@ -84,16 +84,19 @@ def stands_for(short: str, text: str) -> bool:
 
 def written_for(abbr: Abbreviation, start: int, end: int, mention: str) -> bool:
     """Whether the mention ``mention`` at ``start``..``end`` of its document is what the
-    definition ``abbr``'s short form stands for: it ends where the long form ends, and it begins at or before the
-    long form's start, or inside it with the short form abbreviating what it covers
-    (:func:`stands_for`).
+    definition ``abbr``'s short form stands for: it ends where the long form ends, and it
+    begins at or before the long form's start, or inside it with the short form abbreviating
+    what it covers (:func:`stands_for`).
 
     Why a mention that begins before the long form counts: the detected long form is the
     shortest text the short form's letters match (:func:`best_long_form`), and a letter may
     match inside a word — "attenuated adenomatous polyposis coli (AAPC)" gives "adenomatous
-    polyposis coli", "X-linked spastic paraplegia (SPG)" gives "spastic paraplegia" — so the
-    mention the model found, written right before the brackets, is the author's definition
-    and a more specific concept than the detected long form's."""
+    polyposis coli", "triphenyl tetrazolium chloride (TTC)" gives "tetrazolium chloride" — and
+    a modifier before the letters may be part of what the author defines ("neonatal
+    respiratory distress syndrome (RDS)"): the mention the model found, written right before
+    the brackets, is the definition, and its concept the short form's. Requiring the mention
+    to begin with the short form's first letter lost more than it saved on the dev table
+    (docs/decisions/0039-short-forms-through-long-forms.md, part 4)."""
     if end != abbr.long_end or start >= abbr.long_end:
         return False
     return start <= abbr.long_start or stands_for(abbr.short, mention)

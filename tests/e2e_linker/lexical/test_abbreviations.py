@@ -227,8 +227,9 @@ def test_a_short_form_stands_for_a_text_whose_first_word_starts_its_letters():
 
 
 def test_the_mention_a_short_form_stands_for_may_begin_before_its_shortest_long_form():
-    text = "Carriers of attenuated adenomatous polyposis coli (AAPC) and of duration of catatonia (DOC)."
-    aapc, doc = find_abbreviations(text)
+    text = ("Carriers of attenuated adenomatous polyposis coli (AAPC), of duration of "
+            "catatonia (DOC) and of elevated intraocular pressure (IOP).")
+    aapc, doc, iop = find_abbreviations(text)
     assert aapc.long == "adenomatous polyposis coli"  # the shortest letter match
     whole = text.index("attenuated")
     assert written_for(aapc, whole, aapc.long_end, text[whole:aapc.long_end])
@@ -239,6 +240,10 @@ def test_the_mention_a_short_form_stands_for_may_begin_before_its_shortest_long_
     cat = text.index("catatonia")
     assert not written_for(doc, cat, doc.long_end, "catatonia")
     assert written_for(doc, doc.long_start, doc.long_end, doc.long)
+    # a modifier before the letters is part of the mention the short form stands for
+    elevated = text.index("elevated")
+    assert iop.long == "intraocular pressure"
+    assert written_for(iop, elevated, iop.long_end, text[elevated:iop.long_end])
 
 
 def test_a_long_form_whose_initials_are_the_short_forms_letters_in_another_order():
