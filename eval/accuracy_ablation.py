@@ -3,7 +3,7 @@
     python -m eval.accuracy_ablation [--split dev|test] [--models shipped runs/bc5cdr_conv]
                                      [--corpora bc5cdr:SPLIT ncbi_disease:dev biored:dev]
                                      [--kb-names-from bc5cdr:train] [--max-docs N]
-                                     [--dev-table] [--shipped-packed-index]
+                                     [--dev-table] [--undeclared] [--shipped-packed-index]
                                      [--out eval/results/accuracy_ablation_<split>]
 
 Rows, for each model and corpus (one detection pass per model and corpus, then selected,
@@ -15,7 +15,9 @@ the declaration gets its row and none is listed here by hand:
 2. each rule step of the declaration switched off alone (``--disable STEP``): what that step
    adds given all the others;
 3. every rule step off (``--disable`` of all of them): detection, overlap resolution and the
-   linker's dense search alone, the steps the pipeline cannot run without.
+   linker's dense search alone, the steps the pipeline cannot run without;
+4. with ``--undeclared``, each registered rule step the declaration leaves out added with its
+   defaults (``--set STEP``): whether a step the re-earning left off would earn its place now.
 
 ``--corpora`` (default ``bc5cdr:SPLIT``, SPLIT being ``--split``) adds the out-of-domain dev
 corpora, ``ncbi_disease:dev`` and ``biored:dev``, scored as :mod:`eval.ood_dev` scores them
@@ -55,7 +57,7 @@ from eval.ood_dev import (
 )
 from eval.paired_bootstrap import COMBINED, document_counts, paired_bootstrap
 from eval.reporting import command_line, machine, write_results
-from eval.setting_rows import MODES, ablation_rows, plain_row, row_predictions
+from eval.setting_rows import MODES, ablation_rows, plain_row, row_predictions, undeclared_rows
 
 #: the corpora an ablation may score; ``bc5cdr:SPLIT`` is BC5CDR's ``--split``
 CORPORA = ("bc5cdr:SPLIT", "bc5cdr:dev", "bc5cdr:test", "ncbi_disease:dev", "biored:dev",
@@ -108,12 +110,17 @@ def table_views(spec: str, types: tuple[str, ...], model_types) -> dict[str, tup
     return views
 
 
-def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple]) -> list[dict]:
+def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple],
+                        undeclared: bool = False) -> list[dict]:
     """The ablation rows of ``annotator``'s declared pipeline on each corpus
     (``corpora``: :func:`scoring_of`'s), one record a row: the model, corpus, row label, steps
     switched off, spans, seconds, F1 by mode and type on the corpus's types, and ``table``:
-    the strict F1 of each dev-table row the corpus gives (:func:`table_views`)."""
+    the strict F1 of each dev-table row the corpus gives (:func:`table_views`); with
+    ``undeclared``, a "with STEP" row for each registered step the declaration leaves out
+    (:func:`eval.setting_rows.undeclared_rows`)."""
     rows = ablation_rows(annotator.pipeline)
+    if undeclared:
+        rows += undeclared_rows(annotator.pipeline)
     model_types = annotator.model.config.types
     out = []
     for spec, (gold, types, resolve) in corpora.items():
@@ -124,6 +131,7 @@ def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple]) -> lis
             main = reports[next(iter(views))]
             record = {"model": model, "corpus": spec, "row": row.label,
                       "steps_off": list(row.disable), "steps": steps,
+                      "steps_added": [o for o in row.overrides if "=" not in o],
                       "spans": sum(a.type in types for d in pred for a in d.annotations),
                       "seconds": round(seconds, 1),
                       **{m: main[m]["f1"] for m in MODES},
@@ -197,17 +205,24 @@ def earning_table(result: dict) -> list[str]:
                   "gain, 95 % interval"]
         lines += [f"Rule re-earning, model {model} (combined: plain mean of the "
                   f"{len(labels)} strict F1 rows; a step is kept when switching it off costs "
-                  f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains; "
-                  "the interval: the step's gain over paired resamples of the dev documents)",
+                  f"≥ {MIN_COMBINED_GAIN} combined and no row loses more than another gains, "
+                  "and a step left out is declared on the same terms; the interval: the "
+                  "step's gain over paired resamples of the dev documents)",
                   "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         base = plain_mean(every)
         for (m, label), scores in combined.items():
             if m != model:
                 continue
-            step = label.startswith("without ")
-            verdict = step_verdict(every, scores) if step else ""
-            interval = gain_interval(counts.get((model, "all declared steps"), {}),
-                                     counts.get((model, label), {})) if step else ""
+            declared = counts.get((model, "all declared steps"), {})
+            if label.startswith("without "):
+                verdict = step_verdict(every, scores)
+                interval = gain_interval(declared, counts.get((model, label), {}))
+            elif label.startswith("with "):  # a step left out: would it earn its place now?
+                verdict = step_verdict(scores, every).replace("keep", "declare", 1) \
+                    .replace("drop", "stay off", 1)
+                interval = gain_interval(counts.get((model, label), {}), declared)
+            else:
+                verdict = interval = ""
             lines.append("| " + " | ".join([label, *(f"{scores[k]:.4f}" for k in labels),
                                             f"{plain_mean(scores):.4f}",
                                             f"{plain_mean(scores) - base:+.4f}", verdict,
@@ -220,6 +235,8 @@ def steps_off_cell(row: dict, every: int) -> str:
     """The "steps off" cell: the steps' names, ``—`` for none, and for the row with every rule
     step off their count (the JSON lists them)."""
     off = row["steps_off"]
+    if row.get("steps_added"):  # a "with STEP" row: nothing off, a step added
+        return "+ " + ", ".join(row["steps_added"])
     if not off:
         return "—"
     if len(off) == every > 1:
@@ -278,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="link each model through the shipped packed index, as "
                              "eval.ood_dev --shipped-packed-index (a model trained with a "
                              "frozen entity tower and no index of its own)")
+    parser.add_argument("--undeclared", action="store_true",
+                        help="also a 'with STEP' row for each registered step the declaration "
+                             "leaves out, added with its defaults (--set STEP)")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -303,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                 model_dir=str(directory) if directory else None))
             pipelines[label] = annotator.pipeline.describe()
             rule_steps[label] = list(plain_row(annotator.pipeline).disable)
-            rows += ablation_table_rows(annotator, label, corpora)
+            rows += ablation_table_rows(annotator, label, corpora, args.undeclared)
     result = {"command": command_line("accuracy_ablation", argv), "machine": machine(),
               "split": args.split,
               "corpora": [{"corpus": spec, "documents": len(gold), "types": list(types),

@@ -51,6 +51,18 @@ def ablation_rows(pipeline) -> list[Row]:
             plain_row(pipeline)]
 
 
+def undeclared_rows(pipeline) -> list[Row]:
+    """A row for each registered rule step ``pipeline`` does not declare, added with its
+    defaults (``--set STEP``): the steps the re-earning left off, measured again.
+
+    Why: a step dropped from the default because it gained too little on one model may earn
+    its place on the next; re-earning only the declared steps would never find out."""
+    from e2e_linker.pipeline.declaration import STEPS
+
+    return [Row(f"with {name}", overrides=(name,)) for name, step in STEPS.items()
+            if not step.required and not pipeline.has(name)]
+
+
 def runner_for(annotator, row: Row):
     """``annotator`` running ``row``'s pipeline."""
     return annotator.with_pipeline(annotator.pipeline.changed(row.disable, (), row.overrides))

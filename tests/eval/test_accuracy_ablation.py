@@ -120,6 +120,36 @@ def test_a_step_is_kept_only_if_it_earns_on_the_combined_score_without_trading_r
     assert verdict == "drop (costs b 0.0300, gains a 0.0200)"
 
 
+def test_steps_the_declaration_leaves_out_get_a_row_each_when_asked(annotator):
+    from e2e_linker.pipeline.declaration import STEPS
+
+    docs = synthetic_docs(2)
+    corpora = {"one": (docs, ("Chemical", "Disease"), None)}
+    plain = ablation_table_rows(annotator, "tiny", corpora)
+    rows = ablation_table_rows(annotator, "tiny", corpora, undeclared=True)
+    added = rows[len(plain):]
+    left_out = [n for n, s in STEPS.items() if not s.required and not annotator.pipeline.has(n)]
+    assert left_out and [r["row"] for r in added] == [f"with {n}" for n in left_out]
+    first = added[0]
+    assert first["steps_added"] == [left_out[0]] and left_out[0] in first["steps"]
+    assert steps_off_cell(first, 3) == f"+ {left_out[0]}"
+
+
+def test_a_step_left_out_is_declared_on_the_terms_a_declared_one_is_kept():
+    labels = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
+
+    def rows(label, value):
+        return [{"model": "m", "row": label, "table": {name: value}} for name in labels]
+
+    result = {"rows": rows("all declared steps", 0.7) + rows("with x", 0.702)
+              + rows("with y", 0.7005)}
+    lines = earning_table({"rows": result["rows"]})
+    assert any(line.startswith("| with x |") and "| declare (combined +0.0020) |" in line
+               for line in lines)
+    assert any(line.startswith("| with y |") and "| stay off (combined +0.0005) |" in line
+               for line in lines)
+
+
 def test_the_earning_table_needs_every_row_of_the_dev_table():
     labels = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
 
