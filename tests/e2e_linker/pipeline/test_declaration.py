@@ -30,9 +30,10 @@ def shipped_config() -> LinkerConfig:
                                              .read_text()))
 
 
-#: the steps the rule re-earning left out of the shipped declaration (docs/results.md)
-RE_EARNED_OUT = {"propagation", "composites", "gene_short_forms", "disease_symbols",
-                 "sequence_chemicals"}
+#: the steps the rule re-earning left out of the shipped declaration (docs/results.md;
+#: gene_short_forms and sequence_chemicals, left out by the first, were declared again when
+#: the steps left out were re-measured)
+RE_EARNED_OUT = {"propagation", "composites", "disease_symbols"}
 
 
 #: the steps off unless declared that the shipped declaration declares (decisions 0038, 0040)
