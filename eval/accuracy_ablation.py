@@ -125,6 +125,7 @@ def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple],
     out = []
     for spec, (gold, types, resolve) in corpora.items():
         views = table_views(spec, types, model_types)
+        gold_views = {label: only_types(gold, view) for label, view in views.items()}
         for row, _, steps, pred, seconds in row_predictions(annotator, gold, rows):
             reports = {label: report_of(gold, pred, view, resolve)
                        for label, view in views.items()}
@@ -139,8 +140,8 @@ def ablation_table_rows(annotator, model: str, corpora: dict[str, tuple],
                          for m in MODES},
                       "table": {label: rep["strict"]["f1"] for label, rep in reports.items()},
                       "strict_by_document": {
-                          label: document_counts(only_types(gold, view),
-                                                 only_types(pred, view), resolve)
+                          label: document_counts(gold_views[label], only_types(pred, view),
+                                                 resolve)
                           for label, view in views.items()}}
             print({k: record[k] for k in ("corpus", "row", "spans", "table")}, flush=True)
             out.append(record)
@@ -210,10 +211,10 @@ def earning_table(result: dict) -> list[str]:
                   "step's gain over paired resamples of the dev documents)",
                   "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
         base = plain_mean(every)
+        declared = counts.get((model, "all declared steps"), {})
         for (m, label), scores in combined.items():
             if m != model:
                 continue
-            declared = counts.get((model, "all declared steps"), {})
             if label.startswith("without "):
                 verdict = step_verdict(every, scores)
                 interval = gain_interval(declared, counts.get((model, label), {}))

@@ -30,10 +30,10 @@ from pathlib import Path
 from eval.models import model_with_probe_tag
 from eval.ood_dev import CORPUS_TYPES, DEV_TABLE
 from eval.ood_dev import main as ood_dev_main
+from eval.paired_bootstrap import COMBINED
 from eval.reporting import command_line, machine, write_results
 
 RESULTS = Path(__file__).parent / "results" / "dev_table" / "noise_floor"
-COMBINED = "combined"
 
 
 def dev_table_scores(model: Path | None, corpora: list[str], out: Path) -> dict[str, float]:

@@ -310,11 +310,11 @@ def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
     if labelled is not None:
         labelled[spec] = labelled_predictions(gold, pred, types or labelled_types(spec),
                                               resolve)
+    scored = types or CORPUS_TYPES[spec]
     row: dict = {"corpus": spec, "documents": len(gold), "annotate_s": round(seconds, 1),
                  "predicted": {t: sum(a.type == t for d in pred for a in d.annotations)
                                for t in sorted({a.type for d in pred for a in d.annotations})},
-                 "scores": report_of(gold, pred, types or CORPUS_TYPES[spec], resolve)}
-    scored = types or CORPUS_TYPES[spec]
+                 "scores": report_of(gold, pred, scored, resolve)}
     if spec not in SPECIES_DEV:  # the combined score's rows: what eval.paired_bootstrap reads
         row["strict_by_document"] = {row_label(spec, scored): document_counts(
             only_types(gold, scored), only_types(pred, scored), resolve)}

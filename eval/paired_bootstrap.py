@@ -91,10 +91,10 @@ def row_corpus(label: str) -> str:
 def paired_bootstrap(a: Mapping[str, Counts], b: Mapping[str, Counts],
                      samples: int = SAMPLES, seed: int = 13) -> dict[str, dict]:
     """For each row both runs scored (``row label → per-document counts``) and for their
-    :data:`COMBINED` plain mean (the one row itself when there is one): both runs' strict F1, the difference B − A, its
-    :data:`INTERVAL` over ``samples`` paired resamples of the documents (drawn per corpus, one
-    draw for the rows of a corpus), and the share of resamples in which B is above A, equal,
-    and below.
+    :data:`COMBINED` plain mean (the one row itself when there is one): both runs' strict F1,
+    the difference B − A, its :data:`INTERVAL` over ``samples`` paired resamples of the
+    documents (drawn per corpus, one draw for the rows of a corpus), and the share of
+    resamples in which B is above A, equal, and below.
 
     Why resample documents and not mentions: a document's mentions are not independent (one
     concept repeated, one abbreviation propagated), so a mention-level draw would call
@@ -183,13 +183,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error("--samples must be at least 1")
-    runs = []
-    for path in (args.a, args.b):
-        try:
-            runs.append(by_document(json.loads(Path(path).read_text())))
-        except (OSError, ValueError) as exc:
-            raise UserError(f"{path}: {exc}") from exc
-    rows = paired_bootstrap(runs[0], runs[1], args.samples, args.seed)
+    try:  # a missing or unreadable result, or two runs that cannot be paired: one line, exit 2
+        runs = []
+        for path in (args.a, args.b):
+            try:
+                runs.append(by_document(json.loads(Path(path).read_text())))
+            except (OSError, ValueError, UserError) as exc:
+                raise UserError(f"{path}: {exc}") from exc
+        rows = paired_bootstrap(runs[0], runs[1], args.samples, args.seed)
+    except UserError as exc:
+        parser.error(str(exc))
     result = {"command": command_line("paired_bootstrap", argv), "machine": machine(),
               "a": args.a, "b": args.b, "samples": args.samples, "seed": args.seed,
               "rows": rows}

@@ -135,14 +135,18 @@ def test_steps_the_declaration_leaves_out_get_a_row_each_when_asked(annotator):
     assert steps_off_cell(first, 3) == f"+ {left_out[0]}"
 
 
+#: the widened dev table's row labels, for hand-made earning-table records
+TABLE_LABELS = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
+
+
+def table_records(label: str, value: float) -> list[dict]:
+    """One ablation record a dev-table row, each scoring ``value``, for the row ``label``."""
+    return [{"model": "m", "row": label, "table": {name: value}} for name in TABLE_LABELS]
+
+
 def test_a_step_left_out_is_declared_on_the_terms_a_declared_one_is_kept():
-    labels = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
-
-    def rows(label, value):
-        return [{"model": "m", "row": label, "table": {name: value}} for name in labels]
-
-    result = {"rows": rows("all declared steps", 0.7) + rows("with x", 0.702)
-              + rows("with y", 0.7005)}
+    result = {"rows": table_records("all declared steps", 0.7) + table_records("with x", 0.702)
+              + table_records("with y", 0.7005)}
     lines = earning_table({"rows": result["rows"]})
     assert any(line.startswith("| with x |") and "| declare (combined +0.0020) |" in line
                for line in lines)
@@ -151,17 +155,12 @@ def test_a_step_left_out_is_declared_on_the_terms_a_declared_one_is_kept():
 
 
 def test_the_earning_table_needs_every_row_of_the_dev_table():
-    labels = [f"{spec} (T)" for spec in DEV_TABLE] + ["biored:dev (Gene)"]
-
-    def rows(label, value):
-        return [{"model": "m", "row": label, "table": {name: value}} for name in labels]
-
-    result = {"rows": rows("all declared steps", 0.7) + rows("without x", 0.69)
-              + rows("every rule step off", 0.6)}
+    result = {"rows": table_records("all declared steps", 0.7)
+              + table_records("without x", 0.69) + table_records("every rule step off", 0.6)}
     lines = earning_table(result)
     assert lines[0].startswith("Rule re-earning, model m")
     body = [line for line in lines if line.startswith("| without x")]
-    assert body == ["| without x | " + " | ".join(["0.6900"] * len(labels))
+    assert body == ["| without x | " + " | ".join(["0.6900"] * len(TABLE_LABELS))
                     + " | 0.6900 | -0.0100 | keep (combined +0.0100) |  |"]
     assert any(line.startswith("| every rule step off |") and line.endswith(" |  |")
                for line in lines)

@@ -107,3 +107,16 @@ def test_main_compares_two_dev_table_results_and_writes_the_table(tmp_path, caps
     assert "B above A" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         pb.main([*paths, "--samples", "0"])
+
+
+def test_a_missing_result_or_one_without_counts_is_one_line_and_exit_2(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"rows": [{"corpus": "c:dev", "scores": {}}]}))
+    for paths in ([str(tmp_path / "missing.json"), str(old)], [str(old), str(old)]):
+        with pytest.raises(SystemExit) as stopped:
+            pb.main(paths)
+        assert stopped.value.code == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert f"error: {paths[0]}: " in err.strip().splitlines()[-1]
+    assert not (tmp_path / "results.json").exists()
