@@ -322,6 +322,26 @@ class GroupAnnotation:
         return self.annotator.model.device.type != "cpu"
 
     @property
+    def fork_unsafe_because(self) -> str | None:
+        """Why the second phase (:meth:`finish`) cannot run in a process forked from this one,
+        or None when it can. A process forked after CUDA was initialised cannot use the GPU,
+        so on a GPU the phase must not need an encoder: no names encoded as the search goes,
+        no per-mention re-encoding, no text linking (:mod:`e2e_linker.jobs.host_pool`)."""
+        annotator = self.annotator
+        if annotator.model.device.type == "cpu":
+            return None
+        if annotator.settings.mode == "per-mention":
+            return "the per-mention mode encodes each mention again after selection"
+        if getattr(annotator.linker, "text_linker", None) is not None:
+            return "--linking text encodes each span's text with the normalizer"
+        index = annotator.parts.index if annotator.parts is not None else None
+        if getattr(index, "encodes_on_demand", False):
+            return ("the KB search encodes names as it goes (--index packed, or auto while "
+                    "the KB is not fully encoded); give --index exact to encode every name "
+                    "before the workers start")
+        return None
+
+    @property
     def stats(self) -> dict[str, int]:
         """The annotator's counters (a host worker's are added to the main process's:
         :mod:`e2e_linker.jobs.host_pool`)."""

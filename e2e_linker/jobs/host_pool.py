@@ -18,7 +18,10 @@ on one thread. The annotator's counters (:attr:`~e2e_linker.collective.annotator
 counted in a worker are added to the main process's when the group is taken.
 
 Fork only: a platform without ``fork`` (Windows, macOS's default) runs without workers and
-says so once.
+says so once. On a GPU the workers are forked after CUDA is initialised and cannot use it, so a
+run whose second phase needs the model there (names encoded as the KB search goes, the
+per-mention mode) is refused with host workers, naming the fix (``--index exact``);
+``GroupAnnotation.fork_unsafe_because`` says which.
 """
 
 from __future__ import annotations
@@ -158,6 +161,11 @@ def host_workers(transform: object, workers: int | None,
         raise UserError("give 0 or more host workers")
     if count == 0 or not isinstance(transform, PhasedTransform):
         return 0
+    unsafe = getattr(transform, "fork_unsafe_because", None)
+    if unsafe:
+        raise UserError(f"host workers are forked processes, which cannot use the GPU the "
+                        f"model is on, and here {unsafe}; or run without host workers "
+                        f"({WORKERS_VARIABLE}=0)")
     if not fork_available():
         (say or (lambda line: print(line, file=sys.stderr)))(
             "host workers need fork, which this platform lacks: the steps run in the main "

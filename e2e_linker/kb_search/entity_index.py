@@ -157,6 +157,14 @@ class EntityIndex:
         """The search backend in words (for benchmark records)."""
         return self.searcher.describe()
 
+    @property
+    def encodes_on_demand(self) -> bool:
+        """Whether a search may still encode KB names with the entity encoder (the packed
+        index's re-rank rows, :class:`~e2e_linker.kb_search.partial_matrix.PartialKBMatrix`):
+        such a search needs the encoder's device, which a process forked after the model was
+        put on a GPU cannot use (:mod:`e2e_linker.jobs.host_pool`)."""
+        return hasattr(self.vectors, "ensure")
+
     def rows_of(self, concept_id: str) -> list[int]:
         """Rows of every name of ``concept_id``."""
         if self._rows_of is None:

@@ -383,6 +383,39 @@ def test_the_engine_overlapping_groups_gives_annotates_bytes(annotator, tmp_path
     assert len(scoring - {main}) == 1 and chunking == {main}
 
 
+def test_host_workers_are_safe_on_a_cpu_and_refused_where_a_gpu_is_needed(annotator,
+                                                                          monkeypatch):
+    """A forked host worker cannot use a GPU initialised before the fork: on a CPU the
+    second phase may always run in one; on a GPU only when it needs no model (every KB name
+    encoded before, not the per-mention mode)."""
+    import dataclasses
+    import types
+
+    import torch
+
+    from e2e_linker.collective.annotator import GroupAnnotation
+
+    assert GroupAnnotation(annotator).fork_unsafe_because is None
+    monkeypatch.setattr(type(annotator.model), "device", property(
+        lambda self: torch.device("cuda")), raising=False)
+    assert annotator.model.device.type == "cuda"
+    index = annotator.parts.index
+    numpy_vectors = index.vectors
+    assert not index.encodes_on_demand  # the fixture's KB is encoded whole
+    assert GroupAnnotation(annotator).fork_unsafe_because is None
+    monkeypatch.setattr(index, "vectors", types.SimpleNamespace(ensure=lambda rows: None))
+    assert index.encodes_on_demand
+    assert "--index exact" in GroupAnnotation(annotator).fork_unsafe_because
+    monkeypatch.setattr(annotator, "settings",
+                        dataclasses.replace(annotator.settings, mode="per-mention"))
+    assert "per-mention" in GroupAnnotation(annotator).fork_unsafe_because
+    monkeypatch.setattr(annotator, "settings",
+                        dataclasses.replace(annotator.settings, mode="collective"))
+    monkeypatch.setattr(index, "vectors", numpy_vectors)
+    monkeypatch.setattr(annotator.linker, "text_linker", object())
+    assert "--linking text" in GroupAnnotation(annotator).fork_unsafe_because
+
+
 def test_the_annotator_overlaps_groups_by_default_only_off_the_cpu(annotator, monkeypatch):
     """docs/scaling.md, "Overlap": on a CPU the host work competes with the encoder's threads
     (measured slower), so the engine overlaps by default only when the encoder is elsewhere."""

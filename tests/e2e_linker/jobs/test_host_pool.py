@@ -60,6 +60,20 @@ def test_the_environment_sets_the_number_of_workers(monkeypatch):
             workers_wanted()
 
 
+class OnAGpu(Phased):
+    """A two-phase transform whose second phase would need the GPU its model is on."""
+
+    fork_unsafe_because = "the search encodes names as it goes"
+
+
+def test_workers_are_refused_where_the_second_phase_needs_the_gpu():
+    """A process forked after CUDA was initialised cannot use the GPU: such a run is one
+    error naming why and the fix, before any worker is forked."""
+    with pytest.raises(UserError, match=f"encodes names as it goes.*{WORKERS_VARIABLE}=0"):
+        host_workers(OnAGpu(), 2)
+    assert host_workers(OnAGpu(), 0) == 0  # without workers it runs as ever
+
+
 def test_read_ahead_begins_as_many_groups_ahead_as_asked():
     events = []
     for group in read_ahead(iter([1, 2, 3, 4]), lambda g: events.append(("begin", g)), 2):
