@@ -7,7 +7,7 @@ scored on its own types with mined names from training splits only, and one comb
                            gnormplus:dev nlmgene:dev] [--kb-names-from CORPUS...]
                            [--disable STEP,STEP] [--set STEP.PARAM=VALUE]... [--pipeline FILE]
                            [--threshold G] [--max-span-len N] [--out eval/results/ood_dev]
-                           [--confidence-features FILE]
+                           [--confidence-features FILE] [--predictions DIR]
     python -m eval.ood_dev --confidence-fit FILE [--model DIR] [--out DIR]
 
 Why: a choice that wins on BC5CDR dev and loses on other groups' abstracts is a loss
@@ -64,6 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from data_tools.documents import Annotation, Document
+from data_tools.formats import write_documents
 from data_tools.formats.mentions_jsonl import LINK_METHOD
 from data_tools.formats.namespaces import kb_key
 from data_tools.registry import apply_type_map, dataset_of, load_corpus, load_kb
@@ -295,18 +296,41 @@ def labelled_predictions(gold: list[Document], pred: list[Document], types: tupl
             for doc in pred for a in doc.annotations if a.type in types]
 
 
+def predictions_file(folder: str | Path, spec: str) -> Path:
+    """Where ``--predictions`` writes a corpus's predictions: ``nlmgene_dev.pubtator`` for
+    ``nlmgene:dev`` (:func:`corpus_of_file` reads the name back)."""
+    return Path(folder) / f"{spec.replace(':', '_')}.pubtator"
+
+
+def corpus_of_file(path: str | Path) -> str:
+    """The corpus a :func:`predictions_file` holds, from its name; a name of no corpus of
+    :data:`CORPUS_TYPES` is an error naming the file."""
+    name = Path(path).name.removesuffix(".pubtator")
+    spec = ":".join(name.rsplit("_", 1))
+    if spec not in CORPUS_TYPES:
+        raise ValueError(f"{path}: not a predictions file of eval.ood_dev --predictions "
+                         f"(its name names no corpus of {sorted(CORPUS_TYPES)})")
+    return spec
+
+
 def evaluate(linker, spec: str, resolve, max_docs: int | None = None,
              types: tuple[str, ...] | None = None, gene_taxa: dict[str, str] | None = None,
-             labelled: dict[str, list[dict]] | None = None) -> dict:
+             labelled: dict[str, list[dict]] | None = None,
+             predictions: str | Path | None = None) -> dict:
     """Annotate one corpus from its stripped text and score it (see the module docstring) on
     ``types`` (default: the corpus's :data:`CORPUS_TYPES`); with ``gene_taxa``, its gold genes
     by species too (:func:`genes_by_species`); with ``labelled``, its predictions labelled for
     the confidence model (:func:`labelled_predictions`, on the types scored and BioRED's
-    genes) are added under ``spec``."""
+    genes) are added under ``spec``; with ``predictions`` (a folder), the predictions are
+    written there as PubTator (:func:`predictions_file`; what :mod:`eval.changed_links`
+    compares)."""
     gold = gold_of(spec, max_docs)
     started = time.perf_counter()
     pred = linker.annotate(gold, replace=True)
     seconds = time.perf_counter() - started
+    if predictions is not None:
+        Path(predictions).mkdir(parents=True, exist_ok=True)
+        write_documents(pred, predictions_file(predictions, spec), "pubtator")
     if labelled is not None:
         labelled[spec] = labelled_predictions(gold, pred, types or labelled_types(spec),
                                               resolve)
@@ -626,6 +650,9 @@ def main(argv: list[str] | None = None) -> int:
                              "ncbi_disease), the model's default for a corpus it has none of")
     parser.add_argument("--max-docs", type=int, default=None)
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--predictions", default=None, metavar="DIR",
+                        help="also write each corpus's predictions to DIR as PubTator (one "
+                             "file a corpus): what eval.changed_links compares")
     parser.add_argument("--confidence-features", default=None, metavar="FILE",
                         help="also write each corpus's predictions labelled by strict "
                              "correctness to FILE (JSON): what --confidence-fit reads")
@@ -651,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
                     annotator.pipeline, guideline=own_guideline(spec, annotator.model.config)))
             rows.append(evaluate(linker, spec, resolve, args.max_docs,
                                  gene_taxa=gene_taxa if spec == "biored:dev" else None,
-                                 labelled=labelled))
+                                 labelled=labelled, predictions=args.predictions))
             rows[-1]["guideline"] = linker.annotator.pipeline.guideline \
                 or annotator.model.config.default_guideline
         linker.annotator = annotator
