@@ -215,12 +215,17 @@ class GeneRanking:
                                 words: str) -> list[tuple[str, float]]:
         """``ranked`` with, among the genes of its first gene's species, the one that has the
         most of its other names written in the document moved first, when it has more than
-        the first one; ``words`` is :func:`document_words` of the document.
+        the first one; ``words`` is :func:`document_words` of the document. A name that is
+        the official symbol of another gene of that species does not count for a gene that
+        has it only as an alias.
 
         Why: an alias is shared by genes of one species ("PAI-1": Serpine1 and Serpine2), and
         a document that names a gene by an alias usually names it otherwise too ("plasminogen
         activator inhibitor-1", "Serpine1"); this chose the gold gene more often than the
-        symbol-and-names order alone on every gene dev set (docs/decisions/0025-gene-ranking.md)."""
+        symbol-and-names order alone on every gene dev set. A document that writes another
+        gene's official symbol names that gene: a list of a family's members ("CCR3, CCR4,
+        CCR6, CCR9, CCR10") wrote CCR9, an alias of ACKR2 too, and so gave ACKR2 every
+        member whose symbol is also its alias (docs/decisions/0025-gene-ranking.md)."""
         if self.taxa is None or self.concepts is None or len(ranked) < 2:
             return ranked
         taxon = self.taxa.get(ranked[0][0])
@@ -229,9 +234,14 @@ class GeneRanking:
             return ranked
         own = normalize_name(text)
 
+        def symbol_of_another(cid: str, key: str) -> bool:
+            return self.names is not None and any(
+                other != cid and self.taxa.get(other) == taxon and self.facts(other).key == key
+                for other in self.names.lookup(key, None))
+
         def named(cid: str) -> int:
-            return sum(f" {key} " in words for key in self.facts(cid).keys
-                       if len(key) > 2 and key != own)
+            return sum(f" {key} " in words and not symbol_of_another(cid, key)
+                       for key in self.facts(cid).keys if len(key) > 2 and key != own)
 
         counts = [named(cid) for cid, _ in same]
         best = max(range(len(same)), key=lambda n: (counts[n], -n))

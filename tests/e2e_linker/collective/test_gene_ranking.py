@@ -161,3 +161,23 @@ def test_a_text_is_ranked_once_and_each_caller_gets_its_own_list():
     assert genes.facts("93759") == genes.facts("93759")
     assert (genes.facts("93759").name, genes.facts("93759").key, genes.facts("93759").count,
             genes.facts("93759").keys) == ("Sirt1", "sirt1", 2, frozenset({"sirt1", "sir2a"}))
+
+
+def test_another_genes_official_symbol_written_in_the_document_is_no_evidence_for_an_alias():
+    """ACKR2 has the aliases CCR9 and CCR10, each also the official symbol of a gene of its
+    own: a document listing "CCR9, CCR10" names CCR9 and CCR10, not ACKR2, so "CCR10" keeps
+    its own gene; a name of ACKR2 no other gene holds ("CCBP2") still moves ACKR2 first."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.gene_ranking import document_words
+
+    kb = KB([Concept("1238", "ACKR2", ["CCR10", "CCR9", "D6", "CCBP2"], "Gene", "NCBI Gene",
+                     taxon="9606"),
+             Concept("2826", "CCR10", ["GPR2"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("10803", "CCR9", ["GPR28"], "Gene", "NCBI Gene", taxon="9606")])
+    genes = GeneRanking(NameDictionary.from_kb(kb), taxa=kb.taxa(), concepts=kb.concepts)
+    ranked = genes.name_ranking("CCR10", "Gene")
+    assert ranked[0][0] == "2826"  # its official symbol first
+    listed = document_words("Receptors CCR3, CCR4, CCR9 and CCR10 were expressed.")
+    assert genes.named_in_document_first(ranked, "CCR10", listed)[0][0] == "2826"
+    other_name = document_words("The decoy receptor CCBP2 binds CCR10 ligands.")
+    assert genes.named_in_document_first(ranked, "CCR10", other_name)[0][0] == "1238"
