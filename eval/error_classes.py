@@ -15,7 +15,11 @@ and classes each gold mention (:func:`gold_classes`):
 * ``right``: a prediction with its span, type and IDs (as the strict scorer compares them);
 * ``wrong_id``: its span and type, other IDs — for genes split by what the predicted gene is
   (:func:`gene_id_class`): ``one_of_several`` (the gold lists several genes, the prediction
-  one of them), ``same_species`` (another gene of the gold gene's species), ``other_species``;
+  one of them), ``same_species`` (another gene of the gold gene's species), ``other_species``
+  — itself split by where the species went wrong (:func:`main_taxon`): ``:document`` when
+  most of the document's predicted genes are of another species than most of its gold genes
+  (the document's species was chosen wrong), ``:mention`` when the document's was right and
+  this mention's was not;
 * ``other_type``: its span with another type;
 * ``boundary``: no prediction of its span, one of its type overlapping it;
 * ``overlapped_other_type``: only predictions of other types overlap it;
@@ -57,8 +61,9 @@ from eval.reporting import command_line, machine, write_results
 RESULTS = Path(__file__).parent / "results" / "dev_table" / "error_classes"
 #: the gold classes in the order the table shows them
 GOLD_CLASSES = ("right", "wrong_id", "wrong_id:one_of_several", "wrong_id:same_species",
-                "wrong_id:other_species", "other_type", "boundary", "overlapped_other_type",
-                "missed", "missed_gated", "missed_never_kept")
+                "wrong_id:other_species", "wrong_id:other_species:document",
+                "wrong_id:other_species:mention", "other_type", "boundary",
+                "overlapped_other_type", "missed", "missed_gated", "missed_never_kept")
 PREDICTION_CLASSES = ("disjoint", "on_unscored_gold")
 CONTEXT = 40
 #: the mention-score bands :func:`dense_only_links` counts the gate-off run's dense links in
@@ -78,6 +83,19 @@ def gene_id_class(gold: Annotation, predicted: Annotation, taxa: dict[str, str],
     gold_taxa = {taxa.get(kb_key(i)) for i in gold.concept_ids} - {None}
     pred_taxa = {taxa.get(kb_key(i)) for i in predicted.concept_ids} - {None}
     return "same_species" if gold_taxa & pred_taxa else "other_species"
+
+
+def main_taxon(annotations: Sequence[Annotation], taxa: dict[str, str]) -> str | None:
+    """The taxon most of the gene annotations among ``annotations`` belong to (each by its
+    first ID; the first seen of a tie), None when none has a known taxon.
+
+    Why: the other-species errors gather in few documents (issue 43); whether a document's
+    genes went to another species as a whole (the document's species chosen wrong) or one
+    mention's did is what decides which evidence a fix needs — the document's words or the
+    mention's context (docs/decisions/0040-learned-species.md, 0042)."""
+    found = Counter(taxa[key] for a in annotations if a.type == "Gene" and a.concept_ids
+                    if (key := kb_key(a.concept_ids[0])) in taxa)
+    return found.most_common(1)[0][0] if found else None
 
 
 def _overlaps(a: Annotation, b: Annotation) -> bool:
@@ -133,6 +151,8 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
 
     for doc in gold:
         predicted = by_id[doc.id].annotations if doc.id in by_id else []
+        species_right = taxa is not None and main_taxon(doc.annotations, taxa) \
+            == main_taxon(predicted, taxa)
         for ann in doc.annotations:
             if ann.type not in types:
                 continue
@@ -144,8 +164,11 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
             elif typed:
                 add("wrong_id", doc, ann, typed)
                 if taxa is not None and ann.type == "Gene":
-                    add(f"wrong_id:{gene_id_class(ann, typed[0], taxa, resolve)}", doc, ann,
-                        typed)
+                    kind = gene_id_class(ann, typed[0], taxa, resolve)
+                    add(f"wrong_id:{kind}", doc, ann, typed)
+                    if kind == "other_species":
+                        add(f"wrong_id:other_species:"
+                            f"{'mention' if species_right else 'document'}", doc, ann, typed)
             elif same:
                 add("other_type", doc, ann, same)
             elif any(p.type == ann.type for p in over):

@@ -43,6 +43,8 @@ def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted
     found = gold_classes([GOLD], [PRED], TYPES, taxa=TAXA, examples=1)
     counts, shown = found.counts, found.examples
     assert counts == {"right": 1, "wrong_id": 3, "wrong_id:other_species": 1,
+                      # two of the three predicted genes are mouse ones, the gold's human
+                      "wrong_id:other_species:document": 1,
                       "wrong_id:one_of_several": 1, "wrong_id:same_species": 1,
                       "other_type": 1, "boundary": 1, "missed": 1, "disjoint": 1,
                       "on_unscored_gold": 1}
@@ -52,6 +54,21 @@ def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted
     assert shown["disjoint"][0]["text"] == "raised"
     assert found.concentration("wrong_id") == {"documents": 1, "in_top_3": 3}
     assert found.concentration("no such class") == {"documents": 0, "in_top_3": 0}
+
+
+def test_an_other_species_error_is_the_documents_or_the_mentions():
+    """Where most predicted genes are of the gold genes' main species, a mention linked to
+    another species is the mention's error; where most are not, the document's."""
+    from eval.error_classes import main_taxon
+
+    assert main_taxon(GOLD.annotations, TAXA) == "9606"
+    assert main_taxon(PRED.annotations, TAXA) == "10090"
+    assert main_taxon([], TAXA) is None
+    human_p53 = _doc([("TNF", "Gene", ["21926"]), ("Stat3", "Gene", ["6774"]),
+                      ("p53", "Gene", ["7157"])])
+    counts = gold_classes([GOLD], [human_p53], TYPES, taxa=TAXA).counts
+    assert counts["wrong_id:other_species:mention"] == 1
+    assert "wrong_id:other_species:document" not in counts
 
 
 def test_a_run_with_the_gate_off_splits_the_misses():
