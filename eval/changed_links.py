@@ -34,7 +34,7 @@ from e2e_linker.scoring import kbid
 from eval.ood_dev import corpus_of_file, gold_of, labelled_types
 from eval.reporting import command_line, machine, write_results
 
-RESULTS = Path(__file__).parent / "results" / "changed_links"
+RESULTS = Path(__file__).parent / "results" / "dev_table" / "changed_links"
 CLASSES = ("gained", "lost", "neither")
 
 
@@ -93,6 +93,7 @@ def compare(before_dir: str | Path, after_dir: str | Path, examples: int) -> dic
 
 
 def markdown(result: dict) -> str:
+    """The counts a corpus, then each corpus's changes (up to the examples kept)."""
     lines = [f"Links changed from {result['before']} to {result['after']} ({result['machine']});"
              " classes: eval/changed_links.py", "",
              "| corpus (types) | spans changed | gained | lost | neither | net | documents |",
