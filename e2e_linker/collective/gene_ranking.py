@@ -13,7 +13,7 @@ a dense ranking's gene concepts. Each step's figures: docs/decisions/0025-gene-r
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from data_tools.kb_loaders import CORPUS_SOURCE, GENE_TYPE
@@ -235,9 +235,7 @@ class GeneRanking:
         own = normalize_name(text)
 
         def symbol_of_another(cid: str, key: str) -> bool:
-            return self.names is not None and any(
-                other != cid and self.taxa.get(other) == taxon and self.facts(other).key == key
-                for other in self.names.lookup(key, None))
+            return any(other != cid for other in self.genes_with_symbol(key, key, taxon))
 
         def named(cid: str) -> int:
             return sum(f" {key} " in words and not symbol_of_another(cid, key)
@@ -264,11 +262,18 @@ class GeneRanking:
         own = self.taxa.get(cid)
         if own is None or own == taxon:
             return None
-        symbol, key = self.facts(cid).name, self.facts(cid).key
-        for other in self.names.lookup(symbol, None):
+        return next(self.genes_with_symbol(self.facts(cid).name, self.facts(cid).key, taxon),
+                    None)
+
+    def genes_with_symbol(self, name: str, key: str, taxon: str) -> Iterator[str]:
+        """The genes of ``taxon`` that ``name`` names whose official symbol, folded, is
+        ``key`` (none without names): a symbol's own genes, apart from the genes that hold
+        it as an alias (:meth:`ortholog`, :meth:`named_in_document_first`)."""
+        if self.names is None or self.taxa is None or self.concepts is None:
+            return
+        for other in self.names.lookup(name, None):
             if self.taxa.get(other) == taxon and self.facts(other).key == key:
-                return other
-        return None
+                yield other
 
     def species_first(self, ranked: list[tuple[str, float]], preferred: Sequence[str]
                       ) -> list[tuple[str, float]]:

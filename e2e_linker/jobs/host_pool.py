@@ -19,9 +19,9 @@ counted in a worker are added to the main process's when the group is taken.
 
 Fork only: a platform without ``fork`` (Windows, macOS's default) runs without workers and
 says so once. On a GPU the workers are forked after CUDA is initialised and cannot use it, so a
-run whose second phase needs the model there (names encoded as the KB search goes, the
-per-mention mode) is refused with host workers, naming the fix (``--index exact``);
-``GroupAnnotation.fork_unsafe_because`` says which.
+run whose second phase needs an encoder there (names encoded as the KB search goes, the
+per-mention mode, ``--linking text``) is refused with host workers, naming why and, for the
+KB search, the fix (``--index exact``); ``GroupAnnotation.fork_unsafe_because`` says which.
 """
 
 from __future__ import annotations
