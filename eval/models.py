@@ -64,6 +64,26 @@ def model_with_names_from(corpora: list[str], tmp: Path, source: Path | None = N
     return tmp
 
 
+def gene_ranking_with_names_from(corpora: list[str], tmp: Path, source: Path | None = None):
+    """The gene ranking (:class:`~e2e_linker.collective.gene_ranking.GeneRanking`) of the
+    default pipeline's linker over the model in ``source`` (default: the shipped one) with
+    names mined from ``corpora`` only (:func:`model_with_names_from`, its files under ``tmp``,
+    which must outlive the ranking), and that linker.
+
+    Why: the fits of the gene steps (the species choice, the family model) read their rows'
+    features as the linker would on a new document, so a training document's own gold genes
+    must not be among the names it looks up."""
+    from dataclasses import replace
+
+    from e2e_linker.api import Linker
+    from e2e_linker.collective.settings import AnnotateSettings
+
+    (tmp / "model").mkdir()
+    fair = model_with_names_from(corpora, tmp / "model", source, keep_packed_index=True)
+    linker = Linker.load(settings=replace(AnnotateSettings(), model_dir=str(fair)))
+    return linker.annotator.linker.genes, linker
+
+
 def model_with_kb_of(model: Path, tmp: Path, kb_model: Path | None = None) -> Path:
     """The weights of ``model`` with the KB of ``kb_model`` (default: the shipped one): its
     manifest, mined names and packed index, linked into ``tmp``.

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from data_tools.documents import Document
@@ -78,18 +77,29 @@ TEXT_MIN_DOCUMENTS = 3
 #: folds of the text model's cross-fitting (:func:`out_of_fold_priors`)
 FOLDS = 5
 
-parser = argparse.ArgumentParser(prog="python -m eval.species_fit", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--model", default=None, help="model directory (default: shipped)")
-parser.add_argument("--fit-on", nargs="+", default=list(FIT_ON))
-parser.add_argument("--check", nargs="*", default=list(CHECK))
-parser.add_argument("--kb-names-from", nargs="*", default=list(FIT_NAMES),
-                    help="corpora whose mentions are the KB's mined names while fitting")
-parser.add_argument("--write", action="store_true",
-                    help=f"write {SPECIES_CHOICE_FILE} into the model directory")
+
+
+def fit_parser(module: str, doc: str, fit_on: tuple[str, ...], checked: tuple[str, ...],
+               written: str, out: Path) -> argparse.ArgumentParser:
+    """The options a fit of a gene step's model takes (this module's, :mod:`eval.family_fit`'s):
+    the model, the corpora fitted on and checked, the corpora of the mined names while
+    fitting, whether to write ``written`` into the model directory, the results folder."""
+    found = argparse.ArgumentParser(prog=f"python -m eval.{module}", description=doc,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    found.add_argument("--model", default=None, help="model directory (default: shipped)")
+    found.add_argument("--fit-on", nargs="+", default=list(fit_on))
+    found.add_argument("--check", nargs="*", default=list(checked))
+    found.add_argument("--kb-names-from", nargs="*", default=list(FIT_NAMES),
+                       help="corpora whose mentions are the KB's mined names while fitting")
+    found.add_argument("--write", action="store_true",
+                       help=f"write {written} into the model directory")
+    found.add_argument("--out", default=str(out))
+    return found
+
+
+parser = fit_parser("species_fit", __doc__, FIT_ON, CHECK, SPECIES_CHOICE_FILE, RESULTS)
 parser.add_argument("--no-text-model", dest="text_model", action="store_false",
                     help=f"fit the choice without the text model ({TEXT_SPECIES_FILE})")
-parser.add_argument("--out", default=str(RESULTS))
 
 
 def gene_key(cid: str) -> str:
@@ -268,19 +278,14 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from e2e_linker.api import Linker
     from e2e_linker.collective.model_dir import default_linker_dir
-    from e2e_linker.collective.settings import AnnotateSettings
-    from eval.models import model_with_names_from
+    from eval.models import gene_ranking_with_names_from
 
     args = parser.parse_args(argv)
     model_dir = Path(args.model) if args.model else default_linker_dir()
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "model").mkdir()
-        fair = model_with_names_from(list(args.kb_names_from), Path(tmp) / "model", model_dir,
-                                     keep_packed_index=True)
-        linker = Linker.load(settings=replace(AnnotateSettings(), model_dir=str(fair)))
-        genes = linker.annotator.linker.genes
+        genes, linker = gene_ranking_with_names_from(list(args.kb_names_from), Path(tmp),
+                                                     model_dir)
         specs = list(dict.fromkeys([*args.fit_on, *args.check]))
         golds = {spec: gold_of(spec) for spec in specs}
         preds = {spec: linker.annotate(golds[spec], replace=True) for spec in specs}

@@ -30,6 +30,7 @@ from data_tools.formats.records import record_annotations
 from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.confidence import assign_confidence, load_confidence
+from e2e_linker.collective.gene_families import load_gene_families
 from e2e_linker.collective.guidelines import guideline_prefix
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.per_mention import reencode_per_mention
@@ -104,8 +105,9 @@ class Annotator:
         settings = (settings or AnnotateSettings()).for_model(model.config)
         pipeline = pipeline or settings.resolved_pipeline(
             model.config, model_dir or settings.model_dir or model_directory(model))
-        parts = LinkerParts(index, names, sieves, text_linker, kb, load_species_choice(
-            model_dir or settings.model_dir or model_directory(model)))
+        directory = model_dir or settings.model_dir or model_directory(model)
+        parts = LinkerParts(index, names, sieves, text_linker, kb,
+                            load_species_choice(directory), load_gene_families(directory))
         annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)
         annotator.parts = parts
         return annotator
@@ -366,6 +368,8 @@ class LinkerParts:
     kb: object = None
     #: the model's fitted species choice (None: it has none)
     species_choice: object = None
+    #: the model's fitted gene family model (None: it has none)
+    gene_families: object = None
 
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
@@ -378,6 +382,10 @@ class LinkerParts:
             say("learned_species is declared but the model has no species_choice.json "
                 "(python -m eval.species_fit --write fits one): genes take the hand species "
                 "order")
+        if pipeline.has("gene_families") and self.gene_families is None:
+            say("gene_families is declared but the model has no gene_families.json "
+                "(python -m eval.family_fit --write fits one): no Gene mention is dropped "
+                "as a family")
         return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
                           self.sieves if pipeline.has("sieve_stack") else None,
                           self.text_linker, pipeline.has("abbreviation_links"),
@@ -386,7 +394,9 @@ class LinkerParts:
                           species_mentions=pipeline.has("species_mentions"),
                           species_choice=self.species_choice
                           if pipeline.has("learned_species") else None,
-                          gene_usage=pipeline.has("gene_usage"))
+                          gene_usage=pipeline.has("gene_usage"),
+                          gene_families=self.gene_families
+                          if pipeline.has("gene_families") else None)
 
 
 def model_directory(model) -> str | None:

@@ -21,6 +21,7 @@ from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
 from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
 from data_tools.species import mentioned_taxa_first, preferred_taxa
+from e2e_linker.collective.gene_families import GeneFamilies
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.remembered import RememberedNames
 from e2e_linker.collective.span_selection import SpanPrediction
@@ -79,8 +80,12 @@ class SpanLinker:
                  resolve_abbreviations: bool = True, taxa: dict[str, str] | None = None,
                  composites: bool = True, lexical_types: Sequence[str] = (),
                  concepts: Mapping | None = None, species_mentions: bool = False,
-                 species_choice: SpeciesChoice | None = None, gene_usage: bool = True):
+                 species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
+                 gene_families: GeneFamilies | None = None):
         self.index = index
+        #: which Gene annotations name a family of genes, read by the ``gene_families`` step
+        #: (:mod:`~e2e_linker.collective.gene_families`; None: the model has no such model)
+        self.gene_families = gene_families
         #: a gene mention's species chosen by the fitted model in place of the rule's
         #: per-mention cues (:mod:`~e2e_linker.collective.species_choice`; None: the rule)
         self.species_choice = species_choice

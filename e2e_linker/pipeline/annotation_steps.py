@@ -2,7 +2,8 @@
 
 Each calls the rule it names in :mod:`e2e_linker.collective.concept_types`,
 :mod:`~e2e_linker.collective.short_form_rules`, :mod:`~e2e_linker.collective.sequence_context`,
-:mod:`~e2e_linker.collective.gene_context` or the linker's species check; a rule sets an
+:mod:`~e2e_linker.collective.gene_context`, :mod:`~e2e_linker.collective.gene_families` or the
+linker's species check; a rule sets an
 annotation to None to drop its span. Why each exists, with its figures: docs/decisions/.
 """
 
@@ -16,6 +17,7 @@ from e2e_linker.collective.concept_types import (
     take_concept_types,
 )
 from e2e_linker.collective.gene_context import DROPPED_TYPES, drop_gene_modifiers
+from e2e_linker.collective.gene_families import drop_gene_families
 from e2e_linker.collective.sequence_context import drop_sequence_chemicals
 from e2e_linker.collective.short_form_rules import (
     drop_disease_symbols,
@@ -73,6 +75,24 @@ class NoSingleGene(AnnotationStep):
 
     def run(self, batch: Batch) -> None:
         drop_no_single_gene(batch.annotations, batch.kb)
+
+
+@register
+@dataclass(frozen=True)
+class GeneFamilies(AnnotationStep):
+    """A Gene annotation that the model's fitted family model (its ``gene_families.json``:
+    :mod:`~e2e_linker.collective.gene_families`) finds a family of genes with probability at
+    least ``threshold`` is dropped; a model without the file drops none."""
+
+    threshold: float = 0.5
+
+    name = "gene_families"
+    summary = "drop a Gene span the fitted family model calls a family (p ≥ `threshold`)"
+
+    def run(self, batch: Batch) -> None:
+        if batch.linker.gene_families is not None:
+            drop_gene_families(batch.annotations, batch.kept, batch.docs, batch.linker.genes,
+                               batch.linker.gene_families, self.threshold)
 
 
 @register

@@ -45,7 +45,7 @@ STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: needs what not every model has (species_mentions: Species spans and species concepts;
 #: learned_species: a fitted species_choice.json)
 OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
-                       "species_mentions", "learned_species")
+                       "species_mentions", "learned_species", "gene_families")
 
 
 def param_types(cls: type[Step]) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def run(name: str, b: Batch, **params) -> list[Annotation | None]:
 def test_every_annotate_step_is_tested_here():
     annotate = {n for n, c in STEPS.items() if issubclass(c, AnnotationStep)}
     assert all(STEPS[n].stage == "annotate" for n in annotate)
-    assert annotate == {"type_from_concept", "gene_products", "no_single_gene",
+    assert annotate == {"type_from_concept", "gene_products", "no_single_gene", "gene_families",
                         "gene_short_forms", "undefined_short_forms", "disease_symbols",
                         "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
                         "unnamed_species"}
@@ -81,6 +81,24 @@ def test_no_single_gene():
                                       ("p53", "Gene", "1234", "exact"),
                                       model_types=("Chemical", "Disease", "Gene")))
     assert out[0] is None and out[1] is not None
+
+
+def test_gene_families_asks_the_linkers_family_model():
+    from e2e_linker.collective.confidence import ConfidenceModel
+    from e2e_linker.collective.gene_families import GeneFamilies
+    from e2e_linker.collective.gene_ranking import GeneRanking
+
+    b = batch("Notch signaling and TP53 and Notch alone",
+              ("Notch", "Gene", "1234", "exact"), ("TP53", "Gene", "1234", "exact"),
+              ("Notch", "Gene", "1234", "exact"), model_types=("Gene",))
+    b.linker.genes = GeneRanking()
+    b.linker.gene_families = None  # a model without the file: nothing dropped
+    assert all(a is not None for a in run("gene_families", b))
+    b.linker.gene_families = GeneFamilies(ConfidenceModel({"next=signaling": 4.0}, bias=-2.0))
+    out = run("gene_families", b)
+    assert out[0] is None and out[1] is not None and out[2] is not None
+    b.annotations[0] = Annotation(0, 5, "Notch", "Gene", ["1234"])
+    assert run("gene_families", b, threshold=0.99)[0] is not None  # p = 0.88 < 0.99
 
 
 def test_gene_short_forms():
