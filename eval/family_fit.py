@@ -34,7 +34,7 @@ from e2e_linker.collective.gene_families import (
     fit_gene_families,
 )
 from e2e_linker.collective.gene_ranking import GeneRanking
-from e2e_linker.pipeline.annotation_steps import GeneFamilies as GeneFamiliesStep
+from e2e_linker.pipeline.annotation_steps import GeneFamilyMentions
 from eval.reporting import command_line, machine, write_results
 from eval.species_fit import fit_parser
 
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     model = fit_gene_families(fit_rows, fit_labels, l2=L2, fitted={
         "label": "FamilyName (1) or Gene (0) annotation", "fit_on": list(args.fit_on),
         "names": "mined from " + ", ".join(args.kb_names_from)})
-    threshold = GeneFamiliesStep().threshold
+    threshold = GeneFamilyMentions().threshold
     checked = {spec: check(rows, labels, model, threshold)
                for spec, (rows, labels) in checked_rows.items()}
     if args.write:

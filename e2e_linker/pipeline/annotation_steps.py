@@ -3,8 +3,7 @@
 Each calls the rule it names in :mod:`e2e_linker.collective.concept_types`,
 :mod:`~e2e_linker.collective.short_form_rules`, :mod:`~e2e_linker.collective.sequence_context`,
 :mod:`~e2e_linker.collective.gene_context`, :mod:`~e2e_linker.collective.gene_families` or the
-linker's species check; a rule sets an
-annotation to None to drop its span. Why each exists, with its figures: docs/decisions/.
+linker's species check; a rule sets an annotation to None to drop its span. Why each exists, with its figures: docs/decisions/.
 """
 
 from __future__ import annotations
@@ -79,7 +78,7 @@ class NoSingleGene(AnnotationStep):
 
 @register
 @dataclass(frozen=True)
-class GeneFamilies(AnnotationStep):
+class GeneFamilyMentions(AnnotationStep):
     """A Gene annotation that the model's fitted family model (its ``gene_families.json``:
     :mod:`~e2e_linker.collective.gene_families`) finds a family of genes with probability at
     least ``threshold`` is dropped; a model without the file drops none."""
