@@ -29,16 +29,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from data_tools.documents import Annotation, Document
 from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.confidence import ConfidenceModel
-from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.collective.span_selection import SpanPrediction
 from e2e_linker.errors import UserError
-from e2e_linker.lexical.sieves import normalize_name
+
+if TYPE_CHECKING:  # the pipeline's steps import this module; the facade stays torch-free
+    from e2e_linker.collective.gene_ranking import GeneRanking
 
 #: the file in a model directory holding the fitted family model
 GENE_FAMILIES_FILE = "gene_families.json"
@@ -51,7 +53,10 @@ _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
 def compact(text: str) -> str:
-    """``text`` folded to its lower-case letters and digits ("TGF-beta 1" → "tgfbeta1")."""
+    """``text`` folded to its lower-case letters and digits ("TGF-beta 1" → "tgfbeta1"):
+    :func:`~e2e_linker.lexical.sieves.normalize_name` without its spaces."""
+    from e2e_linker.lexical.sieves import normalize_name  # torch-free callers stay so
+
     return normalize_name(text).replace(" ", "")
 
 
