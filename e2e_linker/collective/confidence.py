@@ -109,11 +109,13 @@ class ConfidenceModel:
                    types=tuple(data.get("types", ())), fitted=data.get("fitted", {}))
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> ConfidenceModel:
+    def from_file(cls, path: str | os.PathLike, what: str = "model's file",
+                  refit: str = "") -> ConfidenceModel:
         """The fitted model a model directory's JSON file holds (``confidence.json``,
-        ``species_choice.json``). Why one error: a hand-edited or damaged file would otherwise
-        stop the load with a traceback (a JSON decode error, a missing ``weights`` key) that
-        says neither which file nor what is wrong with it."""
+        ``species_choice.json``, ``gene_families.json``); ``what`` names it in the error and
+        ``refit`` is the command that fits it again. Why one error: a hand-edited or damaged
+        file would otherwise stop the load with a traceback (a JSON decode error, a missing
+        ``weights`` key) that says neither which file nor what is wrong with it."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -123,8 +125,8 @@ class ConfidenceModel:
                 raise TypeError("expected an object with a 'weights' object")
             return cls.from_json(data)
         except (TypeError, ValueError, AttributeError) as exc:
-            raise UserError(f"{path}: not a fitted model's file ({exc}); restore it from the "
-                            "model as shipped, or refit it") from None
+            raise UserError(f"{path}: not a fitted {what} ({exc}); restore it from the model "
+                            f"as shipped, or refit it{f' ({refit})' if refit else ''}") from None
 
 
 #: a model without :data:`CONFIDENCE_FILE`: the mention score itself (sigmoid of its logit)

@@ -21,7 +21,6 @@ Gene annotation the model finds likelier a family than a gene
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -37,7 +36,6 @@ from data_tools.documents import Annotation, Document
 from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.confidence import ConfidenceModel
 from e2e_linker.collective.span_selection import SpanPrediction
-from e2e_linker.errors import UserError
 
 if TYPE_CHECKING:  # the pipeline's steps import this module; the facade stays torch-free
     from e2e_linker.collective.gene_ranking import GeneRanking
@@ -178,15 +176,8 @@ def load_gene_families(model_dir: str | os.PathLike | None) -> GeneFamilies | No
     path = Path(model_dir) / GENE_FAMILIES_FILE
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        model = ConfidenceModel(weights={k: float(v) for k, v in data["weights"].items()},
-                                bias=float(data["bias"]), fitted=data.get("fitted", {}))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError,
-            ValueError, AttributeError) as exc:
-        raise UserError(f"{path}: not a fitted gene family model ({exc}); restore it from "
-                        "the model as shipped, or refit it (python -m eval.family_fit "
-                        "--write)") from None
+    model = ConfidenceModel.from_file(path, "gene family model",
+                                      "python -m eval.family_fit --write")
     return GeneFamilies(model)
 
 
