@@ -772,6 +772,17 @@ def read_species_forms(path: str | os.PathLike = SPECIES_FORMS) -> dict[str, lis
     return forms
 
 
+def species_form_taxa(path: str | os.PathLike = SPECIES_FORMS) -> dict[str, list[str]]:
+    """The mined written forms of :func:`read_species_forms` the other way round: a form,
+    case-folded with its spaces collapsed, → the taxa (namespaced) training mentions written
+    so are annotated with, in file order."""
+    out: dict[str, list[str]] = {}
+    for cid, forms in read_species_forms(path).items():
+        for form in forms:
+            out.setdefault(" ".join(form.split()).lower(), []).append(species_id(cid))
+    return out
+
+
 def species_id(taxon: str) -> str:
     """A taxon ID as the species KB keys it: ``NCBITaxon:9606`` (``9606`` gets the prefix)."""
     taxon = taxon.strip()

@@ -43,6 +43,19 @@ from collections.abc import Sequence
 HUMAN, MOUSE, FLY, YEAST_S288C, YEAST = "9606", "10090", "7227", "559292", "4932"
 #: NCBI taxon of the rat (genes from HomoloGene, not a gene_info file)
 RAT = "10116"
+
+
+def gene_taxa(taxon: str) -> tuple[str, ...]:
+    """The taxa the gene KB files the genes of species ``taxon`` under, first the one most
+    of them are under: yeast's (4932) under strain S288C (559292) and itself (the module
+    docstring); any other taxon under itself.
+
+    Why: a text that names yeast means S288C's genes, whether a cue word or a Species
+    mention linked to the species names it (:meth:`SpanLinker.species_links
+    <e2e_linker.collective.span_linking.SpanLinker.species_links>`)."""
+    return (YEAST_S288C, YEAST) if taxon == YEAST else (taxon,)
+
+
 #: the species of a gene mention in a document that names none
 DEFAULT_TAXON = HUMAN
 
@@ -62,7 +75,7 @@ _PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
                           re.IGNORECASE)),
     ((FLY,), re.compile(r"\b(?:Drosophila|D\.\s*melanogaster|fruit[- ]?fl(?:y|ies)|fl(?:y|ies))\b",
                         re.IGNORECASE)),
-    ((YEAST_S288C, YEAST), re.compile(
+    (gene_taxa(YEAST), re.compile(
         r"\b(?:yeasts?|Saccharomyces|S\.\s*cerevisiae|baker'?s yeast|budding yeast)\b",
         re.IGNORECASE)),
 )

@@ -396,7 +396,20 @@ class LinkerParts:
                           if pipeline.has("learned_species") else None,
                           gene_usage=pipeline.has("gene_usage"),
                           gene_families=self.gene_families
-                          if pipeline.has("gene_families") else None)
+                          if pipeline.has("gene_families") else None,
+                          species_usage=species_usage(kb)
+                          if pipeline.has("species_usage") and kb is not None else None)
+
+
+def species_usage(kb) -> dict[str, list[str]] | None:
+    """Written form → the taxa the species corpora's training mentions written so are
+    annotated with (:func:`~data_tools.kb_loaders.species_form_taxa`), those ``kb`` holds;
+    None when it holds none (a KB without species)."""
+    from data_tools.kb_loaders import species_form_taxa
+    concepts = kb.concepts
+    found = {form: kept for form, taxa in species_form_taxa().items()
+             if (kept := [t for t in taxa if t in concepts])}
+    return found or None
 
 
 def model_directory(model) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy as np
 from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
 from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
-from data_tools.species import mentioned_taxa_first, preferred_taxa
+from data_tools.species import gene_taxa, mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_families import GeneFamilies
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.remembered import RememberedNames
@@ -64,6 +64,30 @@ class TextLinker(Protocol):
         ...
 
 
+def usage_with_species(training: Callable[[str, str], Sequence[str]] | None,
+                       species_usage: Mapping[str, Sequence[str]] | None
+                       ) -> Callable[[str, str], Sequence[str]] | None:
+    """The gene ranking's usage (:attr:`GeneRanking.usage`): ``training`` (the training
+    mentions' concepts of a text), and for a Species span the taxa ``species_usage`` gives its
+    written form (case-folded, spaces collapsed) before them; None when neither is given.
+
+    Why: a common word names many taxa in the species KB ("yeast" is a UniProt common name
+    of Candida albicans and of dozens of other yeasts), and the ranking then put the taxon
+    with the most names first; the species corpora's training mentions say which one
+    annotators mean by it (``data_tools/species_forms.tsv``;
+    docs/decisions/0045-species-usage.md)."""
+    if not species_usage:
+        return training
+
+    def usage(text: str, type_: str) -> Sequence[str]:
+        found = list(training(text, type_)) if training is not None else []
+        if type_ == SPECIES_TYPE:
+            found = [*species_usage.get(" ".join(text.split()).lower(), ()), *found]
+        return found
+
+    return usage
+
+
 class SpanLinker:
     """Links kept spans against one KB: ``index`` (dense), ``names`` (the exact-name sieve;
     None: off), ``sieves`` (the sieve stack; None: off), ``text_linker`` (relinks every span
@@ -81,7 +105,8 @@ class SpanLinker:
                  composites: bool = True, lexical_types: Sequence[str] = (),
                  concepts: Mapping | None = None, species_mentions: bool = False,
                  species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
-                 gene_families: GeneFamilies | None = None):
+                 gene_families: GeneFamilies | None = None,
+                 species_usage: Mapping[str, Sequence[str]] | None = None):
         self.index = index
         #: which Gene annotations name a family of genes, read by the ``gene_families`` step
         #: (:mod:`~e2e_linker.collective.gene_families`; None: the model has no such model)
@@ -104,11 +129,10 @@ class SpanLinker:
         self.concepts = concepts
         #: names and species for the name-only types and the species order of every ranking
         #: (concept ID → NCBI taxon in ``taxa``; none: no species preference)
+        training = sieves.training_labels if sieves is not None and gene_usage else None
         self.genes = GeneRanking(self.names,
                                  sieves.ontology_keys if sieves is not None else None,
-                                 taxa, concepts,
-                                 sieves.training_labels
-                                 if sieves is not None and gene_usage else None)
+                                 taxa, concepts, usage_with_species(training, species_usage))
 
     @staticmethod
     def species_links(spans: Sequence[SpanPrediction],
@@ -116,12 +140,15 @@ class SpanLinker:
                       ) -> dict[int, list[tuple[int, str]]]:
         """Document index → (start, NCBI taxon) of each of its Species spans whose ranking's
         first concept is a taxon (``NCBITaxon:`` IDs, prefix removed), in text order: what the
-        species order (:meth:`mentioned_taxa`) and the species choice read of a batch."""
+        species order (:meth:`mentioned_taxa`) and the species choice read of a batch; a
+        species whose genes the KB files under a strain gives the strain's taxon first
+        (:func:`~data_tools.species.gene_taxa`: yeast), as its cue words do."""
         out: dict[int, list[tuple[int, str]]] = {}
         for span, found in zip(spans, ranked, strict=True):
             if span.type == SPECIES_TYPE and found and found[0][0].startswith(TAXON_PREFIX):
-                out.setdefault(span.doc_index, []).append(
-                    (span.start, found[0][0].removeprefix(TAXON_PREFIX)))
+                out.setdefault(span.doc_index, []).extend(
+                    (span.start, taxon)
+                    for taxon in gene_taxa(found[0][0].removeprefix(TAXON_PREFIX)))
         return out
 
     @staticmethod

@@ -43,9 +43,11 @@ STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: registered steps a model directory without a ``pipeline.toml`` leaves off: each was
 #: measured and lost on the dev table (docs/decisions/), is the config's to switch on, or
 #: needs what not every model has (species_mentions: Species spans and species concepts;
-#: learned_species: a fitted species_choice.json; gene_families: a fitted gene_families.json)
+#: learned_species: a fitted species_choice.json; gene_families: a fitted gene_families.json;
+#: species_usage: changes the output of every model with Species spans, so a model declares it)
 OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
-                       "species_mentions", "learned_species", "gene_families")
+                       "species_mentions", "learned_species", "gene_families",
+                       "species_usage")
 
 
 def param_types(cls: type[Step]) -> dict[str, Any]:

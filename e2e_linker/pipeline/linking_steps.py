@@ -104,6 +104,19 @@ class GeneUsage(Step):
 
 @register
 @dataclass(frozen=True)
+class SpeciesUsage(Step):
+    """Among the taxa a Species span's text names, those the species corpora's training
+    mentions written so are annotated with come first ("yeast": S. cerevisiae, before the
+    other yeasts whose common name it is; ``data_tools/species_forms.tsv``,
+    :func:`~e2e_linker.collective.span_linking.usage_with_species`)."""
+
+    name = "species_usage"
+    stage = "link"
+    summary = "a species word's taxon that training mentions annotate it with first (linker part)"
+
+
+@register
+@dataclass(frozen=True)
 class Link(Step):
     """Every kept span linked: one batched dense search, species order, then the parts
     above (:meth:`~e2e_linker.collective.span_linking.SpanLinker.link`)."""

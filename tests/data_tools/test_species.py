@@ -107,3 +107,10 @@ def test_cue_offsets_say_where_each_species_is_named():
     assert found == [(text.index("mice"), "10090"), (text.index("human"), "9606"),
                      (text.index("patients"), "9606")]  # the technique phrase is no cue
     assert species_cue_offsets("yeast") == [(0, "4932"), (0, "559292")]  # both its taxa
+
+
+def test_gene_taxa_of_yeast_are_its_strain_then_itself():
+    from data_tools.species import YEAST, YEAST_S288C, gene_taxa
+
+    assert gene_taxa(YEAST) == (YEAST_S288C, YEAST)
+    assert gene_taxa("10090") == ("10090",)

@@ -298,3 +298,11 @@ def test_species_preset_on_the_real_files():
     assert "all" not in names and "NCBITaxon:1" not in kb
     # every mined form belongs to a taxon of the KB
     assert set(read_species_forms(SPECIES_FORMS)) <= set(kb.concepts)
+
+
+def test_species_form_taxa_read_the_forms_by_written_form(files):
+    from data_tools.kb_loaders import species_form_taxa
+
+    _, _, forms = files
+    assert species_form_taxa(forms)["patients"] == ["NCBITaxon:9606"]
+    assert species_form_taxa()["yeast"] == ["NCBITaxon:4932"]  # the shipped file

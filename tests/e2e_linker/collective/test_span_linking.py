@@ -409,3 +409,40 @@ def test_an_alias_links_the_gene_training_mentions_link_it_to_with_gene_usage():
     assert linked(sieves=stack) == ["6885"]
     assert linked(sieves=stack, gene_usage=False) == ["7181"]
     assert linked() == ["7181"]
+
+
+def test_species_usage_puts_the_taxon_training_mentions_annotate_a_word_with_first():
+    """"yeast" is a common name of Candida albicans (more names) and of S. cerevisiae: the
+    ranking alone takes C. albicans; with the species corpora's usage ("yeast" → 4932) S.
+    cerevisiae comes first, and a gene of S288C is then the document's species."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("NCBITaxon:5476", "Candida albicans", ["yeast", "Monilia albicans",
+                                                            "C. albicans"], "Species",
+                     "NCBI Taxonomy"),
+             Concept("NCBITaxon:4932", "Saccharomyces cerevisiae", ["yeast"], "Species",
+                     "NCBI Taxonomy"),
+             Concept("852485", "GDT1", [], "Gene", "NCBI Gene", taxon="559292"),
+             Concept("51444", "TMEM165", ["GDT1"], "Gene", "NCBI Gene", taxon="9606")])
+    text = "Yeast GDT1 was deleted in yeast."
+    docs = [Document("y", [Passage(0, text, {})])]
+    spans = [SpanPrediction(0, 0, 5, 0.9, "Species", np.zeros(2, np.float32)),
+             SpanPrediction(0, 6, 10, 0.9, "Gene", np.zeros(2, np.float32)),
+             SpanPrediction(0, 26, 31, 0.9, "Species", np.zeros(2, np.float32))]
+    out = {}
+    for usage in ({"yeast": ["NCBITaxon:4932"]}, None):
+        linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                            lexical_types=("Gene", "Species"), concepts=kb.concepts,
+                            species_mentions=True, species_usage=usage)
+        out[usage is not None] = [a.concept_ids
+                                  for a in linker.link(spans, docs, scan_documents(docs))]
+    assert out[True] == [["NCBITaxon:4932"], ["852485"], ["NCBITaxon:4932"]]
+    assert out[False][0] == ["NCBITaxon:5476"]
+
+
+def test_a_yeast_mention_counts_for_the_strain_its_genes_are_filed_under():
+    spans = [SpanPrediction(0, 0, 5, 0.9, "Species", np.zeros(2, np.float32)),
+             SpanPrediction(0, 9, 14, 0.9, "Species", np.zeros(2, np.float32))]
+    links = SpanLinker.species_links(spans, [[("NCBITaxon:4932", 0.0)],
+                                             [("NCBITaxon:10090", 0.0)]])
+    assert links == {0: [(0, "559292"), (0, "4932"), (9, "10090")]}
