@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -401,10 +402,13 @@ class LinkerParts:
                           if pipeline.has("species_usage") and kb is not None else None)
 
 
-def species_usage(kb) -> dict[str, list[str]] | None:
+def species_usage(kb: Any) -> dict[str, list[str]] | None:
     """Written form → the taxa the species corpora's training mentions written so are
     annotated with (:func:`~data_tools.kb_loaders.species_form_taxa`), those ``kb`` holds;
-    None when it holds none (a KB without species)."""
+    None when it holds none (a KB without species). ``kb``: a loaded or compiled KB.
+
+    Why read here: the forms are the KB's too (added as names of their taxa when the species
+    KB is built), and only the linker's ranking needs them the other way round."""
     from data_tools.kb_loaders import species_form_taxa
     concepts = kb.concepts
     found = {form: kept for form, taxa in species_form_taxa().items()
