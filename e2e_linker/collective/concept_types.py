@@ -71,6 +71,20 @@ def drop_gene_products(annotations: list[Annotation | None], kb) -> None:
             annotations[k] = None
 
 
+def drop_gene_product_genes(annotations: list[Annotation | None], kb) -> None:
+    """A Gene span linked to a gene product (a protein MeSH files as a chemical, no gene of
+    the KB) is dropped (set to None), in place.
+
+    Why: such a span became Gene by its concept's type (:func:`take_concept_types`) and
+    kept the MeSH ID, and every guideline that annotates genes links a gene mention to a
+    gene (NCBI Gene): no gene corpus counts it right, and as a chemical :func:`drop_gene_products`
+    drops it (docs/decisions/0046-gene-product-genes.md)."""
+    for k, ann in enumerate(annotations):
+        concept = concept_of(ann, kb)
+        if concept is not None and ann.type == "Gene" and concept.gene_product:
+            annotations[k] = None
+
+
 def drop_no_single_gene(annotations: list[Annotation | None], kb) -> None:
     """A linked span that ends up Gene and is too short for a gene, or names a class of
     proteins, a subunit's letter or a domain, is dropped (set to None), in place."""

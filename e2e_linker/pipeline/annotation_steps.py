@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from e2e_linker.collective.concept_types import (
+    drop_gene_product_genes,
     drop_gene_products,
     drop_no_single_gene,
     take_concept_types,
@@ -61,6 +62,20 @@ class GeneProducts(AnnotationStep):
 
     def run(self, batch: Batch) -> None:
         drop_gene_products(batch.annotations, batch.kb)
+
+
+@register
+@dataclass(frozen=True)
+class GeneProductGenes(AnnotationStep):
+    """A Gene span linked to a protein MeSH files as a chemical, not to a gene, is dropped:
+    a gene mention's ID is a gene's (:func:`~e2e_linker.collective.concept_types
+    .drop_gene_product_genes`)."""
+
+    name = "gene_product_genes"
+    summary = "drop a Gene span linked to a protein MeSH files as a chemical (no gene ID)"
+
+    def run(self, batch: Batch) -> None:
+        drop_gene_product_genes(batch.annotations, batch.kb)
 
 
 @register

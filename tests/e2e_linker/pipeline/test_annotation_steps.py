@@ -58,7 +58,8 @@ def run(name: str, b: Batch, **params) -> list[Annotation | None]:
 def test_every_annotate_step_is_tested_here():
     annotate = {n for n, c in STEPS.items() if issubclass(c, AnnotationStep)}
     assert all(STEPS[n].stage == "annotate" for n in annotate)
-    assert annotate == {"type_from_concept", "gene_products", "no_single_gene", "gene_families",
+    assert annotate == {"type_from_concept", "gene_products", "gene_product_genes",
+                        "no_single_gene", "gene_families",
                         "gene_short_forms", "undefined_short_forms", "disease_symbols",
                         "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
                         "unnamed_species"}
@@ -74,6 +75,15 @@ def test_gene_products():
                                      ("transgelin", "Chemical", "C051615", "exact"),
                                      ("famotidine", "Chemical", "D015738", "exact")))
     assert out[0] is None and out[1] is not None
+
+
+def test_gene_product_genes():
+    out = run("gene_product_genes", batch("transgelin, TP53 and famotidine",
+                                          ("transgelin", "Gene", "C051615", "dense"),
+                                          ("TP53", "Gene", "1234", "exact"),
+                                          ("famotidine", "Chemical", "D015738", "exact"),
+                                          model_types=("Chemical", "Disease", "Gene")))
+    assert out[0] is None and out[1] is not None and out[2] is not None
 
 
 def test_no_single_gene():

@@ -39,7 +39,7 @@ RE_EARNED_OUT = {"propagation", "composites", "disease_symbols"}
 #: the steps off unless declared that the shipped declaration declares (decisions 0038, 0040,
 #: 0044)
 DECLARED_FROM_OFF = {"species_mentions", "learned_species", "gene_families",
-                     "species_usage"}
+                     "species_usage", "gene_product_genes"}
 
 
 def test_the_shipped_declaration_is_what_its_config_implies_less_the_steps_not_re_earned():
