@@ -772,14 +772,20 @@ def read_species_forms(path: str | os.PathLike = SPECIES_FORMS) -> dict[str, lis
     return forms
 
 
+def species_form_key(text: str) -> str:
+    """A written species form as :func:`species_form_taxa` keys it: case-folded, its spaces
+    collapsed ("Baker's  Yeast" → "baker's yeast")."""
+    return " ".join(text.split()).lower()
+
+
 def species_form_taxa(path: str | os.PathLike = SPECIES_FORMS) -> dict[str, list[str]]:
-    """The mined written forms of :func:`read_species_forms` the other way round: a form,
-    case-folded with its spaces collapsed, → the taxa (namespaced) training mentions written
-    so are annotated with, in file order."""
+    """The mined written forms of :func:`read_species_forms` the other way round: a form
+    (:func:`species_form_key`) → the taxa (namespaced) training mentions written so are
+    annotated with, in file order."""
     out: dict[str, list[str]] = {}
     for cid, forms in read_species_forms(path).items():
         for form in forms:
-            out.setdefault(" ".join(form.split()).lower(), []).append(species_id(cid))
+            out.setdefault(species_form_key(form), []).append(species_id(cid))
     return out
 
 

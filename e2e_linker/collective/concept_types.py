@@ -12,7 +12,8 @@ tuned on (docs/decisions/0010-type-from-concept.md):
   :attr:`data_tools.kb.Concept.gene_product`), so "transgelin", "VDR" or "caspase" linked as
   Chemical — while BioRED, BC5CDR and the gene corpora annotate them as genes or not at all.
   A Chemical linked to a gene product is dropped (:func:`drop_gene_products`, the step
-  ``gene_products``; disabling the step keeps it).
+  ``gene_products``; disabling the step keeps it), and so is a span that became Gene by such
+  a concept and kept its MeSH ID (the step ``gene_product_genes``).
 
 A span that ends up Gene with fewer than two letters and digits, or of two bases ("AA",
 "GC"), is dropped (:func:`~e2e_linker.lexical.gene_forms.too_short_for_a_gene`), and so is one
@@ -62,26 +63,18 @@ def take_concept_types(annotations: list[Annotation | None], kb,
                 ann.type = "Gene"
 
 
-def drop_gene_products(annotations: list[Annotation | None], kb) -> None:
-    """A Chemical span linked to a gene product (a protein MeSH files as a chemical) is
-    dropped (set to None), in place."""
+def drop_gene_products(annotations: list[Annotation | None], kb,
+                       type_: str = "Chemical") -> None:
+    """A span of ``type_`` linked to a gene product (a protein MeSH files as a chemical) is
+    dropped (set to None), in place: a Chemical under BC5CDR's guideline (the step
+    ``gene_products``), a Gene because a gene mention's ID is a gene's (``gene_product_genes``).
+
+    Why Gene too: such a span became Gene by its concept's type (:func:`take_concept_types`)
+    and kept the MeSH ID, and every guideline that annotates genes links a gene mention to
+    NCBI Gene, so no gene corpus counts it right (docs/decisions/0046-gene-product-genes.md)."""
     for k, ann in enumerate(annotations):
         concept = concept_of(ann, kb)
-        if concept is not None and ann.type == "Chemical" and concept.gene_product:
-            annotations[k] = None
-
-
-def drop_gene_product_genes(annotations: list[Annotation | None], kb) -> None:
-    """A Gene span linked to a gene product (a protein MeSH files as a chemical, no gene of
-    the KB) is dropped (set to None), in place.
-
-    Why: such a span became Gene by its concept's type (:func:`take_concept_types`) and
-    kept the MeSH ID, and every guideline that annotates genes links a gene mention to a
-    gene (NCBI Gene): no gene corpus counts it right, and as a chemical :func:`drop_gene_products`
-    drops it (docs/decisions/0046-gene-product-genes.md)."""
-    for k, ann in enumerate(annotations):
-        concept = concept_of(ann, kb)
-        if concept is not None and ann.type == "Gene" and concept.gene_product:
+        if concept is not None and ann.type == type_ and concept.gene_product:
             annotations[k] = None
 
 

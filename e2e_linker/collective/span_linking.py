@@ -19,7 +19,13 @@ import numpy as np
 
 from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
-from data_tools.kb_loaders import CHEMICAL_TYPE, GENE_TYPE, SPECIES_TYPE, TAXON_PREFIX
+from data_tools.kb_loaders import (
+    CHEMICAL_TYPE,
+    GENE_TYPE,
+    SPECIES_TYPE,
+    TAXON_PREFIX,
+    species_form_key,
+)
 from data_tools.species import gene_taxa, mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_families import GeneFamilies
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
@@ -69,7 +75,8 @@ def usage_with_species(training: Callable[[str, str], Sequence[str]] | None,
                        ) -> Callable[[str, str], Sequence[str]] | None:
     """The gene ranking's usage (:attr:`GeneRanking.usage`): ``training`` (the training
     mentions' concepts of a text), and for a Species span the taxa ``species_usage`` gives its
-    written form (case-folded, spaces collapsed) before them; None when neither is given.
+    written form (:func:`~data_tools.kb_loaders.species_form_key`) before them; None when
+    neither is given.
 
     Why: a common word names many taxa in the species KB ("yeast" is a UniProt common name
     of Candida albicans and of dozens of other yeasts), and the ranking then put the taxon
@@ -82,7 +89,7 @@ def usage_with_species(training: Callable[[str, str], Sequence[str]] | None,
     def usage(text: str, type_: str) -> Sequence[str]:
         found = list(training(text, type_)) if training is not None else []
         if type_ == SPECIES_TYPE:
-            found = [*species_usage.get(" ".join(text.split()).lower(), ()), *found]
+            found = [*species_usage.get(species_form_key(text), ()), *found]
         return found
 
     return usage

@@ -3,15 +3,16 @@
 Each calls the rule it names in :mod:`e2e_linker.collective.concept_types`,
 :mod:`~e2e_linker.collective.short_form_rules`, :mod:`~e2e_linker.collective.sequence_context`,
 :mod:`~e2e_linker.collective.gene_context`, :mod:`~e2e_linker.collective.gene_families` or the
-linker's species check; a rule sets an annotation to None to drop its span. Why each exists, with its figures: docs/decisions/.
+linker's species check; a rule sets an annotation to None to drop its span. Why each exists,
+with its figures: docs/decisions/.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.concept_types import (
-    drop_gene_product_genes,
     drop_gene_products,
     drop_no_single_gene,
     take_concept_types,
@@ -69,13 +70,13 @@ class GeneProducts(AnnotationStep):
 class GeneProductGenes(AnnotationStep):
     """A Gene span linked to a protein MeSH files as a chemical, not to a gene, is dropped:
     a gene mention's ID is a gene's (:func:`~e2e_linker.collective.concept_types
-    .drop_gene_product_genes`)."""
+    .drop_gene_products` for Gene)."""
 
     name = "gene_product_genes"
     summary = "drop a Gene span linked to a protein MeSH files as a chemical (no gene ID)"
 
     def run(self, batch: Batch) -> None:
-        drop_gene_product_genes(batch.annotations, batch.kb)
+        drop_gene_products(batch.annotations, batch.kb, GENE_TYPE)
 
 
 @register

@@ -1,4 +1,4 @@
-"""take_concept_types, drop_gene_products, drop_gene_product_genes and drop_no_single_gene (formerly
+"""take_concept_types, drop_gene_products and drop_no_single_gene (formerly
 ConceptTypeRules): a linked span's type settled against its concept's."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from data_tools.documents import Annotation
 from data_tools.kb import KB, Concept
 from e2e_linker.collective.concept_types import (
     concept_of,
-    drop_gene_product_genes,
     drop_gene_products,
     drop_no_single_gene,
     take_concept_types,
@@ -75,9 +74,9 @@ def test_a_gene_span_linked_to_a_gene_product_and_no_gene_is_dropped(kb):
             linked("famotidine", "Chemical", "D015738")]
     take_concept_types(anns, kb, (*TYPES, "Gene"))
     assert [a.type for a in anns] == ["Gene", "Gene", "Chemical"]
-    assert drop_gene_product_genes(anns, kb) is None  # in place
+    assert drop_gene_products(anns, kb, "Gene") is None  # in place
     assert anns[0] is None and [a.text for a in anns[1:]] == ["TP53", "famotidine"]
-    assert drop_gene_product_genes([None], kb) is None
+    assert drop_gene_products([None], kb, "Gene") is None
 
 
 def test_rules_off_or_no_kb_change_nothing(kb):
