@@ -24,13 +24,18 @@ short form's source that may begin before its shortest long form (decision 0039,
 (decision 0046: five Gene mentions linked to MeSH gene products, "hepatitis B surface
 antigen" twice among them, are no longer written; ``species_usage``, decision 0045, changes
 none of these 100 abstracts' annotations).
-The bytes are recorded per CPU model: the same code on another machine (its CPU, and the
-packages pip resolved there) writes other last digits of some scores (an Intel Xeon machine
-wrote 8d5d6881… before the family model, an AMD EPYC one 3063f9ac…),
-so on a CPU with no recorded digest only the annotations are compared — each one's document,
-offsets, type, IDs and link method. Those stay the same on another CPU unless a score's last
-digit turns a decision there; whether one does on these 100 abstracts was not checked (the
-Intel output was not kept, only its digest).
+Both digests are recorded per CPU model (``model name`` of /proc/cpuinfo), because the same
+code on another machine (its CPU, and the packages pip resolved there) writes other last
+digits of some scores (an Intel Xeon machine wrote 8d5d6881… before the family model, an AMD
+EPYC one 3063f9ac…), and a last digit can turn a decision where two candidates tie: "myalgia"
+is MEDIC's name of D063806 (Myalgia) and a name NCBI disease train mined for D059352
+(Musculoskeletal Pain), so the exact sieve's tie goes to the higher dense score. The two
+machines' full BC5CDR dev runs (``eval.error_classes``, the AMD EPYC one at 27827d8, the Intel
+Xeon one at dbf47a8 with the same pipeline) differ only there: five gold mentions linked right
+on Intel are wrong IDs on AMD (175 against 170), "myalgia" of 12452237 linked to D059352 on
+AMD among them, to D063806 on Intel (this file's 100 abstracts hold 12452237; the AMD output
+itself was not kept). On a CPU with no recorded digest, the annotations must equal one of
+the recorded ones and the bytes are not compared.
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
 filled can move it. Change the digest only with a change meant to move the output, and say
@@ -52,9 +57,15 @@ from data_tools.registry import data_dir
 
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts, by the CPU model it was
 #: recorded on (see the module docstring)
-DEV_100_SHA256 = {"AMD EPYC": "d8b702c2fc681f504ea7e47c691b8349b33285fa62c52cf3703604a51f967039"}
-#: sha256 of the same output's annotations alone (:func:`annotation_digest`), on every CPU
-DEV_100_ANNOTATIONS_SHA256 = "1aba3c7db868d2bab71990138a6b24546647348a7536ec09942dfab91f2b9598"
+DEV_100_SHA256 = {
+    "AMD EPYC": "d8b702c2fc681f504ea7e47c691b8349b33285fa62c52cf3703604a51f967039",
+    "Intel(R) Xeon(R) Processor": "959245377ce6886ba9da7ee3510628ecca27d162ff90b1865572726b1c8c8686",
+}
+#: sha256 of the same output's annotations alone (:func:`annotation_digest`), by CPU model
+DEV_100_ANNOTATIONS_SHA256 = {
+    "AMD EPYC": "1aba3c7db868d2bab71990138a6b24546647348a7536ec09942dfab91f2b9598",
+    "Intel(R) Xeon(R) Processor": "61c5f786e0b3bb59d92b573cde9090e9da39372ea6b475d9821791278d16e28f",
+}
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100
 
@@ -110,9 +121,15 @@ def test_the_declared_pipeline_gives_the_recorded_output(tmp_path, cache):
     run = annotate([str(source), "-o", str(out), "--format", "bioc", "--replace", "--index",
                     "packed"], cache)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert annotation_digest(out) == DEV_100_ANNOTATIONS_SHA256, (
-        "the shipped pipeline's annotations on BC5CDR dev changed; if that is meant, say why "
-        "and update DEV_100_ANNOTATIONS_SHA256 and DEV_100_SHA256")
+    found = annotation_digest(out)
+    if cpu_model() in DEV_100_ANNOTATIONS_SHA256:
+        assert found == DEV_100_ANNOTATIONS_SHA256[cpu_model()], (
+            "the shipped pipeline's annotations on BC5CDR dev changed; if that is meant, say "
+            "why and update DEV_100_ANNOTATIONS_SHA256 and DEV_100_SHA256")
+    else:
+        assert found in DEV_100_ANNOTATIONS_SHA256.values(), (
+            f"on this CPU ({cpu_model() or 'unknown'}) the annotations on BC5CDR dev match no "
+            "recorded machine's; if a change meant it, update DEV_100_ANNOTATIONS_SHA256")
     if cpu_model() in DEV_100_SHA256:
         assert hashlib.sha256(out.read_bytes()).hexdigest() == DEV_100_SHA256[cpu_model()], (
             "the shipped pipeline's output on BC5CDR dev changed in its scores; if that is "
