@@ -19,7 +19,10 @@ and classes each gold mention (:func:`gold_classes`):
   — itself split by where the species went wrong (:func:`main_taxon`): ``:document`` when
   most of the document's predicted genes are of another species than most of its gold genes
   (the document's species was chosen wrong), ``:mention`` when the document's was right and
-  this mention's was not;
+  this mention's was not; for any type, ``other_vocabulary`` when the gold and the predicted
+  IDs, both given, come from different vocabularies of one KB (:func:`vocabularies`: MEDIC's
+  OMIM and MeSH concepts) — a guideline's choice between two concepts of one name more than a
+  linking error;
 * ``other_type``: its span with another type;
 * ``boundary``: no prediction of its span, one of its type overlapping it;
 * ``overlapped_other_type``: only predictions of other types overlap it;
@@ -62,12 +65,18 @@ RESULTS = Path(__file__).parent / "results" / "dev_table" / "error_classes"
 #: the gold classes in the order the table shows them
 GOLD_CLASSES = ("right", "wrong_id", "wrong_id:one_of_several", "wrong_id:same_species",
                 "wrong_id:other_species", "wrong_id:other_species:document",
-                "wrong_id:other_species:mention", "other_type", "boundary",
-                "overlapped_other_type", "missed", "missed_gated", "missed_never_kept")
+                "wrong_id:other_species:mention", "wrong_id:other_vocabulary", "other_type",
+                "boundary", "overlapped_other_type", "missed", "missed_gated", "missed_never_kept")
 PREDICTION_CLASSES = ("disjoint", "on_unscored_gold")
 CONTEXT = 40
 #: the mention-score bands :func:`dense_only_links` counts the gate-off run's dense links in
 SCORE_BANDS = (0.0, 0.9, 0.98, 0.995)
+
+
+def vocabularies(ann: Annotation, resolve: Callable[[str], str] | None = None) -> set[str]:
+    """The vocabularies of ``ann``'s IDs as the strict scorer compares them: the prefix an ID
+    keeps there (``OMIM`` of ``OMIM:255800``), ``""`` for the KB's own unprefixed IDs (MeSH)."""
+    return {i.split(":", 1)[0] if ":" in i else "" for i in normalized_ids(ann, resolve)}
 
 
 def gene_id_class(gold: Annotation, predicted: Annotation, taxa: dict[str, str],
@@ -169,6 +178,11 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
                     if kind == "other_species":
                         add(f"wrong_id:other_species:"
                             f"{'mention' if species_right else 'document'}", doc, ann, typed)
+                gold_vocabularies = vocabularies(ann, resolve)
+                found_vocabularies = vocabularies(typed[0], resolve)
+                if gold_vocabularies and found_vocabularies \
+                        and gold_vocabularies != found_vocabularies:
+                    add("wrong_id:other_vocabulary", doc, ann, typed)
             elif same:
                 add("other_type", doc, ann, same)
             elif any(p.type == ann.type for p in over):

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from data_tools.documents import Annotation, Document, Passage
-from eval.error_classes import dense_only_links, gene_id_class, gold_classes, markdown
+from eval.error_classes import (
+    dense_only_links,
+    gene_id_class,
+    gold_classes,
+    markdown,
+    vocabularies,
+)
 
 TEXT = "IL-8 and aspirin raised TNF in chronic asthma patients with Stat3 and p53 loss."
 
@@ -54,6 +60,20 @@ def test_every_gold_mention_falls_in_one_class_and_stray_predictions_are_counted
     assert shown["disjoint"][0]["text"] == "raised"
     assert found.concentration("wrong_id") == {"documents": 1, "in_top_3": 3}
     assert found.concentration("no such class") == {"documents": 0, "in_top_3": 0}
+
+
+def test_a_wrong_id_from_another_vocabulary_of_the_kb_is_counted_apart():
+    """Gold OMIM against a predicted MeSH concept (MEDIC holds both): the guideline's choice; a
+    gold mention without an ID (or a prediction without one) is no other vocabulary."""
+    gold = _doc([("chronic asthma", "Disease", ["OMIM:600807"]), ("loss", "Disease", ["D000001"]),
+                 ("aspirin", "Chemical", [])])
+    pred = _doc([("chronic asthma", "Disease", ["MESH:D001249"]),
+                 ("loss", "Disease", ["MESH:D000002"]), ("aspirin", "Chemical", ["MESH:D001241"])])
+    found = gold_classes([gold], [pred], ("Disease", "Chemical"))
+    assert found.counts["wrong_id"] == 3
+    assert found.counts["wrong_id:other_vocabulary"] == 1
+    assert vocabularies(gold.annotations[0]) == {"OMIM"}
+    assert vocabularies(pred.annotations[0]) == {""}
 
 
 def test_an_other_species_error_is_the_documents_or_the_mentions():
