@@ -21,8 +21,8 @@ and classes each gold mention (:func:`gold_classes`):
   (the document's species was chosen wrong), ``:mention`` when the document's was right and
   this mention's was not; for any type, ``other_vocabulary`` when the gold and the predicted
   IDs, both given, come from different vocabularies of one KB (:func:`vocabularies`: MEDIC's
-  OMIM and MeSH concepts) — a guideline's choice between two concepts of one name more than a
-  linking error;
+  OMIM and MeSH concepts) — often a guideline's choice between two concepts for one mention
+  rather than a linking error;
 * ``other_type``: its span with another type;
 * ``boundary``: no prediction of its span, one of its type overlapping it;
 * ``overlapped_other_type``: only predictions of other types overlap it;
