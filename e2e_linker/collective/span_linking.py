@@ -27,6 +27,7 @@ from data_tools.kb_loaders import (
     species_form_key,
 )
 from data_tools.species import gene_taxa, mentioned_taxa_first, preferred_taxa
+from e2e_linker.collective.gene_appositions import ApposedName
 from e2e_linker.collective.gene_families import GeneFamilies
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.remembered import RememberedNames
@@ -522,8 +523,10 @@ class SpanLinker:
                          abbreviations: Sequence[DocumentAbbreviations]) -> None:
         """Give each short form the concept of its long form, defined in the same document.
 
-        The long form's own prediction is used when one covers it; otherwise the name sieve
-        looks the long form up. Without either, the short form keeps its own link. A long
+        The long form's own prediction is used when one covers it (not a name kept beside its
+        gene symbol, :class:`~e2e_linker.collective.gene_appositions.ApposedName`: that name
+        takes the symbol's gene, not the other way round); otherwise the name sieve looks the
+        long form up. Without either, the short form keeps its own link. A long
         form linked to a gene product whose short form a gene name links takes the short
         form's gene instead (:meth:`gene_product_named_as_gene`).
         """
@@ -540,6 +543,7 @@ class SpanLinker:
                 if abbr is None:
                     continue
                 source = next((annotations[m] for m in members if annotations[m] is not None
+                               and not isinstance(spans[m], ApposedName)
                                and written_for(abbr, annotations[m].start, annotations[m].end,
                                                annotations[m].text)), None)
                 if source is not None and source.concept_ids:

@@ -17,6 +17,7 @@ from e2e_linker.collective.concept_types import (
     drop_no_single_gene,
     take_concept_types,
 )
+from e2e_linker.collective.gene_appositions import link_gene_appositions
 from e2e_linker.collective.gene_context import DROPPED_TYPES, drop_gene_modifiers
 from e2e_linker.collective.gene_families import drop_gene_families
 from e2e_linker.collective.sequence_context import drop_sequence_chemicals
@@ -37,6 +38,23 @@ class AnnotationStep(Step):
     stage = "annotate"
     reads = ("annotations",)
     writes = ("annotations",)
+
+
+@register
+@dataclass(frozen=True)
+class GeneAppositionLinks(AnnotationStep):
+    """A name ``gene_appositions`` kept beside a bracketed Gene annotation (and each repeat of
+    it) takes that annotation's concept, and so does a name the model kept there that is
+    linked to a gene product, with its repeats
+    (:func:`~e2e_linker.collective.gene_appositions.link_gene_appositions`)."""
+
+    name = "gene_apposition_links"
+    summary = ("a name kept beside a bracketed Gene (by gene_appositions, or linked to a gene "
+               "product) takes its concept")
+    reads = ("annotations", "kept")
+
+    def run(self, batch: Batch) -> None:
+        link_gene_appositions(batch.annotations, batch.kept, batch.docs, batch.kb, GENE_TYPE)
 
 
 @register
@@ -218,3 +236,4 @@ class UnnamedSpecies(AnnotationStep):
     def run(self, batch: Batch) -> None:
         batch.annotations = batch.linker.drop_unnamed_species(batch.annotations, batch.kept,
                                                               batch.docs)
+

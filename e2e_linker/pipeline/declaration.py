@@ -48,7 +48,8 @@ STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: model declares them)
 OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
                        "species_mentions", "learned_species", "gene_families",
-                       "species_usage", "gene_product_genes")
+                       "species_usage", "gene_product_genes", "gene_appositions",
+                       "gene_apposition_links")
 
 
 def param_types(cls: type[Step]) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from data_tools.kb_loaders import GENE_TYPE
+from e2e_linker.collective.gene_appositions import keep_gene_appositions
 from e2e_linker.collective.span_selection import (
     SpanPrediction,
     extend_to_names,
@@ -239,3 +241,27 @@ class ShortForms(Step):
 
     def run(self, batch: Batch) -> None:
         batch.kept = tag_short_forms(batch.kept, batch.docs, batch.abbreviations)
+
+
+@register
+@dataclass(frozen=True)
+class GeneAppositions(Step):
+    """The name written right before a bracketed kept Gene span ("Psoriasin (S100A7)") is kept
+    as a Gene span when the model scored it above ``floor_score``, with every other occurrence
+    of its text (:func:`~e2e_linker.collective.gene_appositions.keep_gene_appositions`); the
+    annotate step ``gene_apposition_links`` gives them the bracketed gene's concept."""
+
+    floor_score: float = 0.02
+
+    name = "gene_appositions"
+    summary = ("keep the name written right before a bracketed Gene span (scored above "
+               "`floor_score`) and its other occurrences, as Gene spans")
+    reads = ("kept", "candidates", "abbreviations")
+    writes = ("kept",)
+
+    def floor(self, keep: float) -> float | None:
+        return self.floor_score
+
+    def run(self, batch: Batch) -> None:
+        batch.kept = keep_gene_appositions(batch.kept, batch.candidates, batch.docs,
+                                           batch.abbreviations, self.floor_score, GENE_TYPE)

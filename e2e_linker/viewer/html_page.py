@@ -60,6 +60,7 @@ STEPS = {"exact": "exact KB name", "dense": "dense: the closest name vector",
          "written_form": "sieve: a disease name written another way (singular, tumour word)",
          "name_form": "a gene name written another way (letters and digits, Greek letters)",
          "ortholog": "the gene of the mention's species with the named gene's symbol",
+         "apposition": "a name written right before its gene's bracketed symbol",
          "text": "the text linker (normalizer)", "none": "no candidate"}
 
 STYLE = """

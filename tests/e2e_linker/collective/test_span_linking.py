@@ -446,3 +446,35 @@ def test_a_yeast_mention_counts_for_the_strain_its_genes_are_filed_under():
     links = SpanLinker.species_links(spans, [[("NCBITaxon:4932", 0.0)],
                                              [("NCBITaxon:10090", 0.0)]])
     assert links == {0: [(0, "559292"), (0, "4932"), (9, "10090")]}
+
+
+def test_a_symbol_is_not_linked_through_a_name_kept_beside_it():
+    """"signal transducer and activator of transcription 3 (STAT3)": a long form kept beside
+    its gene symbol (``ApposedName``) takes the symbol's gene after linking, so the symbol is
+    linked as if the name had not been kept, not through the name's link (here the mouse gene
+    the name ranks first in a mouse paper); a long form the model kept itself is still the
+    short form's source."""
+    from data_tools.kb import KB, Concept
+    from e2e_linker.collective.gene_appositions import ApposedName
+
+    kb = KB([Concept("6774", "STAT3", ["signal transducer and activator of transcription 3"],
+                     "Gene", "NCBI Gene", taxon="9606"),
+             Concept("20848", "Stat3", ["signal transducer and activator of transcription 3"],
+                     "Gene", "NCBI Gene", taxon="10090")])
+    linker = SpanLinker(FixedIndex(), NameDictionary.from_kb(kb), taxa=kb.taxa(),
+                        lexical_types=("Gene",), concepts=kb.concepts)
+    text = "In knockout mice, signal transducer and activator of transcription 3 (STAT3) in patients."
+    docs = [Document("d", [Passage(0, text, {})])]
+    long_start, short_start = text.index("signal"), text.index("STAT3")
+    long_end = long_start + len("signal transducer and activator of transcription 3")
+    v = np.zeros(2, np.float32)
+
+    def linked(long_form):
+        short = SpanPrediction(0, short_start, short_start + 5, 0.9, "Gene", v)
+        return [a.concept_ids for a in linker.link([long_form, short], docs,
+                                                   scan_documents(docs))]
+
+    assert linked(SpanPrediction(0, long_start, long_end, 0.9, "Gene", v)) == [["20848"],
+                                                                                 ["20848"]]
+    apposed = ApposedName(0, long_start, long_end, 0.1, "Gene", v, short_start, short_start + 5)
+    assert linked(apposed)[1] == ["6774"]

@@ -17,7 +17,8 @@ KB_ = KB([Concept("D010001", "Osteitis Deformans", ["PDB"], "Disease"),
           Concept("C051615", "transgelin", [], "Chemical", gene_product=True),
           Concept("D015738", "Famotidine", [], "Chemical"),
           Concept("D009765", "Obesity", ["OB"], "Disease"),
-          Concept("1234", "TP53", [], "Gene", taxon="9606")])
+          Concept("1234", "TP53", [], "Gene", taxon="9606"),
+          Concept("6876", "TAGLN", ["transgelin"], "Gene", taxon="9606")])
 
 
 class FakeLinker:
@@ -58,11 +59,27 @@ def run(name: str, b: Batch, **params) -> list[Annotation | None]:
 def test_every_annotate_step_is_tested_here():
     annotate = {n for n, c in STEPS.items() if issubclass(c, AnnotationStep)}
     assert all(STEPS[n].stage == "annotate" for n in annotate)
-    assert annotate == {"type_from_concept", "gene_products", "gene_product_genes",
+    assert annotate == {"gene_apposition_links", "type_from_concept", "gene_products",
+                        "gene_product_genes",
                         "no_single_gene", "gene_families",
                         "gene_short_forms", "undefined_short_forms", "disease_symbols",
                         "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
                         "unnamed_species"}
+
+
+def test_gene_apposition_links():
+    """A name the model kept right before a bracketed Gene, linked to a gene product, becomes
+    that gene, with its repeat; the annotations at the other places stay."""
+    out = run("gene_apposition_links", batch(
+        "transgelin (TAGLN) and transgelin and Famotidine (TAGLN) rose.",
+        ("transgelin", "Chemical", "C051615", "dense"), ("TAGLN", "Gene", "6876", "exact"),
+        ("transgelin", "Chemical", "C051615", "dense"),
+        ("Famotidine", "Chemical", "D015738", "exact"), ("TAGLN", "Gene", "6876", "exact"),
+        model_types=("Chemical", "Disease", "Gene")))
+    assert [(a.type, a.concept_ids) for a in out] == [
+        ("Gene", ["6876"]), ("Gene", ["6876"]), ("Gene", ["6876"]), ("Chemical", ["D015738"]),
+        ("Gene", ["6876"])]
+    assert out[0].infons["link_method"] == "apposition"
 
 
 def test_type_from_concept():

@@ -196,3 +196,21 @@ def test_a_kept_short_form_whose_long_form_links_to_nothing_is_dropped():
     kept = select(declared, spans, [doc], 0.5, FakeLinker())
     assert [text[s.start:s.end] for s in kept] == [
         "randomized controlled trial", "RCT", "otilonium bromide", "OB", "RCT", "OB"]
+
+
+def test_a_name_before_a_bracketed_gene_is_kept_below_keep_with_its_repeats():
+    """``gene_appositions`` reads candidates down to its floor (0.02 by default) and keeps the
+    name before a bracketed Gene span, with its repeats, as Gene spans."""
+    from e2e_linker.collective.gene_appositions import ApposedName
+
+    text = "Psoriasin (S100A7) rose; Psoriasin fell."
+    docs = [Document("d", [Passage(0, text, {})])]
+    v = np.zeros(2, np.float32)
+    spans = [SpanPrediction(0, 0, 9, 0.1, "Chemical", v), SpanPrediction(0, 11, 17, 0.9, "Gene", v),
+             SpanPrediction(0, 25, 34, 0.1, "Chemical", v)]
+    assert pipeline(gene_appositions={}).detection_floor(0.5) == 0.02
+    kept = select(pipeline(gene_appositions={}), spans, docs, 0.5)
+    assert [(text[s.start:s.end], s.type, isinstance(s, ApposedName)) for s in kept] == [
+        ("Psoriasin", "Gene", True), ("S100A7", "Gene", False), ("Psoriasin", "Gene", True)]
+    kept = select(pipeline(gene_appositions={"floor_score": 0.2}), spans, docs, 0.5)
+    assert [text[s.start:s.end] for s in kept] == ["S100A7"]
