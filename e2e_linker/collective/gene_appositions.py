@@ -70,8 +70,21 @@ def bracketed(text: str, start: int, end: int) -> int | None:
     return at or None
 
 
-def _touches(start: int, end: int, taken: Sequence[tuple[int, int]]) -> bool:
-    return any(a < end and start < b for a, b in taken)
+class _Taken:
+    """The characters of one document that kept spans cover: whether a span touches one is a
+    look at its own characters, not a pass over every kept span (a hostile document holds
+    tens of thousands)."""
+
+    def __init__(self, length: int, spans: Sequence[SpanPrediction]):
+        self.covered = bytearray(length)
+        for span in spans:
+            self.add(span.start, span.end)
+
+    def add(self, start: int, end: int) -> None:
+        self.covered[start:end] = b"\x01" * (end - start)
+
+    def touches(self, start: int, end: int) -> bool:
+        return 1 in self.covered[start:end]
 
 
 def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
@@ -102,16 +115,16 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
     added: list[SpanPrediction] = []
     for doc_index, members in by_doc.items():
         text = docs[doc_index].text
-        taken = [(s.start, s.end) for s in members]
+        taken = _Taken(len(text), members)
         names: list[SpanPrediction] = []
         for symbol in members:
             if symbol.type != gene_type:
                 continue
             end = bracketed(text, symbol.start, symbol.end)
-            if end is None or _touches(end - 1, end, taken):
+            if end is None or taken.touches(end - 1, end):
                 continue
             options = [c for c in ending.get((doc_index, end), ())
-                       if not _touches(c.start, c.end, taken)]
+                       if not taken.touches(c.start, c.end)]
             abbr = abbreviations[doc_index].definitions.get(text[symbol.start:symbol.end])
             if abbr is not None and abbr.short_start == symbol.start:
                 options = [c for c in options
@@ -122,7 +135,7 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
             name = ApposedName(doc_index, best.start, best.end, best.mention_score, gene_type,
                                best.vector, symbol.start, symbol.end)
             names.append(name)
-            taken.append((name.start, name.end))
+            taken.add(name.start, name.end)
         tagged: set[str] = set()
         for name in names:
             added.append(name)
@@ -133,9 +146,9 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
                                  + r"(?![A-Za-z0-9])")
             for found in pattern.finditer(text):
                 start, end = found.span()
-                if _touches(start, end, taken):
+                if taken.touches(start, end):
                     continue
-                taken.append((start, end))
+                taken.add(start, end)
                 added.append(replace(name, start=start, end=end))
     if not added:
         return kept
