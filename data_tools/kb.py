@@ -52,6 +52,11 @@ class Concept:
                 out.append(name.strip())
         return out
 
+    def types(self) -> list[str]:
+        """The concept's types: ``type`` holds them joined by "|" (MEDIC's and a TSV KB's
+        "Chemical|Gene"), the one place that split is written."""
+        return [t for t in self.type.split("|") if t]
+
 
 def normalize_id(concept_id: str) -> str:
     """A concept ID as the KB keys it: spaces and a ``MESH:`` style prefix removed."""

@@ -51,7 +51,7 @@ def take_concept_types(annotations: list[Annotation | None], kb,
             continue
         # a gene product is a gene's product too: a model's Gene span linked to one keeps
         # its type (MeSH types these concepts Chemical only)
-        types = concept.type.split("|") + (["Gene"] if concept.gene_product else [])
+        types = concept.types() + (["Gene"] if concept.gene_product else [])
         kinds = [t for t in types if t in model_types]
         if ann.type not in kinds:
             if len(kinds) == 1:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.collective.concept_types import concept_of
-from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.collective.span_selection import CoveredText, SpanPrediction, free_occurrences
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, written_for
 
 #: the ``link_method`` infon of an annotation that took its bracketed symbol's concept
@@ -70,23 +70,6 @@ def bracketed(text: str, start: int, end: int) -> int | None:
     return at or None
 
 
-class _Taken:
-    """The characters of one document that kept spans cover: whether a span touches one is a
-    look at its own characters, not a pass over every kept span (a hostile document holds
-    tens of thousands)."""
-
-    def __init__(self, length: int, spans: Sequence[SpanPrediction]):
-        self.covered = bytearray(length)
-        for span in spans:
-            self.add(span.start, span.end)
-
-    def add(self, start: int, end: int) -> None:
-        self.covered[start:end] = b"\x01" * (end - start)
-
-    def touches(self, start: int, end: int) -> bool:
-        return 1 in self.covered[start:end]
-
-
 def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
                           docs: Sequence[Document],
                           abbreviations: Sequence[DocumentAbbreviations], floor: float,
@@ -115,7 +98,7 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
     added: list[SpanPrediction] = []
     for doc_index, members in by_doc.items():
         text = docs[doc_index].text
-        taken = _Taken(len(text), members)
+        taken = CoveredText(len(text), members)
         names: list[SpanPrediction] = []
         for symbol in members:
             if symbol.type != gene_type:
@@ -142,13 +125,7 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
             if text[name.start:name.end] in tagged:  # its repeats are tagged already
                 continue
             tagged.add(text[name.start:name.end])
-            pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(text[name.start:name.end])
-                                 + r"(?![A-Za-z0-9])")
-            for found in pattern.finditer(text):
-                start, end = found.span()
-                if taken.touches(start, end):
-                    continue
-                taken.add(start, end)
+            for start, end in free_occurrences(text, text[name.start:name.end], taken):
                 added.append(replace(name, start=start, end=end))
     if not added:
         return kept
@@ -179,7 +156,7 @@ def named_by(text: str, concept) -> bool:
 
 def is_gene(concept, gene_type: str) -> bool:
     """Whether a KB concept (None: none) is a gene: of ``gene_type`` among its types."""
-    return concept is not None and gene_type in concept.type.split("|")
+    return concept is not None and gene_type in concept.types()
 
 
 def link_gene_appositions(annotations: list[Annotation | None],

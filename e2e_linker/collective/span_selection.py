@@ -169,6 +169,40 @@ def keep_long_forms(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
                   key=lambda s: (s.doc_index, s.start, s.end))
 
 
+class CoveredText:
+    """The characters of one document that kept spans cover: whether a span touches one is a
+    look at its own characters, not a pass over every kept span (a hostile document holds
+    tens of thousands)."""
+
+    def __init__(self, length: int, spans: Sequence[SpanPrediction]):
+        self.covered = bytearray(length)
+        for span in spans:
+            self.add(span.start, span.end)
+
+    def add(self, start: int, end: int) -> None:
+        self.covered[start:end] = b"\x01" * (end - start)
+
+    def touches(self, start: int, end: int) -> bool:
+        return 1 in self.covered[start:end]
+
+
+def free_occurrences(text: str, phrase: str, taken: CoveredText) -> list[tuple[int, int]]:
+    """The case-sensitive whole-word occurrences of ``phrase`` in ``text`` (no letter or digit
+    on either side) that touch nothing in ``taken``, in order; each is added to ``taken``.
+
+    Why one helper: a short form's repeats (:func:`tag_short_forms`) and a gene name's
+    (:func:`~e2e_linker.collective.gene_appositions.keep_gene_appositions`) are found alike."""
+    pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(phrase) + r"(?![A-Za-z0-9])")
+    found: list[tuple[int, int]] = []
+    for match in pattern.finditer(text):
+        start, end = match.span()
+        if taken.touches(start, end):
+            continue
+        taken.add(start, end)
+        found.append((start, end))
+    return found
+
+
 def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
                     abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
     """``spans`` plus every whole-word occurrence of a short form defined in the same document
@@ -183,19 +217,13 @@ def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
         defined = abbreviations[doc_index].definitions
         if not defined:
             continue
-        taken = [(s.start, s.end) for s in members]
+        taken = CoveredText(len(text), members)
         for abbr in defined.values():
             source = next((s for s in members
                            if written_for(abbr, s.start, s.end, text[s.start:s.end])), None)
             if source is None:
                 continue
-            pattern = re.compile(r"(?<![A-Za-z0-9])" + re.escape(abbr.short)
-                                 + r"(?![A-Za-z0-9])")
-            for found in pattern.finditer(text):
-                start, end = found.span()
-                if any(a < end and start < b for a, b in taken):
-                    continue
-                taken.append((start, end))
+            for start, end in free_occurrences(text, abbr.short, taken):
                 added.append(SpanPrediction(doc_index, start, end, source.mention_score,
                                             source.type, source.vector))
     if not added:

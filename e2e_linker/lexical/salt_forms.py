@@ -32,7 +32,7 @@ def salt_free_synonyms(concepts: Iterable, type_: str = "Chemical") -> list[tupl
     claims: dict[str, set[str]] = {}
     spelled: dict[str, str] = {}
     for concept in concepts:
-        if type_ not in concept.type.split("|"):
+        if type_ not in concept.types():
             continue
         for name in concept.all_names():
             words = name.split()

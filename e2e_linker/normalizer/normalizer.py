@@ -165,7 +165,7 @@ class Normalizer:
         #: annotation types that restrict the search: only types the KB itself uses, so an
         #: NCBI "SpecificDisease" mention searches everything while a BC5CDR "Chemical" one
         #: sees chemicals only
-        self.kb_types = {t for c in kb for t in c.type.split("|") if t}
+        self.kb_types = {t for c in kb for t in c.types()}
         ontology = ontology_pool(kb, self.text)
         extra = list(extra_synonyms)
         synonyms = synonym_pool(kb, self.text, extra) if extra else None

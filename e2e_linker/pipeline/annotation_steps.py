@@ -236,4 +236,3 @@ class UnnamedSpecies(AnnotationStep):
     def run(self, batch: Batch) -> None:
         batch.annotations = batch.linker.drop_unnamed_species(batch.annotations, batch.kept,
                                                               batch.docs)
-

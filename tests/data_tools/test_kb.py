@@ -77,3 +77,8 @@ def test_files_saved_before_taxa_still_load(tmp_path):
     path.write_text("D1\tDisease\n", encoding="utf-8")
     with pytest.raises(FormatError, match="6 or 7 columns"):
         KB.load(path)
+
+
+def test_concept_types_split_and_skip_empty():
+    assert Concept("C1", "x", type="Chemical|Gene").types() == ["Chemical", "Gene"]
+    assert Concept("C2", "y").types() == []

@@ -11,8 +11,10 @@ import re
 import numpy as np
 
 from e2e_linker.collective.span_selection import (
+    CoveredText,
     SpanPrediction,
     extend_to_names,
+    free_occurrences,
     resolve_overlaps,
     tag_short_forms,
 )
@@ -153,3 +155,20 @@ def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
                                                 (head.start, head.end)]
 
 
+def test_covered_text_touches_only_its_characters():
+    v = np.zeros(2, np.float32)
+    taken = CoveredText(20, [SpanPrediction(0, 5, 8, 0.5, "Gene", v)])
+    assert taken.touches(7, 9) and taken.touches(0, 6)
+    assert not taken.touches(0, 5) and not taken.touches(8, 20)
+    taken.add(10, 12)
+    assert taken.touches(11, 15) and not taken.touches(12, 15)
+
+
+def test_free_occurrences_whole_words_not_taken_and_marks_them():
+    text = "PB and PBS; PB, (PB) xPB PB2 PB"
+    v = np.zeros(2, np.float32)
+    taken = CoveredText(len(text), [SpanPrediction(0, 0, 2, 0.5, "Chemical", v)])
+    found = free_occurrences(text, "PB", taken)
+    assert [text[a:b] for a, b in found] == ["PB", "PB", "PB"]
+    assert [a for a, _ in found] == [12, 17, len(text) - 2]
+    assert free_occurrences(text, "PB", taken) == []  # each is taken now
