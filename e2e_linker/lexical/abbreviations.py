@@ -19,6 +19,7 @@ adds short forms that are never defined but match another mention of the documen
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -125,37 +126,42 @@ def initials_in_other_order(short: str, long: str) -> int | None:
 def find_abbreviations(text: str) -> list[Abbreviation]:
     """``long form (SF)`` definitions in ``text``, with character offsets into ``text``."""
     found: list[Abbreviation] = []
+    # where each word of the text starts, found once: the text before a bracket is not copied
+    # and split per bracket (a hostile text with thousands of brackets made that quadratic)
+    starts = [word.start() for word in _WORD.finditer(text)]
     for match in _PAREN.finditer(text):
         short = match.group(1).strip()
         if not _valid_short(short):
             continue
         short_start = match.start(1) + match.group(1).index(short)
-        before = text[: match.start()].rstrip()
-        words = list(_WORD.finditer(before))
+        end = match.start()  # the text before the bracket, trailing spaces left out
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
         max_words = min(len(short) + 5, 2 * len(short))
-        window = words[-max_words:]
-        if not window:
+        # the words of text[:end] are those starting before ``end`` (the last one cut there)
+        count = bisect.bisect_left(starts, end)
+        if not count:
             continue
-        base = window[0].start()
-        candidate = before[base:]
+        base = starts[max(0, count - max_words)]
+        candidate = text[base:end]
         # stop at a clause boundary inside the window
         cut = max(candidate.rfind(";"), candidate.rfind(". "))
         if cut >= 0:
             base += cut + 1
-            candidate = before[base:]
+            candidate = text[base:end]
         start = best_long_form(short, candidate)
         if start is None:
             start = initials_in_other_order(short, candidate)
         if start is None:
             continue
         long_start = base + start
-        while long_start < len(before) and not text[long_start].isalnum():
+        while long_start < end and not text[long_start].isalnum():
             long_start += 1
-        long = text[long_start: len(before)]
+        long = text[long_start:end]
         if not long or len(long) <= len(short) or short.lower() in long.lower().split():
             continue
         found.append(Abbreviation(short, short_start, short_start + len(short), long,
-                                  long_start, len(before)))
+                                  long_start, end))
     return found
 
 

@@ -127,12 +127,29 @@ def test_undefined_short_forms_resolved_from_the_documents_mentions():
      [("CIN", "contrast-induced nephropathy"), ("CM", "contrast media")]),
     ("blood pressure (BP) rose (p < 0.05) in (n = 3) rats (2)", [("BP", "blood pressure")]),
     ("This is unrelated (XYZ) text.", []),
+    # a bracket glued to the word before it; spaces before a bracket; a clause boundary
+    ("tumor necrosis factor(TNF) was high", [("TNF", "tumor necrosis factor")]),
+    ("we saw that; heat shock factor  (HSF) bound", [("HSF", "heat shock factor")]),
+    # the long form must lie within min(|SF| + 5, 2|SF|) words of the bracket
+    ("heat shock protein 70 kinase family protein (HSP)", []),
 ])
 def test_find_abbreviations(text, pairs):
     found = find_abbreviations(text)
     assert [(a.short, a.long) for a in found] == pairs
     for a in found:
         assert text[a.long_start:a.long_end] == a.long and text[a.short_start:a.short_end] == a.short
+
+
+def test_each_bracket_of_a_long_text_reads_only_the_words_before_it():
+    # thousands of definitions, each found with its own offsets (the scan once copied the whole
+    # text before every bracket)
+    text = " ".join(f"word{i} heat shock factor (HSF)" for i in range(3000))
+    found = find_abbreviations(text)
+    assert len(found) == 3000
+    last = found[-1]
+    assert (last.short, last.long) == ("HSF", "heat shock factor")
+    assert text[last.long_start:last.long_end] == "heat shock factor"
+    assert text[last.short_start:last.short_end] == "HSF"
 
 
 def test_best_long_form_needs_word_start_for_first_letter():
