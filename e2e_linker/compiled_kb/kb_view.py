@@ -371,14 +371,27 @@ class TaxonView(Mapping):
         #: candidates are asked again at every step of the species order)
         self._found: dict[str, str] = {}
 
-    def __getitem__(self, concept_id: str) -> str:
+    def _taxon(self, concept_id: str) -> str:
+        """The concept's taxon, "" when it has none or is not in the KB."""
         taxon = self._found.get(concept_id)
         if taxon is None:
             row = self.kb.row_of(concept_id) if isinstance(concept_id, str) else None
             taxon = self._found[concept_id] = self.taxon[row] if row is not None else ""
+        return taxon
+
+    def __getitem__(self, concept_id: str) -> str:
+        taxon = self._taxon(concept_id)
         if not taxon:
             raise KeyError(concept_id)
         return taxon
+
+    def __contains__(self, concept_id: object) -> bool:
+        # not Mapping's (a KeyError raised and caught per ID): linking asks it of every
+        # candidate of every span
+        return bool(self._taxon(concept_id))  # type: ignore[arg-type]
+
+    def get(self, concept_id: str, default=None):
+        return self._taxon(concept_id) or default
 
     def __iter__(self) -> Iterator[str]:
         ids = self.kb.ids.to_list()

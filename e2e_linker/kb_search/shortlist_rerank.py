@@ -20,15 +20,29 @@ import numpy as np
 from e2e_linker.kb_search.top_k import check_ties
 
 
-def candidate_rows(shortlisted: np.ndarray, ties: str) -> np.ndarray:
-    """One query's shortlisted rows, each once, in the order the tie rule prefers them:
-    descending for ``"higher"``, ascending for ``"lower"``.
+def candidate_table(short: np.ndarray, ties: str,
+                    mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's shortlisted rows (a row of ``short``), each once, without the rows
+    ``mask`` drops, in the order the tie rule prefers them: descending for ``"higher"``,
+    ascending for ``"lower"``. ``(table, counts)``: each query's rows first in its row of the
+    table, −1 after them, and how many it has.
 
     Why the order matters twice: a stable sort by score then keeps tied rows in this order,
     and the products are computed over the rows in this order (a matrix-vector product over
-    rows in another order may differ in the last bits)."""
-    rows = np.unique(shortlisted[shortlisted >= 0])
-    return rows[::-1] if ties == "higher" else rows
+    rows in another order may differ in the last bits). Why a table: a block's queries are
+    re-ranked together (:func:`rerank_shortlist`), one sort for the block."""
+    ordered = np.sort(short, axis=1)
+    if ties == "higher":
+        ordered = ordered[:, ::-1]
+    keep = ordered >= 0
+    keep[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]  # each row once
+    if mask is not None:
+        keep &= mask[np.maximum(ordered, 0)]
+    # the kept rows first, in their order (a stable sort on "not kept")
+    order = np.argsort(~keep, axis=1, kind="stable")
+    table = np.where(np.take_along_axis(keep, order, axis=1),
+                     np.take_along_axis(ordered, order, axis=1), -1)
+    return table, keep.sum(axis=1)
 
 
 def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray], np.ndarray],
@@ -48,6 +62,13 @@ def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray],
     padded) adds rows of the caller's to each query's shortlist. Both serve a packed index
     whose KB grew: ids of the index are not the KB's rows, and the names it lacks are
     searched exactly and handed in as ``extra``.
+
+    A block's vectors are read and made float32 once, and its queries with as many candidates
+    each are scored by one stacked product: each query's products are then the same
+    matrix-vector product over the same rows in the same order as one query's alone (a
+    product over rows padded to another count may differ in the last bits: docs/results.md,
+    "Host time per document"), so the result is the same to the bit as re-ranking query by
+    query.
     """
     check_ties(ties)
     q = np.ascontiguousarray(queries, dtype=np.float32)
@@ -61,14 +82,18 @@ def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray],
             short = np.concatenate([short, extra[start:start + len(short)]], axis=1)
         if ensure is not None:
             ensure(np.unique(short[short >= 0]))
-        for n, shortlisted in enumerate(short, start):
-            cand = candidate_rows(shortlisted, ties)
-            if mask is not None:
-                cand = cand[mask[cand]]
-            if not len(cand):
-                continue
-            exact = np.asarray(rows_of(cand), dtype=np.float32) @ q[n]
-            order = np.argsort(-exact, kind="stable")[:k]
-            scores[n, :len(order)] = exact[order]
-            rows[n, :len(order)] = cand[order]
+        table, counts = candidate_table(short, ties, mask)
+        held = np.unique(table[table >= 0])
+        if not len(held):
+            continue
+        vectors = np.asarray(rows_of(held), dtype=np.float32)
+        at = np.searchsorted(held, np.maximum(table, 0))  # each candidate's row of ``vectors``
+        for count in np.unique(counts[counts > 0]).tolist():
+            group = np.flatnonzero(counts == count)
+            stacked = vectors[at[group, :count]]  # (queries, count, dim)
+            exact = np.matmul(stacked, q[start + group][:, :, None])[:, :, 0]
+            order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+            taken = order.shape[1]
+            scores[start + group, :taken] = np.take_along_axis(exact, order, axis=1)
+            rows[start + group, :taken] = np.take_along_axis(table[group, :count], order, axis=1)
     return scores, rows

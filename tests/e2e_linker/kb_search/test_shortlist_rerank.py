@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.shortlist_rerank import candidate_rows, rerank_shortlist
+from e2e_linker.kb_search.shortlist_rerank import candidate_table, rerank_shortlist
 
 # rows 2, 5 and 7 hold the same vector; the query is that vector
 VECTORS = np.array([[0.6, 0.8], [0.0, 1.0], [1.0, 0.0], [0.8, 0.6], [-1.0, 0.0], [1.0, 0.0],
@@ -55,9 +55,67 @@ def test_each_block_of_queries_is_shortlisted_and_ensured_once():
 
 
 def test_candidates_come_once_each_in_the_rules_order():
-    short = np.array([4, -1, 2, 4, 9])
-    assert candidate_rows(short, "higher").tolist() == [9, 4, 2]
-    assert candidate_rows(short, "lower").tolist() == [2, 4, 9]
+    short = np.array([[4, -1, 2, 4, 9], [-1, -1, 3, 3, 3]])
+    table, counts = candidate_table(short, "higher")
+    assert table.tolist() == [[9, 4, 2, -1, -1], [3, -1, -1, -1, -1]] and counts.tolist() == [3, 1]
+    table, counts = candidate_table(short, "lower")
+    assert table.tolist() == [[2, 4, 9, -1, -1], [3, -1, -1, -1, -1]]
+    mask = np.ones(10, bool)
+    mask[4] = False
+    table, counts = candidate_table(short, "lower", mask)
+    assert table.tolist() == [[2, 9, -1, -1, -1], [3, -1, -1, -1, -1]] and counts.tolist() == [2, 1]
+
+
+def _one_query_at_a_time(q, short, vectors, k, ties, mask):
+    """The re-rank's definition, query by query: the rows once each in the tie rule's order,
+    their exact products, a stable sort by score."""
+    scores = np.full((len(q), k), -np.inf, np.float32)
+    rows = np.full((len(q), k), -1, np.int64)
+    for n, shortlisted in enumerate(short):
+        cand = np.unique(shortlisted[shortlisted >= 0])
+        cand = cand[::-1] if ties == "higher" else cand
+        if mask is not None:
+            cand = cand[mask[cand]]
+        if not len(cand):
+            continue
+        exact = np.asarray(vectors[cand], dtype=np.float32) @ q[n]
+        order = np.argsort(-exact, kind="stable")[:k]
+        scores[n, :len(order)] = exact[order]
+        rows[n, :len(order)] = cand[order]
+    return scores, rows
+
+
+class RandomShortlist:
+    """A stand-in for a faiss index: a fixed random shortlist per query, with repeats, −1s and
+    queries that get fewer rows than others."""
+
+    def __init__(self, short):
+        self.short = short
+        self.at = 0
+
+    def search(self, queries, k):
+        block = self.short[self.at:self.at + len(queries)]
+        self.at += len(queries)
+        return None, block
+
+
+@pytest.mark.parametrize("ties", ["higher", "lower"])
+def test_a_block_reranked_together_is_the_same_to_the_bit_as_query_by_query(ties):
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((300, 48)).astype(np.float16)
+    vectors[10] = vectors[11]  # a tie
+    q = rng.standard_normal((70, 48)).astype(np.float32)
+    short = rng.integers(-1, 300, size=(70, 24))
+    short[::5, 12:] = -1  # fewer rows for some queries
+    short[3] = -1  # none for one
+    short[::7, :4] = [10, 11, 10, 11]
+    mask = rng.random(300) > 0.2
+    for m in (None, mask):
+        want = _one_query_at_a_time(q, short, vectors, 9, ties, m)
+        got = rerank_shortlist(q, RandomShortlist(short), lambda rows: vectors[rows], 9, ties,
+                               shortlist=24, query_block=16, mask=m)
+        assert np.array_equal(got[1], want[1])
+        assert got[0].tobytes() == want[0].tobytes()
     with pytest.raises(ValueError, match="tie rule"):
         _rerank("first")
 
