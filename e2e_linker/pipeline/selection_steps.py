@@ -127,16 +127,27 @@ class RescueStep(Step):
 @dataclass(frozen=True)
 class Propagation(RescueStep):
     """A weaker candidate whose text, case folded, a span above γ has in the same document is
-    kept too (a name spelled out once and repeated bare)."""
+    kept too (a name spelled out once and repeated bare); ``types``: "all", or the types (comma
+    separated, as the type head names them) whose candidates it keeps (docs/results.md, "Every
+    rule re-earned": a gene's weaker repeats are mostly a class or family word)."""
 
     threshold: float = 0.2
+    types: str = "all"
 
     name = "propagation"
-    summary = "keep a weaker repeat (score > `threshold`) of a text kept in the document"
+    summary = ("keep a weaker repeat (score > `threshold`) of a text kept in the document, "
+               "of `types` (all, or a comma-separated list)")
+
+    def __post_init__(self) -> None:
+        if not [t for t in self.types.split(",") if t.strip()]:
+            raise ValueError("propagation.types must be 'all' or a comma-separated list of "
+                             f"types, not {self.types!r}")
 
     def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
         seen = {(s.doc_index, batch.text(s).casefold()) for s in batch.strong()}
-        return lambda s: (s.doc_index, batch.text(s).casefold()) in seen
+        kinds = None if self.types == "all" else {t.strip() for t in self.types.split(",")}
+        return lambda s: (kinds is None or s.type in kinds) \
+            and (s.doc_index, batch.text(s).casefold()) in seen
 
 
 @register

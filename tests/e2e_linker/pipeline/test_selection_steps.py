@@ -5,9 +5,11 @@ candidates with an unbalanced bracket or an ion cut before its charge are never 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from data_tools.documents import Document, Passage
 from e2e_linker.collective.span_selection import SpanPrediction
+from e2e_linker.errors import UserError
 from e2e_linker.lexical.abbreviations import scan_documents
 from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.declaration import Pipeline
@@ -87,6 +89,23 @@ def test_propagation_keeps_weak_repeats_of_a_detected_surface_form():
     # off: the weak repeat goes
     assert [(s.start, s.end) for s in select(pipeline(), spans, [doc], 0.6)] == [
         (0, 9), (induced, induced + 17)]
+
+
+def test_propagation_keeps_only_the_declared_types_repeats():
+    text = "aspirin and TP53; aspirin, TP53"
+    doc = Document(id="t", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+    spans = [SpanPrediction(0, 0, 7, 0.9, "Chemical", vec),
+             SpanPrediction(0, 12, 16, 0.9, "Gene", vec),
+             SpanPrediction(0, 18, 25, 0.3, "Chemical", vec),   # weak repeats
+             SpanPrediction(0, 27, 31, 0.3, "Gene", vec)]
+    every = select(pipeline(propagation={"threshold": 0.2}), spans, [doc], 0.6)
+    assert [s.start for s in every] == [0, 12, 18, 27]
+    typed = select(pipeline(propagation={"threshold": 0.2, "types": "Chemical,Disease"}),
+                   spans, [doc], 0.6)
+    assert [s.start for s in typed] == [0, 12, 18]
+    with pytest.raises(UserError, match="propagation.types"):
+        pipeline(propagation={"types": " , "})
 
 
 def test_the_dictionary_keeps_weak_exact_names_only():
