@@ -282,21 +282,26 @@ class EntityIndex:
         if type_policy not in TYPE_POLICIES:
             raise ValueError(f"type_policy must be one of {TYPE_POLICIES}, not {type_policy!r}")
         scores, idx = self.search(queries, k)
+        concept_ids, name_types = self.concept_ids, self.types
         out: list[list[tuple[str, float]]] = []
-        for row in range(len(idx)):
+        # Python numbers (``tolist``: the same values as ``float`` of each) rather than a
+        # NumPy scalar per result: this loop runs for every span of every document
+        for row, (row_scores, row_idx) in enumerate(zip(scores.tolist(), idx.tolist(),
+                                                        strict=True)):
             wanted = types[row] if types is not None else None
             ranked: list[tuple[str, float]] = []
             others: list[tuple[str, float]] = []
             seen: set[str] = set()
-            for s, i in zip(scores[row], idx[row], strict=True):
+            for s, i in zip(row_scores, row_idx, strict=True):
                 if i < 0:
                     continue
-                cid = self.concept_ids[i]
+                cid = concept_ids[i]
                 if cid in seen:
                     continue
                 seen.add(cid)
-                target = ranked if (not wanted or self.types[i] == wanted
-                                    or wanted in self.types[i].split("|")) else others
-                target.append((cid, float(s)))
+                type_ = name_types[i]
+                target = ranked if (not wanted or type_ == wanted
+                                    or wanted in type_.split("|")) else others
+                target.append((cid, s))
             out.append(ranked + others if type_policy == "rank_last" else ranked)
         return out
