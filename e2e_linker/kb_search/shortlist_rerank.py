@@ -19,6 +19,11 @@ import numpy as np
 
 from e2e_linker.kb_search.top_k import check_ties
 
+#: queries whose vectors are gathered and scored together: bounds the float32 copies a
+#: re-rank holds (the normalizer shortlists 256 rows for 256 queries a block: 100 MB each
+#: at once, 13 MB this way)
+RERANKED_TOGETHER = 32
+
 
 def candidate_table(short: np.ndarray, ties: str,
                     mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -83,17 +88,31 @@ def rerank_shortlist(queries: np.ndarray, index, rows_of: Callable[[np.ndarray],
         if ensure is not None:
             ensure(np.unique(short[short >= 0]))
         table, counts = candidate_table(short, ties, mask)
-        held = np.unique(table[table >= 0])
-        if not len(held):
-            continue
-        vectors = np.asarray(rows_of(held), dtype=np.float32)
-        at = np.searchsorted(held, np.maximum(table, 0))  # each candidate's row of ``vectors``
-        for count in np.unique(counts[counts > 0]).tolist():
-            group = np.flatnonzero(counts == count)
-            stacked = vectors[at[group, :count]]  # (queries, count, dim)
-            exact = np.matmul(stacked, q[start + group][:, :, None])[:, :, 0]
-            order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
-            taken = order.shape[1]
-            scores[start + group, :taken] = np.take_along_axis(exact, order, axis=1)
-            rows[start + group, :taken] = np.take_along_axis(table[group, :count], order, axis=1)
+        for part in range(0, len(table), RERANKED_TOGETHER):
+            first = start + part
+            _rerank_part(q[first:first + RERANKED_TOGETHER],
+                         table[part:part + RERANKED_TOGETHER],
+                         counts[part:part + RERANKED_TOGETHER], rows_of, k,
+                         scores[first:first + RERANKED_TOGETHER],
+                         rows[first:first + RERANKED_TOGETHER])
     return scores, rows
+
+
+def _rerank_part(q: np.ndarray, table: np.ndarray, counts: np.ndarray,
+                 rows_of: Callable[[np.ndarray], np.ndarray], k: int, scores: np.ndarray,
+                 rows: np.ndarray) -> None:
+    """Re-rank the queries ``q`` over their :func:`candidate_table` rows, writing into
+    ``scores`` and ``rows`` (views of the caller's arrays)."""
+    held = np.unique(table[table >= 0])
+    if not len(held):
+        return
+    vectors = np.asarray(rows_of(held), dtype=np.float32)
+    at = np.searchsorted(held, np.maximum(table, 0))  # each candidate's row of ``vectors``
+    for count in np.unique(counts[counts > 0]).tolist():
+        group = np.flatnonzero(counts == count)
+        stacked = vectors[at[group, :count]]  # (queries, count, dim)
+        exact = np.matmul(stacked, q[group][:, :, None])[:, :, 0]
+        order = np.argsort(-exact, axis=1, kind="stable")[:, :k]
+        taken = order.shape[1]
+        scores[group, :taken] = np.take_along_axis(exact, order, axis=1)
+        rows[group, :taken] = np.take_along_axis(table[group, :count], order, axis=1)

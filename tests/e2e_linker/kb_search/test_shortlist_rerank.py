@@ -100,7 +100,8 @@ class RandomShortlist:
 
 
 @pytest.mark.parametrize("ties", ["higher", "lower"])
-def test_a_block_reranked_together_is_the_same_to_the_bit_as_query_by_query(ties):
+@pytest.mark.parametrize("query_block", [16, 64])  # 64: a block re-ranked in two parts
+def test_a_block_reranked_together_is_the_same_to_the_bit_as_query_by_query(ties, query_block):
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((300, 48)).astype(np.float16)
     vectors[10] = vectors[11]  # a tie
@@ -113,7 +114,7 @@ def test_a_block_reranked_together_is_the_same_to_the_bit_as_query_by_query(ties
     for m in (None, mask):
         want = _one_query_at_a_time(q, short, vectors, 9, ties, m)
         got = rerank_shortlist(q, RandomShortlist(short), lambda rows: vectors[rows], 9, ties,
-                               shortlist=24, query_block=16, mask=m)
+                               shortlist=24, query_block=query_block, mask=m)
         assert np.array_equal(got[1], want[1])
         assert got[0].tobytes() == want[0].tobytes()
     with pytest.raises(ValueError, match="tie rule"):
