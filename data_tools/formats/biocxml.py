@@ -79,6 +79,10 @@ def _document_dict(elem) -> dict:
 def _syntax_error(path: str, exc: etree.XMLSyntaxError) -> FormatError:
     message = getattr(exc, "msg", None) or str(exc).splitlines()[0] or type(exc).__name__
     where = f"line {exc.lineno}" if getattr(exc, "lineno", None) else None
+    if "entity" in message.lower():
+        # the parser itself stopped an entity's expansion (lxml 6.2's libxml2: "Maximum
+        # entity amplification factor exceeded") before the DTD check below could refuse it
+        message += " (XML entities are refused for safety, and BioC never needs them)"
     return FormatError(f"malformed XML: {message}", path=path, where=where)
 
 
