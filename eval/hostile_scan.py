@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     table = ["| definitions | characters | found | scan s | s per 1,000 |", "|---|---|---|---|---|"]
     table += [f"| {r['definitions']:,} | {r['characters']:,} | {r['found']:,} | {r['seconds']} "
               f"| {r['seconds_per_1000']} |" for r in rows]
-    write_results(args.out, {"command": command_line("eval.hostile_scan", argv),
+    write_results(args.out, {"command": command_line("hostile_scan", argv),
                              "machine": machine(), "rows": rows},
                   f"Abbreviation scan on hostile texts ({machine()})\n\n" + "\n".join(table) + "\n")
 

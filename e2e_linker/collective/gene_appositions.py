@@ -35,6 +35,7 @@ from data_tools.documents import Annotation, Document
 from e2e_linker.collective.concept_types import concept_of
 from e2e_linker.collective.span_selection import CoveredText, SpanPrediction, free_occurrences
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, written_for
+from e2e_linker.lexical.text_forms import end_before
 
 #: the ``link_method`` infon of an annotation that took its bracketed symbol's concept
 APPOSITION = "apposition"
@@ -64,10 +65,7 @@ def bracketed(text: str, start: int, end: int) -> int | None:
     fills a pair of round brackets exactly — "(S100A7)" — else None."""
     if start < 1 or text[start - 1] != "(" or text[end:end + 1] != ")":
         return None
-    at = start - 1
-    while at > 0 and text[at - 1].isspace():  # not text[:at].rstrip(): a copy per bracket
-        at -= 1
-    return at or None
+    return end_before(text, start - 1) or None
 
 
 def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
@@ -92,8 +90,9 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
     for span in kept:
         by_doc.setdefault(span.doc_index, []).append(span)
     ending: dict[tuple[int, int], list[SpanPrediction]] = {}
+    name_types = {gene_type, *NAME_TYPES}
     for c in candidates:
-        if c.mention_score > floor and c.type in (gene_type, *NAME_TYPES):
+        if c.mention_score > floor and c.type in name_types:
             ending.setdefault((c.doc_index, c.end), []).append(c)
     added: list[SpanPrediction] = []
     for doc_index, members in by_doc.items():

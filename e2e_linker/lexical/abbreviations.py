@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from data_tools.documents import Document
-from e2e_linker.lexical.text_forms import balanced_brackets
+from e2e_linker.lexical.text_forms import balanced_brackets, end_before
 
 _PAREN = re.compile(r"\(([^()]{1,10})\)")
 _WORD = re.compile(r"\S+")
@@ -134,9 +134,7 @@ def find_abbreviations(text: str) -> list[Abbreviation]:
         if not _valid_short(short):
             continue
         short_start = match.start(1) + match.group(1).index(short)
-        end = match.start()  # the text before the bracket, trailing spaces left out
-        while end > 0 and text[end - 1].isspace():
-            end -= 1
+        end = end_before(text, match.start())
         max_words = min(len(short) + 5, 2 * len(short))
         # the words of text[:end] are those starting before ``end`` (the last one cut there)
         count = bisect.bisect_left(starts, end)

@@ -132,6 +132,15 @@ def is_composite(text: str) -> bool:
     return bool(composite_parts(text))
 
 
+def end_before(text: str, at: int) -> int:
+    """Where the text before ``at`` ends, trailing spaces left out (0: only spaces before it):
+    the end of ``text[:at].rstrip()`` without copying the text, which a scan that asks it at
+    every bracket of a long document cannot afford."""
+    while at > 0 and text[at - 1].isspace():
+        at -= 1
+    return at
+
+
 def balanced_brackets(text: str, opening: str = "([{", closing: str = ")]}") -> bool:
     """Whether every bracket of ``opening``/``closing`` in ``text`` closes one opened before
     it and all are closed ("1,25-(OH)2D3": yes; "G6PD) deficiency": no)."""

@@ -8,6 +8,7 @@ from e2e_linker.lexical.text_forms import (
     TextNormalizer,
     balanced_brackets,
     cuts_an_ion,
+    end_before,
     normalize_text,
     split_composite,
 )
@@ -59,3 +60,9 @@ def test_an_ion_cut_before_its_charge():
     assert not cuts_an_ion("Na", "+")     # BC5CDR annotates "Na" of "Na+"
     assert not cuts_an_ion("CD4", "+")    # a marker ("CD4+ T cells"), NLM-Gene's gene
     assert not cuts_an_ion("Xy2", "+")    # no element
+
+
+def test_end_before_leaves_trailing_spaces_out():
+    text = "heat shock factor \u00a0 (HSF)"
+    assert text[:end_before(text, text.index("("))] == "heat shock factor"
+    assert end_before("   (x)", 3) == 0 and end_before("a(b)", 1) == 1
