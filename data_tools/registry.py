@@ -209,6 +209,12 @@ BIORED_TYPE_MAP: dict[str, str | None] = {
     "ChemicalEntity": "Chemical", "DiseaseOrPhenotypicFeature": "Disease",
     "GeneOrGeneProduct": "Gene", "OrganismTaxon": None, "SequenceVariant": None,
     "CellLine": None}
+#: NCBI disease's four classes of mention are all diseases: mapped so that its names mined for
+#: a model's KB carry the KB's type (a name typed ``SpecificDisease`` is one no Disease span can
+#: find by its type), as its gold is read for scoring
+NCBI_DISEASE_TYPE_MAP: dict[str, str | None] = {
+    "SpecificDisease": "Disease", "DiseaseClass": "Disease", "Modifier": "Disease",
+    "CompositeMention": "Disease"}
 #: the species corpora: ``Species`` is ours (NCBI Taxonomy IDs)
 SPECIES_CORPUS_TYPE_MAP: dict[str, str | None] = {"Species": "Species"}
 
@@ -250,7 +256,7 @@ def get_dataset(name: str, split: str) -> Dataset:
                               "tune on dev")
         if split in _NCBI:
             return Dataset(name, split, root / "ncbi_disease" / _NCBI[split], "pubtator",
-                           ["Disease"], "ncbi_disease")
+                           ["Disease"], "ncbi_disease", type_map=dict(NCBI_DISEASE_TYPE_MAP))
     if name == "medmentions_st21pv" and split in _MM:
         return _medmentions(split)
     if name in FOLDED and split in ("fit", "dev") \

@@ -82,6 +82,18 @@ def test_mined_names_take_the_datasets_types():
     assert len(kb) > 500
 
 
+def test_ncbi_disease_names_are_mined_as_diseases():
+    """NCBI disease's four mention classes (SpecificDisease, DiseaseClass, Modifier,
+    CompositeMention) are mined as the KB's Disease: a name typed otherwise is one no Disease
+    span finds by its type (the sieve stack's training pool), and a concept mined under an
+    alternative ID would keep a type no model predicts."""
+    from e2e_linker.collective.model_kb import mined_names
+
+    kb = mined_names(["ncbi_disease:train"])
+    assert {c.type for c in kb} == {"Disease"}
+    assert len(kb) > 500
+
+
 # ---- mined names carry IDs the vocabulary holds --------------------------------------------
 
 def _vocabulary() -> KB:
@@ -191,3 +203,15 @@ def test_the_shipped_mined_names_carry_only_ids_the_default_kb_holds():
     assert len(ids) > 5000
     assert [cid for cid in ids if not held(cid)] == []
     assert "D000069059" in ids and "C065179" not in ids  # atorvastatin, promoted
+
+
+def test_the_shipped_mined_names_carry_only_the_models_types():
+    """Every concept of the default model's ``kb_extra_names.tsv`` has a type the model
+    predicts: a corpus's own class names (NCBI disease's ``SpecificDisease``) stay out of the
+    KB (``data_tools.registry.NCBI_DISEASE_TYPE_MAP``)."""
+    from e2e_linker.defaults import DEFAULT_MODEL_DIR
+
+    config = json.loads((DEFAULT_MODEL_DIR / "linker_config.json").read_text())
+    types = {c.type for c in KB.load(DEFAULT_MODEL_DIR / EXTRA_NAMES_FILE)}
+    assert types <= set(config["types"])
+    assert "Disease" in types
