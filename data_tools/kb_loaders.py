@@ -20,6 +20,7 @@ collides with a numeric NCBI Gene ID in a KB holding both.
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import logging
 import os
@@ -859,11 +860,43 @@ def load_species_file(path: str | os.PathLike) -> KB:
 
     Why one file per part: the compiled KB is keyed by the files a spec names, one per part.
     """
-    with _open(path) as handle:
-        head = handle.read(64)
-    if str(path).endswith((".obo", ".obo.gz")) or head.startswith("format-version:"):
+    if is_taxonomy_obo(path):
         return load_species(obo_path=path)
     return load_species(speclist_path=path)
+
+
+def is_taxonomy_obo(path: str | os.PathLike) -> bool:
+    """Whether a ``species:`` file is the NCBI Taxonomy OBO (``.obo``, or one that opens with
+    ``format-version:``) rather than a UniProt species list."""
+    with _open(path) as handle:
+        head = handle.read(64)
+    return str(path).endswith((".obo", ".obo.gz")) or head.startswith("format-version:")
+
+
+@functools.lru_cache(maxsize=4)
+def taxa_above_species(obo_path: str) -> frozenset[str]:
+    """Every taxon of the taxonomy OBO above a species (keyed as the species KB keys it:
+    ``NCBITaxon:3701``): the ``is_a`` ancestors of each taxon of rank species — a genus, a
+    family, an order, a kingdom, and the clades between them; a strain or subspecies is below
+    a species and never one of them.
+
+    Why read from the tree rather than a list of ranks: the taxonomy's ranks number dozens
+    (tribes, cohorts, clades, series) and only their place above a species matters here
+    (the ``higher_taxa`` step, docs/decisions/0048-higher-taxa.md)."""
+    parents: dict[str, str] = {}
+    species: list[str] = []
+    for term in read_taxonomy_obo(obo_path):
+        if term.parent:
+            parents[term.id] = term.parent
+        if term.rank == "species":
+            species.append(term.id)
+    above: set[str] = set()
+    for taxon in species:
+        parent = parents.get(taxon)
+        while parent and parent not in above:
+            above.add(parent)
+            parent = parents.get(parent)
+    return frozenset(species_id(taxon) for taxon in above)
 
 
 #: the ``source`` of a concept :func:`names_from_corpus` makes: its name is a mention's text

@@ -597,6 +597,22 @@ def spec_files(spec: str) -> list[Path]:
     return files
 
 
+def taxonomy_files(spec: str) -> list[Path]:
+    """The NCBI Taxonomy OBO files ``spec`` reads for its species (the ``species`` presets'
+    taxonomy, a ``species:`` part that is one): where the taxa's ranks and tree are, which the
+    KB itself does not keep."""
+    from data_tools.kb_loaders import is_taxonomy_obo
+
+    files: list[Path] = []
+    for part in spec_parts(spec):
+        if part in PRESETS:
+            files += [vocab_path(*SPECIES_OBO)] if SPECIES_OBO in PRESET_FILES[part] else []
+        elif part.split(":", 1)[0] == "species":
+            path = Path(part.split(":", 1)[1])
+            files += [path] if is_taxonomy_obo(path) else []
+    return files
+
+
 def load_kb(spec: str) -> KB:
     """A KB from a spec: presets (``bc5cdr``, ``bc5cdr_core``, ``medic``, ``ncbi_disease``,
     ``mesh_chemical``, ``genes``, ``genes_coding``, ``bc5cdr_genes``, ``bc5cdr_core_genes``,

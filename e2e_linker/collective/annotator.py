@@ -34,6 +34,7 @@ from e2e_linker.collective.confidence import assign_confidence, load_confidence
 from e2e_linker.collective.gene_families import load_gene_families
 from e2e_linker.collective.guidelines import guideline_prefix
 from e2e_linker.collective.model import CollectiveLinker
+from e2e_linker.collective.model_dir import read_manifest
 from e2e_linker.collective.per_mention import reencode_per_mention
 from e2e_linker.collective.remembered import RememberedKB
 from e2e_linker.collective.settings import AnnotateSettings
@@ -108,7 +109,9 @@ class Annotator:
             model.config, model_dir or settings.model_dir or model_directory(model))
         directory = model_dir or settings.model_dir or model_directory(model)
         parts = LinkerParts(index, names, sieves, text_linker, kb,
-                            load_species_choice(directory), load_gene_families(directory))
+                            load_species_choice(directory), load_gene_families(directory),
+                            settings.kb or (read_manifest(directory).get("kb")
+                                            if directory is not None else None))
         annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)
         annotator.parts = parts
         return annotator
@@ -371,6 +374,8 @@ class LinkerParts:
     species_choice: object = None
     #: the model's fitted gene family model (None: it has none)
     gene_families: object = None
+    #: the KB's spec (None: not known): where the ``higher_taxa`` step reads the taxonomy
+    kb_spec: str | None = None
 
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
@@ -399,7 +404,9 @@ class LinkerParts:
                           gene_families=self.gene_families
                           if pipeline.has("gene_families") else None,
                           species_usage=species_usage(kb)
-                          if pipeline.has("species_usage") and kb is not None else None)
+                          if pipeline.has("species_usage") and kb is not None else None,
+                          higher_taxa=higher_taxa(self.kb_spec)
+                          if pipeline.has("higher_taxa") else None)
 
 
 def species_usage(kb: Any) -> dict[str, list[str]] | None:
@@ -413,6 +420,22 @@ def species_usage(kb: Any) -> dict[str, list[str]] | None:
     concepts = kb.concepts
     found = {form: kept for form, taxa in species_form_taxa().items()
              if (kept := [t for t in taxa if t in concepts])}
+    return found or None
+
+
+def higher_taxa(spec: str | None) -> frozenset[str] | None:
+    """The taxa above a species in the taxonomy the KB ``spec`` reads
+    (:func:`~data_tools.kb_loaders.taxa_above_species`, read once a process), None when it
+    reads none (a KB without species, or a spec not known).
+
+    Why from the spec's files: the KB keeps no rank or parent of a taxon."""
+    if not spec:
+        return None
+    from data_tools.kb_loaders import taxa_above_species
+    from data_tools.registry import taxonomy_files
+
+    found = frozenset().union(*(taxa_above_species(str(path))
+                                for path in taxonomy_files(spec)))
     return found or None
 
 

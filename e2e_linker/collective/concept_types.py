@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from data_tools.documents import Annotation
+from data_tools.kb_loaders import SPECIES_TYPE
 from e2e_linker.lexical.gene_forms import too_short_for_a_gene
 from e2e_linker.lexical.protein_classes import names_no_single_gene
 
@@ -89,3 +90,21 @@ def drop_no_single_gene(annotations: list[Annotation | None], kb) -> None:
             # (SpanLinker.lexically_linked), nor does this rule; a class name linked to the
             # one gene whose other designations hold it; a subunit's letter or a domain alone
             annotations[k] = None
+
+
+def drop_higher_taxa(annotations: list[Annotation | None], taxa: frozenset[str] | None
+                     ) -> None:
+    """Each Species annotation linked to a taxon in ``taxa`` (the taxa above a species:
+    :func:`~data_tools.kb_loaders.taxa_above_species`) is dropped (set to None), in place.
+
+    Why: a genus, family, order or kingdom ("Arabidopsis", "fleas", "fungi", "rodents") names
+    a group of organisms, and every species guideline we read (LINNAEUS, S800 and BioRED's
+    OrganismTaxon) annotates species and what lies below them, 98-100 % of their gold; the
+    model proposes such groups all the same (docs/decisions/0048-higher-taxa.md)."""
+    if not taxa:
+        return
+    for k, ann in enumerate(annotations):
+        if ann is not None and ann.type == SPECIES_TYPE and ann.concept_ids \
+                and ann.concept_ids[0] in taxa:
+            annotations[k] = None
+

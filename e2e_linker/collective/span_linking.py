@@ -114,8 +114,12 @@ class SpanLinker:
                  concepts: Mapping | None = None, species_mentions: bool = False,
                  species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
                  gene_families: GeneFamilies | None = None,
-                 species_usage: Mapping[str, Sequence[str]] | None = None):
+                 species_usage: Mapping[str, Sequence[str]] | None = None,
+                 higher_taxa: frozenset[str] | None = None):
         self.index = index
+        #: the taxa above a species, read by the ``higher_taxa`` step
+        #: (:func:`~data_tools.kb_loaders.taxa_above_species`; None: the KB has no taxonomy)
+        self.higher_taxa = higher_taxa
         #: which Gene annotations name a family of genes, read by the ``gene_families`` step
         #: (:mod:`~e2e_linker.collective.gene_families`; None: the model has no such model)
         self.gene_families = gene_families

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.concept_types import (
     drop_gene_products,
+    drop_higher_taxa,
     drop_no_single_gene,
     take_concept_types,
 )
@@ -236,3 +237,19 @@ class UnnamedSpecies(AnnotationStep):
     def run(self, batch: Batch) -> None:
         batch.annotations = batch.linker.drop_unnamed_species(batch.annotations, batch.kept,
                                                               batch.docs)
+
+
+@register
+@dataclass(frozen=True)
+class HigherTaxa(AnnotationStep):
+    """A Species annotation linked to a taxon above a species (a genus, family, order,
+    kingdom) is dropped
+    (:func:`~e2e_linker.collective.concept_types.drop_higher_taxa`; the taxa: the KB's
+    taxonomy, :func:`~data_tools.kb_loaders.taxa_above_species`)."""
+
+    name = "higher_taxa"
+    summary = "drop a Species linked to a taxon above a species (genus, family, order...)"
+
+    def run(self, batch: Batch) -> None:
+        drop_higher_taxa(batch.annotations, batch.linker.higher_taxa)
+

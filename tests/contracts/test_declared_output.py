@@ -26,7 +26,10 @@ antigen" twice among them, are no longer written; ``species_usage``, decision 00
 none of these 100 abstracts' annotations), and with ``gene_appositions`` and
 ``gene_apposition_links`` (decision 0047: one Gene mention more, "serotonin 6" written before
 "(5-HT6)" in 20705401, linked to HTR6 as the bracket is; with the two steps disabled the
-output is the one recorded before them, to the byte).
+output is the one recorded before them, to the byte), and with ``higher_taxa`` (decision
+0048: "fleas" of 17511042, the order Siphonaptera, is no longer a Species mention; with
+``--disable higher_taxa`` the output is the one recorded before, to the byte, and both
+annotation digests were derived again the same way).
 Both digests are recorded per CPU model (``model name`` of /proc/cpuinfo), because the same
 code on another machine (its CPU, and the packages pip resolved there) writes other last
 digits of some scores (an Intel Xeon machine wrote 8d5d6881… before the family model, an AMD
@@ -38,7 +41,7 @@ Xeon one at dbf47a8 with the same pipeline) differ only there: five gold mention
 on Intel are wrong IDs on AMD (175 against 170), "myalgia" of 12452237 linked to D059352 on
 AMD among them, to D063806 on Intel (this file's 100 abstracts hold 12452237; the AMD output
 itself was not kept). The AMD EPYC annotation digest since decision 0047 was derived, not
-run there: the digest recorded before it is the Intel Xeon annotations with the third and
+run there (since decision 0048 in the same way): the digest recorded before it is the Intel Xeon annotations with the third and
 fourth "myalgia" of 12452237 linked to D059352 (checked: that reproduces it exactly), and the
 same two changes to the Intel Xeon annotations after decision 0047 give the digest below; the
 AMD EPYC bytes could not be derived, so on that CPU only the annotations are compared. On a
@@ -66,12 +69,12 @@ from data_tools.registry import data_dir
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts, by the CPU model it was
 #: recorded on (see the module docstring)
 DEV_100_SHA256 = {
-    "Intel(R) Xeon(R) Processor": "4e6f28d59de2765a684b87aad72791b1fbb5ec9187c277eefe56bad7e83ec5df",
+    "Intel(R) Xeon(R) Processor": "06d11cd59b684c692545abec625cdacac231637e76d3e9cf2b75e1694f767555",
 }
 #: sha256 of the same output's annotations alone (:func:`annotation_digest`), by CPU model
 DEV_100_ANNOTATIONS_SHA256 = {
-    "AMD EPYC": "c656dbf5b589abbe16e953b64bc2bb2353b84f28869fd00fb6e661e63447e0d0",
-    "Intel(R) Xeon(R) Processor": "b1d53818f5e8244cf39d3aab84d3d9d863ac899b7b18f7cb1432f399a1cdec42",
+    "AMD EPYC": "eed3e02d0139be9b83453e1bf52242ca0899b83022be57df926e37fc9fdc162b",
+    "Intel(R) Xeon(R) Processor": "aba91745c4a2692b0b1b3da1b9a69a826417e41f551fff559512cc6bd9acf33c",
 }
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100

@@ -306,3 +306,17 @@ def test_species_form_taxa_read_the_forms_by_written_form(files):
     _, _, forms = files
     assert species_form_taxa(forms)["patients"] == ["NCBITaxon:9606"]
     assert species_form_taxa()["yeast"] == ["NCBITaxon:4932"]  # the shipped file
+
+
+def test_the_taxa_above_a_species_are_the_ancestors_of_species_ranked_taxa(files):
+    """Subgenus Mus and genus Homo are above a species (each holds one); E. coli K-12 is a
+    strain below its species; genus Mus names no species under it in this tree, so the tree
+    says nothing of it; which files of a spec are the taxonomy."""
+    from data_tools.kb_loaders import taxa_above_species
+    from data_tools.registry import taxonomy_files
+
+    obo, speclist, _ = files
+    assert taxa_above_species(str(obo)) == {"NCBITaxon:862507", "NCBITaxon:9605"}
+    assert taxonomy_files(f"species:{obo}+species:{speclist}") == [obo]
+    assert taxonomy_files(f"species:{speclist}") == []
+    assert taxonomy_files("bc5cdr") == []

@@ -441,3 +441,16 @@ def test_learned_species_declared_without_its_file_is_said(annotator, monkeypatc
     other = annotator.with_pipeline(annotator.pipeline.changed((), ("learned_species",)))
     assert other.linker.species_choice is None
     assert "no species_choice.json" in capsys.readouterr().err
+
+
+def test_the_taxa_above_a_species_come_from_the_kb_specs_taxonomy(tmp_path):
+    """The ``higher_taxa`` step's taxa: read from the OBO the spec names; none for a spec
+    without a taxonomy, or no spec."""
+    from e2e_linker.collective.annotator import higher_taxa
+
+    obo = tmp_path / "tax.obo"
+    obo.write_text("format-version: 1.2\n\n[Term]\nid: NCBITaxon:9606\nname: Homo sapiens\n"
+                   "is_a: NCBITaxon:9605 ! Homo\nproperty_value: has_rank NCBITaxon:species\n",
+                   encoding="utf-8")
+    assert higher_taxa(f"species:{obo}") == {"NCBITaxon:9605"}
+    assert higher_taxa("bc5cdr") is None and higher_taxa(None) is None

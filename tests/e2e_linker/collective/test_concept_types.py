@@ -141,3 +141,19 @@ def test_a_protein_class_name_that_becomes_a_gene_is_dropped(kb):
     assert out[3].type == "Chemical"
     assert out[4] is None  # a subunit's Greek letter alone
     assert out[5] is None  # a domain
+
+
+def test_a_species_linked_to_a_taxon_above_a_species_is_dropped():
+    from e2e_linker.collective.concept_types import drop_higher_taxa
+
+    def ann(type_, cid):
+        return Annotation(0, 4, "text", type_, [cid])
+
+    anns = [ann("Species", "NCBITaxon:3701"), ann("Species", "NCBITaxon:9606"),
+            ann("Gene", "NCBITaxon:3701"), None]
+    drop_higher_taxa(anns, frozenset({"NCBITaxon:3701"}))
+    assert [a.concept_ids[0] if a else None for a in anns] == [
+        None, "NCBITaxon:9606", "NCBITaxon:3701", None]  # only a Species is this rule's
+    kept = [ann("Species", "NCBITaxon:3701")]
+    drop_higher_taxa(kept, None)  # a KB without a taxonomy: nothing dropped
+    assert kept[0] is not None

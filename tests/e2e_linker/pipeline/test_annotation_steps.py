@@ -26,6 +26,8 @@ class FakeLinker:
 
     def __init__(self):
         self.calls = 0
+        #: the taxa above a species the ``higher_taxa`` step reads
+        self.higher_taxa = frozenset({"NCBITaxon:4751"})
 
     def drop_unnamed_species(self, annotations, spans, docs):
         self.calls += 1
@@ -64,7 +66,7 @@ def test_every_annotate_step_is_tested_here():
                         "no_single_gene", "gene_families",
                         "gene_short_forms", "undefined_short_forms", "disease_symbols",
                         "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
-                        "unnamed_species"}
+                        "unnamed_species", "higher_taxa"}
 
 
 def test_gene_apposition_links():
@@ -181,3 +183,11 @@ def test_unnamed_species_asks_the_linker():
     out = run("unnamed_species", b)
     assert b.linker.calls == 1
     assert out[0] is None and out[1] is not None
+
+
+def test_higher_taxa_reads_the_linkers_taxa():
+    b = batch("fungi and mice", ("fungi", "Species", "NCBITaxon:4751", "exact"),
+              ("mice", "Species", "NCBITaxon:10090", "exact"), model_types=("Species",))
+    out = run("higher_taxa", b)
+    assert out[0] is None and out[1] is not None
+

@@ -150,7 +150,7 @@ RULES = [(span_selection, "never_a_mention"), (span_selection, "extend_to_names"
          (span_selection, "tag_short_forms"), (span_selection, "gate_unlinked"),
          (span_selection, "keep_long_forms"),
          (concept_types, "take_concept_types"), (concept_types, "drop_gene_products"),
-         (concept_types, "drop_no_single_gene"),
+         (concept_types, "drop_no_single_gene"), (concept_types, "drop_higher_taxa"),
          (short_form_rules, "drop_gene_short_forms"),
          (short_form_rules, "drop_undefined_short_forms"),
          (short_form_rules, "drop_disease_symbols"),
