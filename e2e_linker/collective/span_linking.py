@@ -21,6 +21,7 @@ from data_tools.documents import Annotation, Document
 from data_tools.formats.mentions_jsonl import ANNOTATOR, CANDIDATES, format_candidates
 from data_tools.kb_loaders import (
     CHEMICAL_TYPE,
+    DISEASE_TYPE,
     GENE_TYPE,
     SPECIES_TYPE,
     TAXON_PREFIX,
@@ -231,6 +232,29 @@ class SpanLinker:
                     for cid in self.names.lookup(text, CHEMICAL_TYPE, only_type=True)) \
                     and self.genes.names_a_gene(text):
                 span = dataclasses.replace(span, type=GENE_TYPE)
+            out.append(span)
+        return out
+
+    def species_named_spans(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
+                            floor: float) -> list[SpanPrediction]:
+        """``spans`` with each Chemical, Disease or Gene span scored above ``floor`` whose
+        text is an exact KB name of a species and of no concept of its own type (for a Gene,
+        of no gene of any species) retyped Species, when the KB holds species.
+
+        Why: the type head calls many binomials of microbes, fungi and plants chemicals or
+        diseases ("Thermohalobacter berrensis", "Venturia inaequalis"); such a span linked to
+        no name of its type and was dropped at the gate, though the KB names it exactly as a
+        species (docs/decisions/0049-species-named-spans.md)."""
+        if self.names is None or SPECIES_TYPE not in self.lexical_types:
+            return list(spans)
+        out = []
+        for span, text in zip(spans, texts, strict=True):
+            if span.type in (CHEMICAL_TYPE, DISEASE_TYPE, GENE_TYPE) \
+                    and span.mention_score > floor \
+                    and self.names.lookup(text, SPECIES_TYPE, only_type=True) \
+                    and not self.names.lookup(text, span.type, only_type=True) \
+                    and not (span.type == GENE_TYPE and self.genes.names_a_gene(text)):
+                span = dataclasses.replace(span, type=SPECIES_TYPE)
             out.append(span)
         return out
 

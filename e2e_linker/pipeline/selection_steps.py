@@ -44,6 +44,23 @@ class GeneNamedChemicals(Step):
 
 @register
 @dataclass(frozen=True)
+class SpeciesNamedSpans(Step):
+    """A Chemical, Disease or Gene span scored above γ whose text is an exact name of a
+    species and of nothing of its own type becomes a Species span
+    (:meth:`~e2e_linker.collective.span_linking.SpanLinker.species_named_spans`)."""
+
+    name = "species_named_spans"
+    summary = "a span named exactly as a species and as nothing of its type becomes Species"
+    reads = ("spans",)
+    writes = ("spans",)
+
+    def run(self, batch: Batch) -> None:
+        batch.replace_spans(batch.linker.species_named_spans(
+            batch.spans, [batch.text(s) for s in batch.spans], batch.keep))
+
+
+@register
+@dataclass(frozen=True)
 class NeverAMention(Step):
     """Candidates whose text is never a mention of any type (an unbalanced bracket, an ion
     cut before its charge: :func:`~e2e_linker.collective.span_selection.never_a_mention`)

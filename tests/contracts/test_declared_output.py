@@ -29,7 +29,8 @@ none of these 100 abstracts' annotations), and with ``gene_appositions`` and
 output is the one recorded before them, to the byte), and with ``higher_taxa`` (decision
 0048: "fleas" of 17511042, the order Siphonaptera, is no longer a Species mention; with
 ``--disable higher_taxa`` the output is the one recorded before, to the byte, and both
-annotation digests were derived again the same way).
+annotation digests were derived again the same way; ``species_named_spans``, decision 0049,
+changes none of these 100 abstracts' annotations).
 Both digests are recorded per CPU model (``model name`` of /proc/cpuinfo), because the same
 code on another machine (its CPU, and the packages pip resolved there) writes other last
 digits of some scores (an Intel Xeon machine wrote 8d5d6881… before the family model, an AMD

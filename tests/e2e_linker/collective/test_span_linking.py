@@ -202,6 +202,35 @@ def test_a_chemical_span_a_gene_names_becomes_a_gene():
     assert [s.type for s in plain.gene_named_chemicals(spans, texts)][0] == "Chemical"
 
 
+def test_a_span_named_exactly_as_a_species_and_nothing_of_its_type_becomes_species():
+    """"Venturia inaequalis" (typed Disease by the head) is only a species' name: Species;
+    "tobacco" is a chemical's name too: stays Chemical; "MDV1" names a gene: stays Gene;
+    "Bacillus" at or below the floor, or a span already Species, is not this rule's; a linker
+    whose name-only types lack Species changes nothing."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("NCBITaxon:5025", "Venturia inaequalis", [], "Species"),
+             Concept("NCBITaxon:4097", "Nicotiana tabacum", ["tobacco"], "Species"),
+             Concept("D014026", "Tobacco", ["tobacco"], "Chemical"),
+             Concept("NCBITaxon:10390", "Gallid alphaherpesvirus 2", ["MDV1"], "Species"),
+             Concept("99999", "MDV1", [], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("NCBITaxon:1386", "Bacillus", [], "Species")])
+    names = NameDictionary.from_kb(kb)
+    linker = SpanLinker(FixedIndex(), names, taxa=kb.taxa(),
+                        lexical_types=("Gene", "Species"), concepts=kb.concepts)
+    texts = ["Venturia inaequalis", "tobacco", "MDV1", "Bacillus", "Venturia inaequalis"]
+    rows = [(0.9, "Disease"), (0.9, "Chemical"), (0.9, "Gene"), (0.2, "Chemical"),
+            (0.9, "Species")]
+    spans = [SpanPrediction(0, 0, len(t), p, type_, np.zeros(2, np.float32))
+             for t, (p, type_) in zip(texts, rows, strict=True)]
+    assert [s.type for s in linker.species_named_spans(spans, texts, 0.25)] == [
+        "Species", "Chemical", "Gene", "Chemical", "Species"]
+    assert spans[0].type == "Disease"  # the input is not changed
+    plain = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",),
+                       concepts=kb.concepts)
+    assert [s.type for s in plain.species_named_spans(spans, texts, 0.25)][0] == "Disease"
+
+
 def test_a_long_form_linked_to_a_gene_product_takes_its_short_forms_gene():
     """"mammalian target of rapamycin (mTOR)": the long form (typed Chemical) names the MeSH
     kinase class, a gene product; the short form, a Gene span, names the MTOR gene. Both end

@@ -173,8 +173,8 @@ def test_no_rule_acts_when_no_rule_step_is_declared(annotator, monkeypatch):
         for where in (module, selection_steps, annotation_steps):
             if hasattr(where, name):
                 monkeypatch.setattr(where, name, spy(module, name))
-    for method in ("gene_named_chemicals", "drop_unnamed_species", "lexically_linked",
-                   "link_short_forms"):
+    for method in ("gene_named_chemicals", "species_named_spans", "drop_unnamed_species",
+                   "lexically_linked", "link_short_forms"):
         monkeypatch.setattr(span_linking.SpanLinker, method,
                             spy(span_linking.SpanLinker, method))
     docs = synthetic_docs(4)
