@@ -405,7 +405,7 @@ class LinkerParts:
                           if pipeline.has("gene_families") else None,
                           species_usage=species_usage(kb)
                           if pipeline.has("species_usage") and kb is not None else None,
-                          higher_taxa=higher_taxa(self.kb_spec)
+                          read_higher_taxa=functools.partial(higher_taxa, self.kb_spec)
                           if pipeline.has("higher_taxa") else None)
 
 
@@ -425,7 +425,7 @@ def species_usage(kb: Any) -> dict[str, list[str]] | None:
 
 def higher_taxa(spec: str | None) -> frozenset[str] | None:
     """The taxa above a species in the taxonomy the KB ``spec`` reads
-    (:func:`~data_tools.kb_loaders.taxa_above_species`, read once a process), None when it
+    (:func:`~data_tools.kb_loaders.taxa_above_species`, parsed once a process), None when it
     reads none (a KB without species, or a spec not known).
 
     Why from the spec's files: the KB keeps no rank or parent of a taxon."""

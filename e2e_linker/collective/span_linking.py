@@ -116,11 +116,10 @@ class SpanLinker:
                  species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
                  gene_families: GeneFamilies | None = None,
                  species_usage: Mapping[str, Sequence[str]] | None = None,
-                 higher_taxa: frozenset[str] | None = None):
+                 read_higher_taxa: Callable[[], frozenset[str] | None] | None = None):
         self.index = index
-        #: the taxa above a species, read by the ``higher_taxa`` step
-        #: (:func:`~data_tools.kb_loaders.taxa_above_species`; None: the KB has no taxonomy)
-        self.higher_taxa = higher_taxa
+        #: reads the taxa above a species when :attr:`higher_taxa` is first asked for
+        self._read_higher_taxa = read_higher_taxa
         #: which Gene annotations name a family of genes, read by the ``gene_families`` step
         #: (:mod:`~e2e_linker.collective.gene_families`; None: the model has no such model)
         self.gene_families = gene_families
@@ -234,6 +233,16 @@ class SpanLinker:
                 span = dataclasses.replace(span, type=GENE_TYPE)
             out.append(span)
         return out
+
+    @functools.cached_property
+    def higher_taxa(self) -> frozenset[str] | None:
+        """The taxa above a species, read by the ``higher_taxa`` step
+        (:func:`~data_tools.kb_loaders.taxa_above_species`; None: the KB has no taxonomy, or
+        the step is not declared).
+
+        Why on first use: reading the taxonomy takes about half a second, which a load that
+        annotates nothing (a server starting, ``Linker.load()``) should not pay."""
+        return self._read_higher_taxa() if self._read_higher_taxa is not None else None
 
     def species_named_spans(self, spans: Sequence[SpanPrediction], texts: Sequence[str],
                             floor: float) -> list[SpanPrediction]:
