@@ -191,3 +191,21 @@ def test_higher_taxa_reads_the_linkers_taxa():
     out = run("higher_taxa", b)
     assert out[0] is None and out[1] is not None
 
+
+def test_higher_taxa_leaves_the_taxonomy_unread_without_a_species():
+    """Text that names no organism does not pay for the taxonomy's parse."""
+    b = batch("aspirin", ("aspirin", "Chemical", "D001241", "exact"))
+
+    class Unread(FakeLinker):
+        @property
+        def higher_taxa(self):
+            raise AssertionError("the taxonomy was read")
+
+        @higher_taxa.setter
+        def higher_taxa(self, value):
+            pass
+
+    b.linker = Unread()
+    out = run("higher_taxa", b)
+    assert out[0] is not None
+
