@@ -25,7 +25,7 @@ the step ``no_single_gene``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from data_tools.documents import Annotation
 from data_tools.kb_loaders import SPECIES_TYPE
@@ -92,19 +92,23 @@ def drop_no_single_gene(annotations: list[Annotation | None], kb) -> None:
             annotations[k] = None
 
 
-def drop_higher_taxa(annotations: list[Annotation | None], taxa: frozenset[str] | None
-                     ) -> None:
-    """Each Species annotation linked to a taxon in ``taxa`` (the taxa above a species:
-    :func:`~data_tools.kb_loaders.taxa_above_species`) is dropped (set to None), in place.
+def drop_higher_taxa(annotations: list[Annotation | None],
+                     read_taxa: Callable[[], frozenset[str] | None]) -> None:
+    """Each Species annotation linked to a taxon in ``read_taxa()`` (the taxa above a species:
+    :func:`~data_tools.kb_loaders.taxa_above_species`; read only when a Species annotation
+    is linked, so text that names no organism does not pay for the taxonomy's parse) is
+    dropped (set to None), in place.
 
     Why: a genus, family, order or kingdom ("Arabidopsis", "fleas", "fungi", "rodents") names
     a group of organisms, and every species guideline we read (LINNAEUS, S800 and BioRED's
     OrganismTaxon) annotates species and what lies below them, 98-100 % of their gold; the
     model proposes such groups all the same (docs/decisions/0048-higher-taxa.md)."""
+    species = [k for k, ann in enumerate(annotations)
+               if ann is not None and ann.type == SPECIES_TYPE and ann.concept_ids]
+    taxa = read_taxa() if species else None
     if not taxa:
         return
-    for k, ann in enumerate(annotations):
-        if ann is not None and ann.type == SPECIES_TYPE and ann.concept_ids \
-                and ann.concept_ids[0] in taxa:
+    for k in species:
+        if annotations[k].concept_ids[0] in taxa:
             annotations[k] = None
 

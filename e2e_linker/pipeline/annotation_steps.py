@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from data_tools.kb_loaders import GENE_TYPE, SPECIES_TYPE
+from data_tools.kb_loaders import GENE_TYPE
 from e2e_linker.collective.concept_types import (
     drop_gene_products,
     drop_higher_taxa,
@@ -251,8 +251,5 @@ class HigherTaxa(AnnotationStep):
     summary = "drop a Species linked to a taxon above a species (genus, family, order...)"
 
     def run(self, batch: Batch) -> None:
-        # the taxonomy is parsed when a batch first holds a Species annotation, not for text
-        # that names no organism (a fraction of a second of the first annotation's time)
-        if any(ann is not None and ann.type == SPECIES_TYPE for ann in batch.annotations):
-            drop_higher_taxa(batch.annotations, batch.linker.higher_taxa)
+        drop_higher_taxa(batch.annotations, lambda: batch.linker.higher_taxa)
 

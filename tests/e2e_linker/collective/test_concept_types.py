@@ -151,9 +151,15 @@ def test_a_species_linked_to_a_taxon_above_a_species_is_dropped():
 
     anns = [ann("Species", "NCBITaxon:3701"), ann("Species", "NCBITaxon:9606"),
             ann("Gene", "NCBITaxon:3701"), None]
-    drop_higher_taxa(anns, frozenset({"NCBITaxon:3701"}))
+    drop_higher_taxa(anns, lambda: frozenset({"NCBITaxon:3701"}))
     assert [a.concept_ids[0] if a else None for a in anns] == [
         None, "NCBITaxon:9606", "NCBITaxon:3701", None]  # only a Species is this rule's
     kept = [ann("Species", "NCBITaxon:3701")]
-    drop_higher_taxa(kept, None)  # a KB without a taxonomy: nothing dropped
+    drop_higher_taxa(kept, lambda: None)  # a KB without a taxonomy: nothing dropped
     assert kept[0] is not None
+
+    def unread():
+        raise AssertionError("the taxonomy was read")
+
+    # text that names no organism does not pay for the taxonomy's parse
+    drop_higher_taxa([ann("Gene", "NCBITaxon:3701"), None], unread)
