@@ -211,6 +211,19 @@ class SpanLinker:
                                 type_policy="filter")[0]
         return bool(found) and found[0][1] >= floor
 
+    def dense_concepts(self, spans: Sequence[SpanPrediction], k: int) -> list[set[str]]:
+        """Per span, the ``k`` best concepts of its type in the dense search of its vector
+        (empty for a type the index does not hold: a name-only type)."""
+        if not spans:
+            return []
+        found = self.index.link(np.stack([s.vector for s in spans]).astype(np.float32),
+                                [s.type for s in spans], type_policy="filter")
+        return [{cid for cid, _ in ranked[:k]} for ranked in found]
+
+    def name_concepts(self, text: str, type_: str) -> list[str]:
+        """The concepts of ``type_`` that ``text`` is an exact KB name of."""
+        return self.names.lookup(text, type_) if self.names is not None else []
+
     def gene_named_chemicals(self, spans: Sequence[SpanPrediction], texts: Sequence[str]
                              ) -> list[SpanPrediction]:
         """``spans`` with each Chemical span whose text names a gene of some species

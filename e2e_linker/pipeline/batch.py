@@ -45,6 +45,8 @@ class Batch:
     spans: list[SpanPrediction] = field(default_factory=list)
     #: weaker spans (at most γ) a step found support for, by identity
     rescued: set[int] = field(default_factory=set)
+    #: the candidates the lexical gate took out of the running
+    gated: list[SpanPrediction] = field(default_factory=list)
     #: the selected spans, in document order
     kept: list[SpanPrediction] = field(default_factory=list)
     annotations: list[Annotation | None] = field(default_factory=list)

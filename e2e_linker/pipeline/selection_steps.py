@@ -17,6 +17,7 @@ from e2e_linker.collective.span_selection import (
     extend_to_names,
     gate_unlinked,
     keep_long_forms,
+    named_parts,
     never_a_mention,
     resolve_overlaps,
     tag_short_forms,
@@ -106,12 +107,45 @@ class LexicalGate(Step):
     name = "lexical_gate"
     summary = "a candidate no name, short form or sieve links must score at least `gate`"
     reads = ("spans", "abbreviations")
-    writes = ("spans",)
+    writes = ("spans", "gated")
 
     def run(self, batch: Batch) -> None:
         linked = batch.linker.lexically_linked(batch.spans, [batch.text(s) for s in batch.spans],
                                                batch.abbreviations)
-        batch.replace_spans(gate_unlinked(batch.spans, linked, self.gate))
+        passed = gate_unlinked(batch.spans, linked, self.gate)
+        taken = {id(s) for s in passed}
+        batch.gated = [s for s in batch.spans if id(s) not in taken]
+        batch.replace_spans(passed)
+
+
+@register
+@dataclass(frozen=True)
+class NamedParts(Step):
+    """A candidate above γ that the lexical gate took out is replaced by the longest run of
+    its words that is an exact KB name of one of the ``top_k`` concepts of its type its
+    vector links to ("asthma" in "allergic asthma"), with its score
+    (:func:`~e2e_linker.collective.span_selection.named_parts`;
+    docs/decisions/0050-named-parts.md: the concept the whole links to, not one of five)."""
+
+    top_k: int = 1
+
+    name = "named_parts"
+    summary = ("replace a gated candidate above γ by the longest run of its words naming one "
+               "of the `top_k` concepts its vector links to")
+    reads = ("gated",)
+    writes = ("spans",)
+
+    def run(self, batch: Batch) -> None:
+        strong = [s for s in batch.gated if s.mention_score > batch.keep]
+        linker = batch.linker
+        # a span of a type the index does not hold (a name-only type) links to nothing here
+        found = [(s, c) for s, c in zip(strong, linker.dense_concepts(strong, self.top_k),
+                                        strict=True) if c]
+        gated = [s for s, _ in found]
+        parts = named_parts(gated, batch.docs, lambda k, text: not found[k][1].isdisjoint(
+            linker.name_concepts(text, gated[k].type)))
+        if parts:
+            batch.replace_spans(batch.spans + parts)
 
 
 @dataclass(frozen=True)

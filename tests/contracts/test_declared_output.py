@@ -30,7 +30,11 @@ output is the one recorded before them, to the byte), and with ``higher_taxa`` (
 0048: "fleas" of 17511042, the order Siphonaptera, is no longer a Species mention; with
 ``--disable higher_taxa`` the output is the one recorded before, to the byte, and both
 annotation digests were derived again the same way; ``species_named_spans``, decision 0049,
-changes none of these 100 abstracts' annotations).
+changes none of these 100 abstracts' annotations), and with ``named_parts`` (decision 0050:
+29 mentions more, each the KB name inside a longer span the gate dropped, "rubella",
+"remifentanil", "sinusitis" twice among them, and none fewer; with ``--disable named_parts``
+the output is the one recorded before, to the byte, and both annotation digests were derived
+again the same way).
 Both digests are recorded per CPU model (``model name`` of /proc/cpuinfo), because the same
 code on another machine (its CPU, and the packages pip resolved there) writes other last
 digits of some scores (an Intel Xeon machine wrote 8d5d6881… before the family model, an AMD
@@ -42,7 +46,7 @@ Xeon one at dbf47a8 with the same pipeline) differ only there: five gold mention
 on Intel are wrong IDs on AMD (175 against 170), "myalgia" of 12452237 linked to D059352 on
 AMD among them, to D063806 on Intel (this file's 100 abstracts hold 12452237; the AMD output
 itself was not kept). The AMD EPYC annotation digest since decision 0047 was derived, not
-run there (since decision 0048 in the same way): the digest recorded before it is the Intel Xeon annotations with the third and
+run there (since decisions 0048 and 0050 in the same way): the digest recorded before it is the Intel Xeon annotations with the third and
 fourth "myalgia" of 12452237 linked to D059352 (checked: that reproduces it exactly), and the
 same two changes to the Intel Xeon annotations after decision 0047 give the digest below; the
 AMD EPYC bytes could not be derived, so on that CPU only the annotations are compared. On a
@@ -70,12 +74,12 @@ from data_tools.registry import data_dir
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts, by the CPU model it was
 #: recorded on (see the module docstring)
 DEV_100_SHA256 = {
-    "Intel(R) Xeon(R) Processor": "06d11cd59b684c692545abec625cdacac231637e76d3e9cf2b75e1694f767555",
+    "Intel(R) Xeon(R) Processor": "11892a59523eba3466c03f48d3599debf4529c44132a296b5cfad090ec7c16c9",
 }
 #: sha256 of the same output's annotations alone (:func:`annotation_digest`), by CPU model
 DEV_100_ANNOTATIONS_SHA256 = {
-    "AMD EPYC": "eed3e02d0139be9b83453e1bf52242ca0899b83022be57df926e37fc9fdc162b",
-    "Intel(R) Xeon(R) Processor": "aba91745c4a2692b0b1b3da1b9a69a826417e41f551fff559512cc6bd9acf33c",
+    "AMD EPYC": "87a6867143324d236caf4bcc8802fb85b707c4a1f9a73cb1133c8d7bb36348f3",
+    "Intel(R) Xeon(R) Processor": "3270578c21300eac7e7a0d673f80b956f4b39df7fc3aacdaa437187e9d697b22",
 }
 #: how many abstracts of BC5CDR dev the check annotates
 DOCUMENTS = 100

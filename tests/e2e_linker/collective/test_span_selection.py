@@ -15,6 +15,7 @@ from e2e_linker.collective.span_selection import (
     SpanPrediction,
     extend_to_names,
     free_occurrences,
+    named_parts,
     resolve_overlaps,
     tag_short_forms,
 )
@@ -153,6 +154,43 @@ def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
     kept = extend_to_names([chronic, head], candidates, [doc], is_name, 0.05)
     assert [(s.start, s.end) for s in kept] == [(chronic.start, chronic.end),
                                                 (head.start, head.end)]
+
+
+def test_a_gated_span_gives_way_to_the_longest_accepted_run_of_its_words():
+    from data_tools.documents import Document, Passage
+
+    text = "allergic asthma; cystic fibrosis airway disease; brain iron; allergic asthma"
+    doc = Document(id="x", passages=[Passage(offset=0, text=text)])
+    vec = np.ones(3, np.float32)
+
+    def at(phrase, p, nth=0):
+        start = -1
+        for _ in range(nth + 1):
+            start = text.index(phrase, start + 1)
+        return SpanPrediction(0, start, start + len(phrase), p, "Disease", vec)
+
+    gated = [at("allergic asthma", 0.97), at("cystic fibrosis airway disease", 0.86),
+             at("brain iron", 0.7), at("allergic asthma", 0.97),
+             at("allergic asthma", 0.9, nth=1)]
+    accepted = {"asthma", "allergic", "cystic fibrosis", "disease", "allergic asthma"}
+    calls = []
+
+    def names(k, part):
+        calls.append(k)
+        return part in accepted and not (k in (0, 3) and part == "allergic")
+
+    parts = named_parts(gated, [doc], names)
+    assert [(text[s.start:s.end], s.start, s.mention_score, s.type) for s in parts] == [
+        ("asthma", 9, 0.97, "Disease"),             # the whole is never its own part
+        ("cystic fibrosis", 17, 0.86, "Disease"),   # longer than the head "disease"
+        # "brain iron": no run accepted; the repeat of a place is returned once
+        ("allergic", text.rindex("allergic"), 0.9, "Disease")]  # its own k: "allergic" kept
+    assert parts[0].vector is vec and set(calls) == {0, 1, 2, 3, 4}
+    # of two runs as long, the head (the one that ends the span) wins
+    two = Document(id="y", passages=[Passage(offset=0, text="gout gout")])
+    both = named_parts([SpanPrediction(0, 0, 9, 0.9, "Disease", vec)], [two],
+                       lambda k, part: part == "gout")
+    assert [(s.start, s.end) for s in both] == [(5, 9)]
 
 
 def test_covered_text_touches_only_its_characters():

@@ -37,10 +37,10 @@ RE_EARNED_OUT = {"propagation", "composites", "disease_symbols"}
 
 
 #: the steps off unless declared that the shipped declaration declares (decisions 0038, 0040,
-#: 0044, 0045, 0046, 0047)
+#: 0044, 0045, 0046, 0047, 0050)
 DECLARED_FROM_OFF = {"species_mentions", "learned_species", "gene_families",
                      "species_usage", "gene_product_genes", "gene_appositions",
-                     "gene_apposition_links"}
+                     "gene_apposition_links", "named_parts"}
 
 
 def test_the_shipped_declaration_is_what_its_config_implies_less_the_steps_not_re_earned():
@@ -148,7 +148,7 @@ def test_every_step_that_runs_is_declared(annotator, monkeypatch):
 #: every rule the steps call: with no rule step declared, none of them may run
 RULES = [(span_selection, "never_a_mention"), (span_selection, "extend_to_names"),
          (span_selection, "tag_short_forms"), (span_selection, "gate_unlinked"),
-         (span_selection, "keep_long_forms"),
+         (span_selection, "keep_long_forms"), (span_selection, "named_parts"),
          (concept_types, "take_concept_types"), (concept_types, "drop_gene_products"),
          (concept_types, "drop_no_single_gene"), (concept_types, "drop_higher_taxa"),
          (short_form_rules, "drop_gene_short_forms"),

@@ -37,6 +37,13 @@ class FakeLinker:
     def is_name(self, text, type_):
         return text in self.names
 
+    def dense_concepts(self, spans, k):
+        # each span's vector "links" to the concepts its first k components name
+        return [{f"C{int(c)}" for c in s.vector[:k]} for s in spans]
+
+    def name_concepts(self, text, type_):
+        return [f"C{len(text)}"] if text in self.names else []
+
     def gene_named_chemicals(self, spans, texts):
         return list(spans)
 
@@ -233,3 +240,29 @@ def test_a_name_before_a_bracketed_gene_is_kept_below_keep_with_its_repeats():
         ("Psoriasin", "Gene", True), ("S100A7", "Gene", False), ("Psoriasin", "Gene", True)]
     kept = select(pipeline(gene_appositions={"floor_score": 0.2}), spans, docs, 0.5)
     assert [text[s.start:s.end] for s in kept] == ["S100A7"]
+
+
+def test_named_parts_replaces_a_gated_span_above_keep_by_a_named_run_it_links_to():
+    text = "allergic asthma, hereditary gout and mild gout"
+    doc = Document(id="n", passages=[Passage(offset=0, text=text)])
+
+    def span(phrase, p, concepts):
+        start = text.index(phrase)
+        vec = np.array(concepts, np.float32)
+        return SpanPrediction(0, start, start + len(phrase), p, "Disease", vec)
+
+    spans = [span("allergic asthma", 0.9, [7, 6]),    # "asthma" names C6, its 2nd concept
+             span("hereditary gout", 0.9, [15, 9]),   # "gout" names C4, not linked: none
+             span("mild gout", 0.4, [4, 4])]          # below keep: not replaced
+    linker = FakeLinker(linked=lambda found: [False] * len(found),
+                        names={"asthma", "gout", "allergic"})
+    kept = select(pipeline(lexical_gate={}, named_parts={"top_k": 2}), spans, [doc], 0.5,
+                  linker)
+    assert [text[s.start:s.end] for s in kept] == ["asthma"]
+    assert kept[0].mention_score == 0.9
+    # by default only the concept the whole links to first counts: C7, which nothing names
+    assert select(pipeline(lexical_gate={}, named_parts={}), spans, [doc], 0.5, linker) == []
+    spans[0] = span("allergic asthma", 0.9, [6, 7])
+    assert [text[s.start:s.end] for s in select(pipeline(lexical_gate={}, named_parts={}),
+                                                spans, [doc], 0.5, linker)] == ["asthma"]
+    assert select(pipeline(lexical_gate={}), spans, [doc], 0.5, linker) == []
