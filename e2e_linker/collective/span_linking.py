@@ -213,12 +213,13 @@ class SpanLinker:
 
     def dense_concepts(self, spans: Sequence[SpanPrediction], k: int) -> list[set[str]]:
         """Per span, the ``k`` best concepts of its type in the dense search of its vector
-        (empty for a type the index does not hold: a name-only type)."""
-        if not spans:
-            return []
-        found = self.index.link(np.stack([s.vector for s in spans]).astype(np.float32),
-                                [s.type for s in spans], type_policy="filter")
-        return [{cid for cid, _ in ranked[:k]} for ranked in found]
+        (empty for a name-only type, which the index does not hold: not searched)."""
+        searched = [s for s in spans if s.type not in self.lexical_types]
+        found = iter(self.index.link(np.stack([s.vector for s in searched]).astype(np.float32),
+                                     [s.type for s in searched], type_policy="filter")
+                     if searched else ())
+        return [set() if s.type in self.lexical_types else {cid for cid, _ in next(found)[:k]}
+                for s in spans]
 
     def name_concepts(self, text: str, type_: str) -> list[str]:
         """The concepts of ``type_`` that ``text`` is an exact KB name of."""

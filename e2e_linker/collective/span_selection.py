@@ -120,37 +120,44 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def named_parts(gated: Sequence[SpanPrediction], docs: Sequence[Document],
-                names: Callable[[int, str], bool]) -> list[SpanPrediction]:
-    """For each span of ``gated``, the longest run of its words (not all of them) that
-    ``names(k, text)`` accepts for the k-th gated span (of two as long, the one that ends the
-    span, its head; else the leftmost), as a span with the gated span's score, type and vector;
-    none for a span with no such run. A place is returned once.
+                name_concepts: Callable[[str, str], Sequence[str]],
+                linked: Callable[[list[SpanPrediction]], list[set[str]]]
+                ) -> list[SpanPrediction]:
+    """For each span of ``gated``, the longest run of its words (not all of them) that is an
+    exact KB name (``name_concepts(text, type)``: the concepts of the type it names) of a
+    concept the span links to (``linked(spans)``: per span, the concepts its vector links to;
+    asked once, for the spans with a named run only), of two as long the one that ends the
+    span (its head), else the leftmost; as a span with the gated span's score, type and
+    vector. None for a span with no such run; a place is returned once.
 
     Why: the span scorer often scores a name with a modifier or a trailing noun around it
     ("allergic asthma", "hereditary nephrotic syndrome", "cystic fibrosis airway disease")
     far above the name alone (which it scores near 0), and the lexical gate then drops the
     longer span because no KB name accounts for it; the name inside is what most corpora
     annotate. The model's confidence that a mention is there is the longer span's; which part
-    is the mention, the caller's ``names`` says (the annotator's: a KB name of a concept the
-    longer span's vector links to). The reverse of :func:`extend_to_names`, for spans that
-    would otherwise be lost."""
-    out: list[SpanPrediction] = []
-    taken: set[tuple[int, int, int]] = set()
-    for k, g in enumerate(gated):
+    is the mention, the concept the longer span links to says ("allergic" is a KB name too,
+    of a concept "allergic asthma" does not link to first): docs/decisions/0050-named-parts.md.
+    The reverse of :func:`extend_to_names`, for spans that would otherwise be lost."""
+    named: list[tuple[SpanPrediction, list[tuple[tuple[int, bool, int], set[str]]]]] = []
+    for g in gated:
         text = docs[g.doc_index].text_at(g.start, g.end)
         words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
-        best: tuple[int, bool, int, int] | None = None  # (length, is the head, -start, end)
+        runs = []
         for i, (start, _) in enumerate(words):
             for end in (e for _, e in words[i:]):
-                rank = (end - start, end == words[-1][1], -start, end)
-                if (start, end) == (words[0][0], words[-1][1]) or (
-                        best is not None and rank <= best):
-                    continue
-                if names(k, text[start:end]):
-                    best = rank
+                if (start, end) != (words[0][0], words[-1][1]) and (
+                        found := name_concepts(text[start:end], g.type)):
+                    # longest first; of two as long the head, then the leftmost
+                    runs.append(((end - start, end == words[-1][1], -start), set(found)))
+        if runs:
+            named.append((g, sorted(runs, key=lambda r: r[0], reverse=True)))
+    out: list[SpanPrediction] = []
+    taken: set[tuple[int, int, int]] = set()
+    for (g, runs), concepts in zip(named, linked([g for g, _ in named]), strict=True):
+        best = next((rank for rank, found in runs if not found.isdisjoint(concepts)), None)
         if best is None:
             continue
-        key = (g.doc_index, g.start - best[2], g.start + best[3])
+        key = (g.doc_index, g.start - best[2], g.start - best[2] + best[0])
         if key not in taken:
             taken.add(key)
             out.append(replace(g, start=key[1], end=key[2]))

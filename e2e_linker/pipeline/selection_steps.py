@@ -136,14 +136,10 @@ class NamedParts(Step):
     writes = ("spans",)
 
     def run(self, batch: Batch) -> None:
-        strong = [s for s in batch.gated if s.mention_score > batch.keep]
         linker = batch.linker
-        # a span of a type the index does not hold (a name-only type) links to nothing here
-        found = [(s, c) for s, c in zip(strong, linker.dense_concepts(strong, self.top_k),
-                                        strict=True) if c]
-        gated = [s for s, _ in found]
-        parts = named_parts(gated, batch.docs, lambda k, text: not found[k][1].isdisjoint(
-            linker.name_concepts(text, gated[k].type)))
+        parts = named_parts([s for s in batch.gated if s.mention_score > batch.keep],
+                            batch.docs, linker.name_concepts,
+                            lambda spans: linker.dense_concepts(spans, self.top_k))
         if parts:
             batch.replace_spans(batch.spans + parts)
 

@@ -156,7 +156,7 @@ def test_a_kept_span_grows_to_the_longest_kb_name_around_it():
                                                 (head.start, head.end)]
 
 
-def test_a_gated_span_gives_way_to_the_longest_accepted_run_of_its_words():
+def test_a_gated_span_gives_way_to_the_longest_run_naming_a_concept_it_links_to():
     from data_tools.documents import Document, Passage
 
     text = "allergic asthma; cystic fibrosis airway disease; brain iron; allergic asthma"
@@ -169,27 +169,30 @@ def test_a_gated_span_gives_way_to_the_longest_accepted_run_of_its_words():
             start = text.index(phrase, start + 1)
         return SpanPrediction(0, start, start + len(phrase), p, "Disease", vec)
 
+    names = {"asthma": ["ASTHMA"], "allergic": ["HYPERSENSITIVITY"], "disease": ["DISEASE"],
+             "cystic fibrosis": ["CF"], "allergic asthma": ["ASTHMA"]}
     gated = [at("allergic asthma", 0.97), at("cystic fibrosis airway disease", 0.86),
              at("brain iron", 0.7), at("allergic asthma", 0.97),
              at("allergic asthma", 0.9, nth=1)]
-    accepted = {"asthma", "allergic", "cystic fibrosis", "disease", "allergic asthma"}
-    calls = []
+    links = {0: {"ASTHMA"}, 1: {"CF", "DISEASE"}, 3: {"ASTHMA"}, 4: {"HYPERSENSITIVITY"}}
+    asked = []
 
-    def names(k, part):
-        calls.append(k)
-        return part in accepted and not (k in (0, 3) and part == "allergic")
+    def linked(spans):
+        asked.append([next(k for k, g in enumerate(gated) if g is s) for s in spans])
+        return [links[k] for k in asked[-1]]
 
-    parts = named_parts(gated, [doc], names)
+    parts = named_parts(gated, [doc], lambda t, type_: names.get(t, []), linked)
     assert [(text[s.start:s.end], s.start, s.mention_score, s.type) for s in parts] == [
-        ("asthma", 9, 0.97, "Disease"),             # the whole is never its own part
+        ("asthma", 9, 0.97, "Disease"),             # "allergic" names what it does not link to
         ("cystic fibrosis", 17, 0.86, "Disease"),   # longer than the head "disease"
-        # "brain iron": no run accepted; the repeat of a place is returned once
-        ("allergic", text.rindex("allergic"), 0.9, "Disease")]  # its own k: "allergic" kept
-    assert parts[0].vector is vec and set(calls) == {0, 1, 2, 3, 4}
+        # "brain iron": no named run, not searched; the repeat of a place returned once
+        ("allergic", text.rindex("allergic"), 0.9, "Disease")]  # it links to that one
+    assert parts[0].vector is vec and asked == [[0, 1, 3, 4]]
     # of two runs as long, the head (the one that ends the span) wins
     two = Document(id="y", passages=[Passage(offset=0, text="gout gout")])
     both = named_parts([SpanPrediction(0, 0, 9, 0.9, "Disease", vec)], [two],
-                       lambda k, part: part == "gout")
+                       lambda t, type_: ["GOUT"] if t == "gout" else [],
+                       lambda spans: [{"GOUT"}] * len(spans))
     assert [(s.start, s.end) for s in both] == [(5, 9)]
 
 
