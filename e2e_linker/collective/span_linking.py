@@ -190,7 +190,7 @@ class SpanLinker:
 
     def is_name(self, text: str, type_: str) -> bool:
         """Whether ``text`` is an exact KB name of a concept of ``type_``."""
-        return self.names is not None and bool(self.names.lookup(text, type_))
+        return bool(self.name_concepts(text, type_))
 
     def links_above(self, span: SpanPrediction, text: str, floor: float) -> bool:
         """Whether ``text`` (``span``'s, which need not be kept) links to a concept of the
