@@ -379,7 +379,8 @@ class LinkerParts:
 
     def linker(self, pipeline: Pipeline, settings: AnnotateSettings) -> SpanLinker:
         """The linker with the parts ``pipeline`` switches on (``exact_name``,
-        ``sieve_stack``, ``abbreviation_links``, ``composites``, ``species_mentions``,
+        ``sieve_stack``, ``abbreviation_links``, ``composites``, ``coordinated_genes``,
+        ``species_mentions``,
         ``learned_species``, ``gene_usage``) and the settings' name-only types.
         ``learned_species`` declared for a model without its fitted file is said (``linker
         -v`` or a terminal) and links by the hand species order."""
@@ -406,7 +407,8 @@ class LinkerParts:
                           species_usage=species_usage(kb)
                           if pipeline.has("species_usage") and kb is not None else None,
                           read_higher_taxa=functools.partial(higher_taxa, self.kb_spec)
-                          if pipeline.has("higher_taxa") else None)
+                          if pipeline.has("higher_taxa") else None,
+                          coordinated_genes=pipeline.has("coordinated_genes"))
 
 
 def species_usage(kb: Any) -> dict[str, list[str]] | None:

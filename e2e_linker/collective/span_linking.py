@@ -102,7 +102,8 @@ class SpanLinker:
     None: off), ``sieves`` (the sieve stack; None: off), ``text_linker`` (relinks every span
     by its text instead; None: off) and, with ``resolve_abbreviations``, a short form takes
     its long form's concept; with ``composites``, a span no name links as a whole takes its
-    parts' concepts (:meth:`composite_ids`). A span of one of ``lexical_types`` is linked by
+    parts' concepts (:meth:`composite_ids`), and with ``coordinated_genes`` a span of a
+    name-only type that writes numbered genes together does. A span of one of ``lexical_types`` is linked by
     its names only: ``index`` holds no names of those types, and another type's concept
     found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
     a name's concepts: :meth:`GeneRanking.name_ranking`; with ``gene_usage``, the concepts
@@ -116,7 +117,8 @@ class SpanLinker:
                  species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
                  gene_families: GeneFamilies | None = None,
                  species_usage: Mapping[str, Sequence[str]] | None = None,
-                 read_higher_taxa: Callable[[], frozenset[str] | None] | None = None):
+                 read_higher_taxa: Callable[[], frozenset[str] | None] | None = None,
+                 coordinated_genes: bool = False):
         self.index = index
         #: reads the taxa above a species when :attr:`higher_taxa` is first asked for
         self._read_higher_taxa = read_higher_taxa
@@ -135,6 +137,9 @@ class SpanLinker:
         self.text_linker = text_linker
         self.resolve_abbreviations = resolve_abbreviations
         self.composites = composites
+        #: a span of a name-only type writing numbered genes together ("JNK1/2") takes each
+        #: gene (:meth:`composite_ids`; :meth:`coordination_of_species`)
+        self.coordinated_genes = coordinated_genes
         self.lexical_types = frozenset(lexical_types)
         #: the KB's concepts by ID (``kb.concepts``): gene products, and the gene ranking's
         #: primary names
@@ -354,6 +359,8 @@ class SpanLinker:
             for k, dense in zip(dense_rows, found, strict=True):
                 ranked[k] = dense
         span_taxa: list[list[str] | None] = [None] * len(spans)
+        # each span's document species order (the species it names first, then the cue words')
+        document_order: list[list[str] | None] = [None] * len(spans)
         if self.taxa:
             doc_texts: dict[int, str] = {}
             doc_words: dict[int, str] = {}
@@ -372,6 +379,7 @@ class SpanLinker:
                                                  document_taxa(doc_texts[span.doc_index]))
                     given = list(given_species.get(span.doc_index, ()))
                     preferred[span.doc_index] = [*given, *(t for t in order if t not in given)]
+                document_order[k] = preferred[span.doc_index]
                 if not any(cid in taxa for cid, _ in ranked[k]):
                     # no gene among its concepts (most dense rankings): the species steps
                     # below leave it as it is, and its species order is the document's
@@ -403,7 +411,8 @@ class SpanLinker:
         expansions = self.span_expansions(spans, texts, abbreviations) \
             if self.sieves is not None else {}
         out: list[Annotation | None] = []
-        for span, dense, text, taxa in zip(spans, ranked, texts, span_taxa, strict=True):
+        for span, dense, text, taxa, order in zip(spans, ranked, texts, span_taxa,
+                                                  document_order, strict=True):
             cid, score, method = choose_concept(text, span.type, dense, self.names)
             if self.sieves is not None and method != "exact":
                 found = expansions.get(span.doc_index)
@@ -415,8 +424,11 @@ class SpanLinker:
             if span.type in self.lexical_types:
                 score = None  # the name ranking's 0.0 is no similarity
             ids = [cid] if cid else []
-            if method in ("dense", "none") and (
-                    parts := self.composite_ids(text, span.type, taxa)):
+            if method in ("dense", "none"):
+                parts = self.composite_ids(text, span.type, taxa)
+            else:
+                parts = self.coordination_of_species(text, span.type, cid, order)
+            if parts:
                 ids, method, score = parts, "composite", None
             elif method == "dense" and span.type in self.lexical_types:
                 # no dense search: GeneRanking.name_form_ranking decided
@@ -459,15 +471,19 @@ class SpanLinker:
         searches every part like the whole, while a detected span has one vector and its parts
         none, so here a part counts only as an exact name or a sieve match.
 
-        A span of a name-only type may also be numbered genes written together ("JNK1/2":
-        :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`); each part is then ranked
-        as a whole span of that type is (:meth:`GeneRanking.name_only_ranking`, the species
-        order ``taxa`` of the span).
+        A span of a name-only type is a composite only as numbered genes written together
+        ("JNK1/2", "Notch1-4": :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`), and
+        only with :attr:`coordinated_genes` (the ``coordinated_genes`` step; ``composites``
+        is the other types'); each part is then ranked as a whole span of that type is
+        (:meth:`GeneRanking.name_only_ranking`, the species order ``taxa`` of the span). Why
+        not the other coordinations for them: the gene corpora link "JNK1/2" to both genes,
+        while a split of "p62/sequestosome 1" into names of two genes is one gene's two names
+        (docs/decisions/0051-coordinated-genes.md).
         """
-        if not self.composites:
-            return None
         lexical = type_ in self.lexical_types
-        parts = (coordinated_genes(text) if lexical else None) or composite_parts(text)
+        if not (self.coordinated_genes if lexical else self.composites):
+            return None
+        parts = coordinated_genes(text) if lexical else composite_parts(text)
         if not parts or all(part in text for part in parts) or (
                 self.names is None and self.sieves is None):
             return None
@@ -489,6 +505,27 @@ class SpanLinker:
             if cid not in ids:
                 ids.append(cid)
         return ids
+
+    def coordination_of_species(self, text: str, type_: str, whole: str | None,
+                                taxa: Sequence[str] | None) -> list[str] | None:
+        """The genes of the document's first species (``taxa``: its species order) a
+        coordination of numbered genes names ("ERK1/2", "Mcm2-7":
+        :func:`~e2e_linker.lexical.gene_forms.coordinated_genes`), each of them, when the gene
+        its whole text names (``whole``) is of another species; else None.
+
+        Why: some species' vocabularies hold the coordination itself as one gene's alias —
+        the fly's gene_info lists "ERK1/2" for rolled, "MEK1/2" for Dsor1, "Mcm2-7" for Mcm2
+        — so in a mouse or human abstract the whole text is an exact name of a fly gene, and
+        the parts, which name the document's own genes, were never asked. A whole name of the
+        document's species still wins ("Nkx2-5"), as in :meth:`composite_ids`
+        (docs/decisions/0051-coordinated-genes.md)."""
+        if (whole is None or type_ not in self.lexical_types or not taxa or not self.taxa
+                or self.taxa.get(whole) in (None, taxa[0]) or coordinated_genes(text) is None):
+            return None
+        parts = self.composite_ids(text, type_, taxa)
+        if parts and all(self.taxa.get(part) == taxa[0] for part in parts):
+            return parts
+        return None
 
     def link_by_text(self, spans: Sequence[SpanPrediction],
                      annotations: list[Annotation | None], docs: Sequence[Document],

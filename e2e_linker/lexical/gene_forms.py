@@ -13,8 +13,8 @@ splits and BioRED dev whose text names no gene (how many: docs/decisions/0025-ge
 * a name with its short form written inside it ("interleukin (IL)-6" → "interleukin -6",
   "IL-6");
 * a species letter before a symbol ("hDaxx", "mRPTP mu", "rhBMP-2");
-* numbered genes written together ("JNK1/2", "MMP-2/-9", "TIM-1 and 3", "IL-17A/F"): each
-  gene on its own (:func:`coordinated_genes`), linked as a composite.
+* numbered genes written together ("JNK1/2", "MMP-2/-9", "TIM-1 and 3", "IL-17A/F") or as
+  a range ("Notch1-4"): each gene on its own (:func:`coordinated_genes`), linked as a composite.
 
 Only tried when the text itself is no name: each form is a guess.
 """
@@ -49,6 +49,12 @@ _COORDINATED = re.compile(
     r"(?P<stem>[A-Za-z][A-Za-z0-9]*?[\s-]?(?:[A-Za-z]+-)?)(?P<first>\d+[A-Za-z]?|[A-Z])"
     r"(?P<rest>(?:\s*(?:/|,|\band\b|\bor\b)\s*-?(?:\d+[A-Za-z]?|[A-Z]))+)")
 _COORDINATED_PART = re.compile(r"-?(\d+[A-Za-z]?|[A-Z])$")
+# a range of numbered genes: a stem ending in a letter, a number, a dash or "to", a higher
+# number ("Notch1-4", "Mcm2-7", "Smad1 to 3"); a stem ending in a hyphen ("IL-1-6") is
+# not; one gene named so ("Nkx2-5") is a KB name, which the linker tries before the parts
+_RANGE = re.compile(r"(?P<stem>[A-Za-z]*[A-Za-z])(?P<low>\d+)\s*(?:-|\u2013|\bto\b)\s*(?P<high>\d+)")
+#: the most genes a range may name: a longer one ("Ab1-42", a peptide's residues) is no list
+MAX_RANGE = 8
 
 
 def written_variants(text: str) -> list[str]:
@@ -83,7 +89,16 @@ def written_variants(text: str) -> list[str]:
 def coordinated_genes(text: str) -> list[str] | None:
     """The genes a coordination of numbered genes writes together, each in full, in the
     order written: "JNK1/2" → ["JNK1", "JNK2"], "MMP-2/-9" → ["MMP-2", "MMP-9"], "TIM-1 and 3"
-    → ["TIM-1", "TIM-3"], "IL-17A/F" → ["IL-17A", "IL-17F"]; None for any other text."""
+    → ["TIM-1", "TIM-3"], "IL-17A/F" → ["IL-17A", "IL-17F"], a range "Notch1-4" → ["Notch1",
+    "Notch2", "Notch3", "Notch4"] (at most :data:`MAX_RANGE` genes); None for any other text.
+
+    Why the range: the gene corpora link "Mcm2-7" and "Notch1-4" to each gene in the range,
+    in order, as they link "JNK1/2" (docs/decisions/0051-coordinated-genes.md)."""
+    if m := _RANGE.fullmatch(text.strip()):
+        low, high = int(m.group("low")), int(m.group("high"))
+        if low < high <= low + MAX_RANGE - 1:
+            return [f"{m.group('stem')}{n}" for n in range(low, high + 1)]
+        return None
     m = _COORDINATED.fullmatch(text.strip())
     if m is None:
         return None

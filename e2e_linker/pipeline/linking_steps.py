@@ -41,13 +41,27 @@ class SieveStack(Step):
 @register
 @dataclass(frozen=True)
 class Composites(Step):
-    """A span no name or sieve links as a whole takes its parts' concepts when every part is
-    one ("breast or ovarian cancer";
+    """A span of a dense-linked type no name or sieve links as a whole takes its parts'
+    concepts when every part is one ("breast or ovarian cancer"; genes: ``coordinated_genes``;
     :meth:`~e2e_linker.collective.span_linking.SpanLinker.composite_ids`)."""
 
     name = "composites"
     stage = "link"
     summary = "a coordination (\"breast or ovarian cancer\") links to each part (linker part)"
+
+
+@register
+@dataclass(frozen=True)
+class CoordinatedGenes(Step):
+    """A Gene span writing numbered genes together ("JNK1/2", "MMP-2/-9", "Notch1-4") takes
+    each gene of its species, in the order written, when no name links it as a whole or the
+    gene its whole text names is another species' than the document's
+    (:meth:`~e2e_linker.collective.span_linking.SpanLinker.coordination_of_species`;
+    docs/decisions/0051-coordinated-genes.md)."""
+
+    name = "coordinated_genes"
+    stage = "link"
+    summary = "numbered genes written together (\"JNK1/2\", \"Notch1-4\") link to each gene (linker part)"
 
 
 @register

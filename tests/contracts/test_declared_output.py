@@ -36,7 +36,11 @@ changes none of these 100 abstracts' annotations), and with ``named_parts`` (dec
 the output is the one recorded before, to the byte, and both annotation digests were derived
 again the same way; the bytes were recorded again when the step came to ask the dense search
 for fewer spans, a batch of other rows, which moves the last digits of some scores and no
-annotation).
+annotation), and with ``coordinated_genes`` (decision 0051, which changes none of these 100
+abstracts' annotations). The AMD EPYC digests are measured since then: a clean-clone CI run on
+an AMD EPYC machine at 486027d wrote the Intel Xeon annotations exactly (the "myalgia" tie
+below no longer splits the two CPUs), so the derived AMD digest was wrong; with
+``coordinated_genes`` the same machine wrote the AMD bytes below and those annotations again.
 Both digests are recorded per CPU model (``model name`` of /proc/cpuinfo), because the same
 code on another machine (its CPU, and the packages pip resolved there) writes other last
 digits of some scores (an Intel Xeon machine wrote 8d5d6881… before the family model, an AMD
@@ -47,12 +51,13 @@ machines' full BC5CDR dev runs (``eval.error_classes``, the AMD EPYC one at 2782
 Xeon one at dbf47a8 with the same pipeline) differ only there: five gold mentions linked right
 on Intel are wrong IDs on AMD (175 against 170), "myalgia" of 12452237 linked to D059352 on
 AMD among them, to D063806 on Intel (this file's 100 abstracts hold 12452237; the AMD output
-itself was not kept). The AMD EPYC annotation digest since decision 0047 was derived, not
-run there (since decisions 0048 and 0050 in the same way): the digest recorded before it is the Intel Xeon annotations with the third and
-fourth "myalgia" of 12452237 linked to D059352 (checked: that reproduces it exactly), and the
-same two changes to the Intel Xeon annotations after decision 0047 give the digest below; the
-AMD EPYC bytes could not be derived, so on that CPU only the annotations are compared. On a
-CPU with no recorded digest, the annotations must equal one of the recorded ones and the bytes
+itself was not kept). From decision 0047 to 0050 the AMD EPYC annotation digest was derived,
+not run there: the Intel Xeon annotations with the third and fourth "myalgia" of 12452237
+linked to D059352 (which reproduced the digest recorded before 0047 exactly); at 486027d that
+no longer held (above). The Intel Xeon bytes are the ones recorded there at dbbd382:
+``coordinated_genes`` relinks only Gene spans that write numbered genes together (no
+annotation of these abstracts changes) and asks no search, so no score moves with it
+(reasoned, not run on an Intel Xeon). On a CPU with no recorded digest, the annotations must equal one of the recorded ones and the bytes
 are not compared.
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
@@ -76,11 +81,12 @@ from data_tools.registry import data_dir
 #: sha256 of the BioC XML for the first 100 BC5CDR dev abstracts, by the CPU model it was
 #: recorded on (see the module docstring)
 DEV_100_SHA256 = {
+    "AMD EPYC": "39bf12023c4f93459f663c8a46664378d7df490324f2c950f19eef86e3fdc220",
     "Intel(R) Xeon(R) Processor": "88f80c6441018a63649d0ae7762ec6e94ed18ed8236731a95588a99f0376f25c",
 }
 #: sha256 of the same output's annotations alone (:func:`annotation_digest`), by CPU model
 DEV_100_ANNOTATIONS_SHA256 = {
-    "AMD EPYC": "87a6867143324d236caf4bcc8802fb85b707c4a1f9a73cb1133c8d7bb36348f3",
+    "AMD EPYC": "3270578c21300eac7e7a0d673f80b956f4b39df7fc3aacdaa437187e9d697b22",
     "Intel(R) Xeon(R) Processor": "3270578c21300eac7e7a0d673f80b956f4b39df7fc3aacdaa437187e9d697b22",
 }
 #: how many abstracts of BC5CDR dev the check annotates

@@ -129,7 +129,7 @@ def _gene_linker():
     names = NameDictionary.from_kb(kb)
     sieves = SieveStack(kb, names, switches=SieveSwitches(False, False, True, True, False))
     return SpanLinker(FixedIndex(), names, sieves, taxa=kb.taxa(), lexical_types=("Gene",),
-                      concepts=kb.concepts)
+                      concepts=kb.concepts, coordinated_genes=True)
 
 
 def test_a_gene_written_in_a_form_no_name_spells_is_linked_and_kept():
@@ -150,6 +150,39 @@ def test_a_gene_written_in_a_form_no_name_spells_is_linked_and_kept():
     assert linker.genes.name_form_ranking("SIRT-1", "Gene") == [("23411", 0.0), ("93759", 0.0)]
     texts = [a.text for a in out]
     assert linker.lexically_linked(spans, texts, abbreviations) == [True, True, True, False]
+
+
+def test_a_coordination_another_species_names_whole_links_the_documents_genes():
+    """The fly's vocabulary holds "JNK1/2" whole (one fly gene's alias): in a mouse abstract
+    the mouse genes it coordinates are linked, each in the order written; in a fly abstract,
+    and for a whole name of the document's species, the whole name stays."""
+    from data_tools.kb import KB, Concept
+
+    kb = KB([Concept("5599", "MAPK8", ["JNK1"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("5601", "MAPK9", ["JNK2"], "Gene", "NCBI Gene", taxon="9606"),
+             Concept("26419", "Mapk8", ["Jnk1"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("26420", "Mapk9", ["Jnk2"], "Gene", "NCBI Gene", taxon="10090"),
+             Concept("44801", "bsk", ["JNK1/2"], "Gene", "NCBI Gene", taxon="7227"),
+             Concept("18226", "Nkx2-5", ["Nkx2", "Nkx3"], "Gene", "NCBI Gene",
+                     taxon="10090")])
+    names = NameDictionary.from_kb(kb)
+    linker = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",),
+                        coordinated_genes=True)
+
+    def linked(text: str, word: str) -> tuple[list[str], str]:
+        docs = [Document("d", [Passage(0, text, {})])]
+        start = text.index(word)
+        span = SpanPrediction(0, start, start + len(word), 0.9, "Gene", np.zeros(2, np.float32))
+        out = linker.link([span], docs, scan_documents(docs))[0]
+        return out.concept_ids, out.infons["link_method"]
+
+    assert linked("JNK1/2 in knockout mice; the mice died.", "JNK1/2") == (
+        ["26419", "26420"], "composite")
+    assert linked("JNK1/2 in Drosophila flies; the Drosophila larvae died.", "JNK1/2") == (
+        ["44801"], "exact")
+    assert linked("Nkx2-5 in knockout mice; the mice died.", "Nkx2-5") == (["18226"], "exact")
+    off = SpanLinker(FixedIndex(), names, taxa=kb.taxa(), lexical_types=("Gene",))
+    assert off.coordination_of_species("JNK1/2", "Gene", "44801", ["10090"]) is None
 
 
 def test_a_one_character_gene_span_is_never_named():

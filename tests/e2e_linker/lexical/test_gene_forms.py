@@ -46,6 +46,11 @@ def test_written_variants(text, forms):
     ("hMAD-3 and -4", ["hMAD-3", "hMAD-4"]),
     ("IL-17A/F", ["IL-17A", "IL-17F"]),
     ("VEGF A and C", ["VEGF A", "VEGF C"]),
+    ("Notch1-4", ["Notch1", "Notch2", "Notch3", "Notch4"]),
+    ("Smad1 to 3", ["Smad1", "Smad2", "Smad3"]),
+    ("Mcm2-9", ["Mcm2", "Mcm3", "Mcm4", "Mcm5", "Mcm6", "Mcm7", "Mcm8", "Mcm9"]),
+    # a range of more than eight numbers, a falling one, or one after a hyphen: no list
+    ("Ab1-42", None), ("Mcm2-10", None), ("Nkx6-2", None), ("IL-1-6", None),
     # one gene, or genes written in full: no coordination of numbers
     ("IL-6", None), ("PD-1", None), ("Rap1/Rac1", None), ("CD4/CD8", None), ("p38/ERK", None),
     ("IL-17A/2", None),  # a letter and a number do not coordinate
