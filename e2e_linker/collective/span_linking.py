@@ -103,8 +103,8 @@ class SpanLinker:
     by its text instead; None: off) and, with ``resolve_abbreviations``, a short form takes
     its long form's concept; with ``composites``, a span no name links as a whole takes its
     parts' concepts (:meth:`composite_ids`), and with ``coordinated_genes`` a span of a
-    name-only type that writes numbered genes together does. A span of one of ``lexical_types`` is linked by
-    its names only: ``index`` holds no names of those types, and another type's concept
+    name-only type that writes numbered genes together does. A span of one of
+    ``lexical_types`` is linked by its names only: ``index`` holds no names of those types, and another type's concept
     found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
     a name's concepts: :meth:`GeneRanking.name_ranking`; with ``gene_usage``, the concepts
     the sieve stack's training mentions link a name to come first among them)."""
@@ -359,12 +359,11 @@ class SpanLinker:
             for k, dense in zip(dense_rows, found, strict=True):
                 ranked[k] = dense
         span_taxa: list[list[str] | None] = [None] * len(spans)
-        # each span's document species order (the species it names first, then the cue words')
-        document_order: list[list[str] | None] = [None] * len(spans)
+        # each document's species order (the species it names first, then the cue words')
+        preferred: dict[int, list[str]] = {}
         if self.taxa:
             doc_texts: dict[int, str] = {}
             doc_words: dict[int, str] = {}
-            preferred: dict[int, list[str]] = {}
             evidence: dict[int, DocumentSpecies] = {}
             inputs: dict[int, tuple[list[tuple[int, str]], list[str]]] | None = None
             given_species = species or {}
@@ -379,7 +378,6 @@ class SpanLinker:
                                                  document_taxa(doc_texts[span.doc_index]))
                     given = list(given_species.get(span.doc_index, ()))
                     preferred[span.doc_index] = [*given, *(t for t in order if t not in given)]
-                document_order[k] = preferred[span.doc_index]
                 if not any(cid in taxa for cid, _ in ranked[k]):
                     # no gene among its concepts (most dense rankings): the species steps
                     # below leave it as it is, and its species order is the document's
@@ -411,8 +409,7 @@ class SpanLinker:
         expansions = self.span_expansions(spans, texts, abbreviations) \
             if self.sieves is not None else {}
         out: list[Annotation | None] = []
-        for span, dense, text, taxa, order in zip(spans, ranked, texts, span_taxa,
-                                                  document_order, strict=True):
+        for span, dense, text, taxa in zip(spans, ranked, texts, span_taxa, strict=True):
             cid, score, method = choose_concept(text, span.type, dense, self.names)
             if self.sieves is not None and method != "exact":
                 found = expansions.get(span.doc_index)
@@ -427,7 +424,8 @@ class SpanLinker:
             if method in ("dense", "none"):
                 parts = self.composite_ids(text, span.type, taxa)
             else:
-                parts = self.coordination_of_species(text, span.type, cid, order)
+                parts = self.coordination_of_species(text, span.type, cid,
+                                                     preferred.get(span.doc_index))
             if parts:
                 ids, method, score = parts, "composite", None
             elif method == "dense" and span.type in self.lexical_types:
@@ -520,9 +518,9 @@ class SpanLinker:
         document's species still wins ("Nkx2-5"), as in :meth:`composite_ids`
         (docs/decisions/0051-coordinated-genes.md)."""
         if (whole is None or type_ not in self.lexical_types or not taxa or not self.taxa
-                or self.taxa.get(whole) in (None, taxa[0]) or coordinated_genes(text) is None):
+                or self.taxa.get(whole) in (None, taxa[0])):
             return None
-        parts = self.composite_ids(text, type_, taxa)
+        parts = self.composite_ids(text, type_, taxa)  # None unless a coordination
         if parts and all(self.taxa.get(part) == taxa[0] for part in parts):
             return parts
         return None

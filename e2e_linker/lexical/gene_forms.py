@@ -52,7 +52,8 @@ _COORDINATED_PART = re.compile(r"-?(\d+[A-Za-z]?|[A-Z])$")
 # a range of numbered genes: a stem ending in a letter, a number, a dash or "to", a higher
 # number ("Notch1-4", "Mcm2-7", "Smad1 to 3"); a stem ending in a hyphen ("IL-1-6") is
 # not; one gene named so ("Nkx2-5") is a KB name, which the linker tries before the parts
-_RANGE = re.compile(r"(?P<stem>[A-Za-z]*[A-Za-z])(?P<low>\d+)\s*(?:-|\u2013|\bto\b)\s*(?P<high>\d+)")
+_RANGE = re.compile(
+    r"(?P<stem>[A-Za-z]*[A-Za-z])(?P<low>\d+)\s*(?:-|\u2013|\bto\b)\s*(?P<high>\d+)")
 #: the most genes a range may name: a longer one ("Ab1-42", a peptide's residues) is no list
 MAX_RANGE = 8
 

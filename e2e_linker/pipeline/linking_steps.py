@@ -61,7 +61,8 @@ class CoordinatedGenes(Step):
 
     name = "coordinated_genes"
     stage = "link"
-    summary = "numbered genes written together (\"JNK1/2\", \"Notch1-4\") link to each gene (linker part)"
+    summary = ("numbered genes written together (\"JNK1/2\", \"Notch1-4\") link to each gene "
+               "(linker part)")
 
 
 @register

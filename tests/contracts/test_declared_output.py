@@ -57,8 +57,8 @@ linked to D059352 (which reproduced the digest recorded before 0047 exactly); at
 no longer held (above). The Intel Xeon bytes are the ones recorded there at dbbd382:
 ``coordinated_genes`` relinks only Gene spans that write numbered genes together (no
 annotation of these abstracts changes) and asks no search, so no score moves with it
-(reasoned, not run on an Intel Xeon). On a CPU with no recorded digest, the annotations must equal one of the recorded ones and the bytes
-are not compared.
+(reasoned, not run on an Intel Xeon). On a CPU with no recorded digest, the annotations
+must equal one of the recorded ones and the bytes are not compared.
 The cache must start empty: a link score's fourth decimal depends on which names the cache
 encoded together (a batch's padding changes the float sums), so a cache that earlier runs
 filled can move it. Change the digest only with a change meant to move the output, and say
