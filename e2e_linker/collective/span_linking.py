@@ -104,10 +104,11 @@ class SpanLinker:
     its long form's concept; with ``composites``, a span no name links as a whole takes its
     parts' concepts (:meth:`composite_ids`), and with ``coordinated_genes`` a span of a
     name-only type that writes numbered genes together does. A span of one of
-    ``lexical_types`` is linked by its names only: ``index`` holds no names of those types, and another type's concept
-    found by dense search is no link for it (``concepts``, the KB's concepts by ID, order
-    a name's concepts: :meth:`GeneRanking.name_ranking`; with ``gene_usage``, the concepts
-    the sieve stack's training mentions link a name to come first among them)."""
+    ``lexical_types`` is linked by its names only: ``index`` holds no names of those types,
+    and another type's concept found by dense search is no link for it (``concepts``, the
+    KB's concepts by ID, order a name's concepts: :meth:`GeneRanking.name_ranking`; with
+    ``gene_usage``, the concepts the sieve stack's training mentions link a name to come
+    first among them)."""
 
     def __init__(self, index: EntityIndex, names: NameDictionary | None = None,
                  sieves: SieveStack | None = None, text_linker: TextLinker | None = None,
