@@ -200,9 +200,13 @@ class Propagation(RescueStep):
 @register
 @dataclass(frozen=True)
 class Dictionary(RescueStep):
-    """A weaker candidate whose text is an exact KB name of its type is kept too."""
+    """A weaker candidate whose text is an exact KB name of its type is kept too.
 
-    threshold: float = 0.5
+    Its default threshold is below the shipped γ so that declaring the step (``--set
+    dictionary``, the re-earning's "with dictionary" row) does something; at the rescue
+    steps' 0.5 it never acted (docs/decisions/0006-dictionary.md)."""
+
+    threshold: float = 0.15
 
     name = "dictionary"
     summary = "keep a weaker candidate (score > `threshold`) that is an exact KB name"
