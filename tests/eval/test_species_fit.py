@@ -32,6 +32,32 @@ def test_fit_and_check_on_rows_where_the_written_symbol_decides():
     assert found["rule"] == round(30 / 61, 4) and found["learned"] == round(60 / 61, 4)
 
 
+def test_the_check_keeps_each_documents_choices_for_a_paired_bootstrap():
+    from eval.paired_bootstrap import by_document, paired_bootstrap
+    from eval.species_fit import bootstrap_rows
+
+    def row(doc, gold, written):
+        return {"document": doc, "gold": [gold], "rule": HUMAN, "candidates": [HUMAN, MOUSE],
+                "features": [{"document_first": 1.0, "written_symbol": float(written == HUMAN)},
+                             {"written_symbol": float(written == MOUSE)}]}
+
+    train = [row("t", MOUSE, MOUSE)] * 30 + [row("t", HUMAN, HUMAN)] * 30
+    choice = fit(train, {})
+    # document "a": two right; document "b": the symbol says human, the gold is mouse
+    checked = {"x:dev": check([row("a", MOUSE, MOUSE), row("a", HUMAN, HUMAN),
+                               row("b", MOUSE, HUMAN)], choice)}
+    assert checked["x:dev"]["by_document"] == {"a": [2, 0, 0], "b": [0, 1, 1]}
+    rows = bootstrap_rows(checked, {})
+    assert "by_document" not in checked["x:dev"]  # moved into the rows, not kept twice
+    counts = by_document({"rows": rows})
+    assert counts == {"x:dev (fitted)": {"a": [2, 0, 0], "b": [0, 1, 1]}}
+    # the micro F1 of the counts is the accuracy; a fit right on "b" too is 1/3 above it
+    better = {"x:dev (fitted)": {"a": [2, 0, 0], "b": [1, 0, 0]}}
+    found = paired_bootstrap(counts, better, samples=200)
+    assert found["x:dev (fitted)"]["a"] == round(2 / 3, 4)
+    assert found["x:dev (fitted)"]["delta"] == round(1 - 2 / 3, 4)
+
+
 def test_splits_of_one_corpus_are_one_corpus():
     from eval.species_fit import same_corpus
 
