@@ -33,7 +33,8 @@ and classes each gold mention (:func:`gold_classes`):
 Predictions of the scored types that overlap no gold mention of any type are ``disjoint``;
 those overlapping only gold mentions of unscored types are ``on_unscored_gold``. With
 ``--gate-off-too``, the gate-off run's links that dense search alone made are counted, right
-and all, by mention-score band (:func:`dense_only_links`).
+and all, by mention-score band and by how much of the mention's spelling a name of the linked
+concept holds (:func:`dense_only_links`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 from data_tools.documents import Annotation, Document
 from data_tools.formats.namespaces import kb_key
 from data_tools.registry import load_kb
+from e2e_linker.normalizer.spelling import spelling_share
 from e2e_linker.scoring import kbid, normalized_ids
 from eval.ood_dev import (
     CORPUS_TYPES,
@@ -71,6 +73,9 @@ PREDICTION_CLASSES = ("disjoint", "on_unscored_gold")
 CONTEXT = 40
 #: the mention-score bands :func:`dense_only_links` counts the gate-off run's dense links in
 SCORE_BANDS = (0.0, 0.9, 0.98, 0.995)
+#: the spelling-share bands it counts them in too (how much of the mention one name of the
+#: linked concept spells)
+SPELLING_BANDS = (0.0, 0.25, 0.5, 0.75, 0.9)
 
 
 def vocabularies(ann: Annotation, resolve: Callable[[str], str] | None = None) -> set[str]:
@@ -208,23 +213,41 @@ def gold_classes(gold: Sequence[Document], pred: Sequence[Document], types: Sequ
 
 
 def dense_only_links(gold: Sequence[Document], gate_off: Sequence[Document],
-                     types: Sequence[str], resolve: Callable[[str], str] | None = None
-                     ) -> dict[str, dict[str, int]]:
+                     types: Sequence[str], resolve: Callable[[str], str] | None = None,
+                     names: Callable[[str], Sequence[str]] | None = None
+                     ) -> dict[str, dict[str, dict[str, int]]]:
     """Of the gate-off run's predictions of ``types`` that dense search alone linked (the ones
-    ``lexical_gate`` drops), how many have a gold mention's span, type and IDs, by mention-score
-    band (:data:`SCORE_BANDS`: each band from its bound up to the next).
+    ``lexical_gate`` drops), how many have a gold mention's span, type and IDs: ``by_score``,
+    by mention-score band (:data:`SCORE_BANDS`: each band from its bound up to the next), and
+    with ``names`` (a concept ID → its names) ``by_spelling``, by how much of the mention's
+    spelling one name of the linked concept holds (:data:`SPELLING_BANDS`;
+    :func:`~e2e_linker.normalizer.spelling.spelling_share`, case folded).
 
-    Why: a gated miss looks like easy recall; whether opening the gate (or a band of it) pays
-    depends on how often those links are right (docs/decisions/0003-lexical-gate.md)."""
-    out = {f"{low:g}": {"links": 0, "right": 0} for low in SCORE_BANDS}
-    for row in labelled_predictions(gold, gate_off, tuple(types), resolve):
+    Why: a gated miss looks like easy recall; whether opening the gate (or a band of it, by
+    the mention head's score or by the lexical support the link has) pays depends on how
+    often those links are right (docs/decisions/0003-lexical-gate.md)."""
+    by_score = {f"{low:g}": {"links": 0, "right": 0} for low in SCORE_BANDS}
+    by_spelling = {f"{low:g}": {"links": 0, "right": 0} for low in SPELLING_BANDS}
+    predicted = [a for doc in gate_off for a in doc.annotations if a.type in types]
+    # labelled_predictions labels the same annotations in the same order
+    for ann, row in zip(predicted, labelled_predictions(gold, gate_off, tuple(types), resolve),
+                        strict=True):
         if row["link_method"] != "dense":
             continue
-        low = max(b for b in SCORE_BANDS if (row["mention_score"] or 0.0) >= b)
-        band = out[f"{low:g}"]
-        band["links"] += 1
-        band["right"] += row["correct"]
-    return out
+        _count(by_score, SCORE_BANDS, row["mention_score"] or 0.0, row["correct"])
+        if names is not None:
+            share = spelling_share(ann.text.casefold(),
+                                   [n.casefold() for cid in ann.concept_ids for n in names(cid)])
+            _count(by_spelling, SPELLING_BANDS, share, row["correct"])
+    return {"by_score": by_score, **({"by_spelling": by_spelling} if names else {})}
+
+
+def _count(bands: dict[str, dict[str, int]], bounds: Sequence[float], value: float,
+           correct: bool) -> None:
+    """Count one link, right or not, in the band of ``bounds`` that ``value`` falls in."""
+    band = bands[f"{max(b for b in bounds if value >= b):g}"]
+    band["links"] += 1
+    band["right"] += correct
 
 
 def markdown(result: dict) -> str:
@@ -251,17 +274,23 @@ def markdown(result: dict) -> str:
                     lines.append(f"| {row['corpus']} | {name} | {row['counts'][name]} | "
                                  f"{found['documents']} | {found['in_top_3']} |")
     dense = [row for row in result["rows"] if row.get("dense_only_links")]
-    if dense:
-        bands = list(dense[0]["dense_only_links"])
-        lines += ["", "Gate-off run: predictions dense search alone links, right / all, by "
-                  "mention-score band", "",
-                  "| corpus | all | " + " | ".join(f"score ≥ {b}" for b in bands) + " |",
+    for key, heading, label in (
+            ("by_score", "mention-score band", "score"),
+            ("by_spelling", "how much of the mention one name of the linked concept spells "
+             "(spelling share)", "share")):
+        found_rows = [(row["corpus"], row["dense_only_links"][key]) for row in dense
+                      if key in row["dense_only_links"]]
+        if not found_rows:
+            continue
+        bands = list(found_rows[0][1])
+        lines += ["", f"Gate-off run: predictions dense search alone links, right / all, by "
+                  f"{heading}", "",
+                  "| corpus | all | " + " | ".join(f"{label} ≥ {b}" for b in bands) + " |",
                   "|---|---|" + "---|" * len(bands)]
-        for row in dense:
-            found = row["dense_only_links"]
+        for corpus, found in found_rows:
             total = (sum(v["right"] for v in found.values()),
                      sum(v["links"] for v in found.values()))
-            lines.append(f"| {row['corpus']} | {total[0]} / {total[1]} | " + " | ".join(
+            lines.append(f"| {corpus} | {total[0]} / {total[1]} | " + " | ".join(
                 f"{found[b]['right']} / {found[b]['links']}" for b in bands) + " |")
     return "\n".join(lines) + "\n"
 
@@ -283,7 +312,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         linker = dev_linker(args, Path(tmp))
-        resolve = load_kb("bc5cdr").resolve
+        kb = load_kb("bc5cdr")
+        resolve = kb.resolve
+
+        def concept_names(concept_id: str) -> list[str]:
+            concept = kb.get(concept_id)
+            return concept.all_names() if concept is not None else []
+
         taxa = load_kb("genes_homologene").taxa() \
             if "Gene" in linker.annotator.model.config.types else None
         annotator = linker.annotator
@@ -306,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                                            for name in found.counts},
                          "examples": found.examples})
             if off is not None:
-                rows[-1]["dense_only_links"] = dense_only_links(gold, off, types, resolve)
+                rows[-1]["dense_only_links"] = dense_only_links(gold, off, types, resolve,
+                                                                concept_names)
     result = {"command": command_line("error_classes", argv), "machine": machine(),
               "model": args.model or "shipped",
               "annotate_options": shlex.join(annotate_flags(args)) or "default",

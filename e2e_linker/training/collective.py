@@ -68,6 +68,7 @@ from e2e_linker.training.collective_losses import (
     linking_ce,
     mention_bce,
     mention_loss,
+    missed_positive_weights,
 )
 from e2e_linker.training.config import CorpusEntry, TrainConfig
 from e2e_linker.training.examples import (
@@ -520,6 +521,8 @@ class CollectiveTrainer:
             if ignore is not None:
                 valid &= ~ignore.to(device)
             logits = model.span_scorer(states, valid)
+            weights = None if cfg.missed_positive_weight == 1.0 else missed_positive_weights(
+                logits, gold, cfg.missed_positive_below, cfg.missed_positive_weight)
             partial_rows = [k for k, ex in enumerate(examples) if ex.partial]
             if partial_rows:  # the type head's logits of every span of those chunks
                 where = torch.tensor(partial_rows, device=device)
@@ -530,9 +533,9 @@ class CollectiveTrainer:
                 type_logits = all_span_type_logits(states[where], model.type_head,
                                                    cfg.model.max_span_len)
                 losses["mention"] = mention_loss(logits, valid, gold, partial, type_logits,
-                                                 annotated)
+                                                 annotated, weights)
             else:  # every chunk's corpus annotates every type: plain BCE, as always
-                losses["mention"] = mention_bce(logits, valid, gold)
+                losses["mention"] = mention_bce(logits, valid, gold, weights)
             counts["mention"] = int(gold.sum())
         b, i, j, t, cids = [], [], [], [], []
         for k, ex in enumerate(examples):

@@ -17,13 +17,33 @@ import torch.nn.functional as F
 _MASKED = -1e4
 
 
-def mention_bce(logits: torch.Tensor, valid: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
-    """BCE over every valid span, gold spans positive; summed and divided by the gold count.
+def missed_positive_weights(logits: torch.Tensor, gold: torch.Tensor, below: float,
+                            weight: float) -> torch.Tensor:
+    """Each span's weight in the mention loss: ``weight`` for a gold span the model now scores
+    below ``below`` (a mention it would miss at γ), 1 for every other span.
+
+    Why: recall is where the model fails on other groups' text — gold spans scored low in
+    their document ("infertility" 0.18 where NCBI and BioRED annotate it; docs/results.md,
+    "Where the errors are") — and plain BCE spends most of its positive gradient on mentions
+    it already keeps. The weight reads the scores without a gradient: it chooses which
+    positives count more, it is not itself learnt (``TrainConfig.missed_positive_weight``)."""
+    with torch.no_grad():
+        missed = gold & (torch.sigmoid(logits.float()) < below)
+        return torch.where(missed, torch.full_like(logits, weight, dtype=torch.float32),
+                           torch.ones_like(logits, dtype=torch.float32))
+
+
+def mention_bce(logits: torch.Tensor, valid: torch.Tensor, gold: torch.Tensor,
+                weights: torch.Tensor | None = None) -> torch.Tensor:
+    """BCE over every valid span, gold spans positive; summed and divided by the gold count
+    (``weights``: each span's weight, :func:`missed_positive_weights`; None: all 1).
 
     Dividing by the number of gold mentions (not spans) keeps the mention loss on the same
     scale as the per-mention linking loss however long the chunks are.
     """
-    loss = F.binary_cross_entropy_with_logits(logits[valid], gold[valid].float(), reduction="sum")
+    loss = F.binary_cross_entropy_with_logits(
+        logits[valid], gold[valid].float(), reduction="sum",
+        weight=None if weights is None else weights[valid])
     return loss / gold.sum().clamp(min=1)
 
 
@@ -50,7 +70,8 @@ def all_span_type_logits(states: torch.Tensor, type_head: torch.nn.Linear,
 
 
 def partial_mention_nll(logits: torch.Tensor, valid: torch.Tensor, gold: torch.Tensor,
-                        type_logits: torch.Tensor, annotated: torch.Tensor) -> torch.Tensor:
+                        type_logits: torch.Tensor, annotated: torch.Tensor,
+                        weights: torch.Tensor | None = None) -> torch.Tensor:
     """Summed mention loss of chunks whose corpus annotates only the types ``annotated``.
 
     ``logits``, ``valid``, ``gold``: (P, T, L); ``type_logits``: (P, T, L, K); ``annotated``:
@@ -65,30 +86,37 @@ def partial_mention_nll(logits: torch.Tensor, valid: torch.Tensor, gold: torch.T
     log_q_other = torch.logsumexp(log_q.masked_fill(annotated[:, None, None, :], _MASKED), -1)
     negative = -torch.logaddexp(F.logsigmoid(-s), F.logsigmoid(s) + log_q_other)
     positive = -F.logsigmoid(s)
+    if weights is not None:
+        positive = positive * weights
+        negative = negative * weights
     return positive[valid & gold].sum() + negative[valid & ~gold].sum()
 
 
 def mention_loss(logits: torch.Tensor, valid: torch.Tensor, gold: torch.Tensor,
                  partial: torch.Tensor | None = None, type_logits: torch.Tensor | None = None,
-                 annotated: torch.Tensor | None = None) -> torch.Tensor:
+                 annotated: torch.Tensor | None = None,
+                 weights: torch.Tensor | None = None) -> torch.Tensor:
     """The exhaustive head's mention loss over a batch, divided by its gold count.
 
     ``partial`` (B,) bool marks the rows from partially annotated corpora; ``type_logits``
     (:func:`all_span_type_logits`) and ``annotated`` are given for those rows only. Without
     such rows this *is* :func:`mention_bce` (the same computation, so a config whose corpora
     annotate every type trains exactly as before); the others take
-    :func:`partial_mention_nll`.
+    :func:`partial_mention_nll`. ``weights`` (None: all 1): each span's weight
+    (:func:`missed_positive_weights`).
     """
     if partial is None or not bool(partial.any()):
-        return mention_bce(logits, valid, gold)
+        return mention_bce(logits, valid, gold, weights)
     if type_logits is None or annotated is None:
         raise ValueError("partial rows need their type logits and annotated types")
     full = ~partial
     full_valid = valid[full]
     total = F.binary_cross_entropy_with_logits(
-        logits[full][full_valid], gold[full][full_valid].float(), reduction="sum")
+        logits[full][full_valid], gold[full][full_valid].float(), reduction="sum",
+        weight=None if weights is None else weights[full][full_valid])
     total = total + partial_mention_nll(logits[partial], valid[partial], gold[partial],
-                                        type_logits, annotated)
+                                        type_logits, annotated,
+                                        None if weights is None else weights[partial])
     return total / gold.sum().clamp(min=1)
 
 

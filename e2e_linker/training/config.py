@@ -207,6 +207,11 @@ class TrainConfig:
     linking_weight: float = 1.0
     mention_weight: float = 1.0
     type_weight: float = 0.5
+    #: the mention loss's weight on a gold span the model scores below
+    #: ``missed_positive_below`` at that step (1.0: plain BCE; collective_losses.py:
+    #: missed_positive_weights says why)
+    missed_positive_weight: float = 1.0
+    missed_positive_below: float = 0.25
     thresholds: list[float] = field(default_factory=lambda: [0.3, 0.4, 0.5, 0.6, 0.7])
     #: γ written into the saved model instead of the best of ``thresholds`` (training-time
     #: validation links with the exact-name sieve and dense search only; annotate's full
@@ -251,6 +256,10 @@ class TrainConfig:
                 and any(e.guideline is None for e in train + dev):
             raise UserError("model.guidelines is set: give every corpus entry a guideline, or "
                             "set model.default_guideline")
+        if not self.missed_positive_weight > 0 or not 0 < self.missed_positive_below < 1:
+            raise UserError("missed_positive_weight must be a positive number (1.0: plain BCE) "
+                            "and missed_positive_below a probability between 0 and 1, not "
+                            f"{self.missed_positive_weight!r} and {self.missed_positive_below!r}")
         partial = [e.corpus for e in train if e.partial]
         if partial and self.model.mention_head == "bio":
             raise UserError(

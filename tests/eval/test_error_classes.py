@@ -140,9 +140,34 @@ def test_dense_only_links_are_counted_right_and_all_by_mention_score_band():
         ann.mention_score = scores[ann.text]
         ann.infons["link_method"] = "dense" if ann.type != "Gene" else "exact"
     found = dense_only_links([GOLD], [off], TYPES)
-    assert found == {"0": {"links": 0, "right": 0}, "0.9": {"links": 1, "right": 0},
-                     "0.98": {"links": 0, "right": 0}, "0.995": {"links": 1, "right": 1}}
+    assert found == {"by_score": {"0": {"links": 0, "right": 0},
+                                  "0.9": {"links": 1, "right": 0},
+                                  "0.98": {"links": 0, "right": 0},
+                                  "0.995": {"links": 1, "right": 1}}}
     table = markdown({"model": "shipped", "annotate_options": "default", "machine": "a CPU",
                       "rows": [{"corpus": "biored:dev", "types": list(TYPES), "gold": 7,
                                 "counts": {"right": 1}, "dense_only_links": found}]})
     assert "| biored:dev | 1 / 2 | 0 / 0 | 0 / 1 | 0 / 0 | 1 / 1 |" in table
+    assert "spelling share" not in table
+
+
+def test_dense_only_links_by_spelling_read_every_name_of_the_linked_concept_case_folded():
+    off = _doc([("aspirin", "Chemical", ["D001241"]), ("raised", "Chemical", ["D000003"]),
+                ("chronic asthma", "Disease", ["D001249"])])
+    for ann in off.annotations:
+        ann.mention_score = 0.5
+        ann.infons["link_method"] = "dense"
+    names = {"D001241": ["Acetylsalicylic Acid", "ASPIRIN"], "D000003": ["Abattoirs"],
+             "D001249": ["Asthma"]}
+    found = dense_only_links([GOLD], [off], TYPES, names=lambda cid: names.get(cid, []))
+    # "aspirin" is spelt whole by its second name (share 1.0, right); "chronic asthma" (right)
+    # shares only "asthma"'s 6 of its 13 trigrams (0.46); "raised" none of "abattoirs"'s
+    assert found["by_spelling"] == {"0": {"links": 1, "right": 0},
+                                    "0.25": {"links": 1, "right": 1},
+                                    "0.5": {"links": 0, "right": 0},
+                                    "0.75": {"links": 0, "right": 0},
+                                    "0.9": {"links": 1, "right": 1}}
+    table = markdown({"model": "shipped", "annotate_options": "default", "machine": "a CPU",
+                      "rows": [{"corpus": "biored:dev", "types": list(TYPES), "gold": 7,
+                                "counts": {"right": 1}, "dense_only_links": found}]})
+    assert "| biored:dev | 2 / 3 | 0 / 1 | 1 / 1 | 0 / 0 | 0 / 0 | 1 / 1 |" in table

@@ -12,6 +12,7 @@ from e2e_linker.training.collective_losses import (
     linking_ce,
     mention_bce,
     mention_loss,
+    missed_positive_weights,
     partial_mention_nll,
 )
 
@@ -136,3 +137,31 @@ def test_all_span_type_logits_equal_the_type_head_on_mean_pooled_span_vectors():
     b, i, j = b.reshape(-1), i.reshape(-1), (i + w).reshape(-1)
     expected = head(span_vectors(states, b, i, j))
     assert torch.allclose(got[b, i, j - i], expected, atol=1e-5)
+
+
+def test_missed_positive_weights_weigh_only_gold_spans_scored_below_the_bar():
+    logits = torch.tensor([[-2.0, 2.0], [-2.0, 0.0]])  # σ: 0.12, 0.88 / 0.12, 0.5
+    gold = torch.tensor([[True, True], [False, False]])
+    weights = missed_positive_weights(logits, gold, below=0.25, weight=3.0)
+    assert weights.tolist() == [[3.0, 1.0], [1.0, 1.0]]
+    assert not weights.requires_grad
+
+
+def test_weighted_mention_losses_scale_the_missed_positive_terms_and_nothing_else():
+    logits = torch.tensor([[-2.0, 2.0], [0.5, -1.0]])
+    valid = torch.ones(2, 2, dtype=torch.bool)
+    gold = torch.tensor([[True, True], [False, False]])
+    weights = missed_positive_weights(logits, gold, below=0.25, weight=3.0)
+    expected = (3 * _bce(-2.0, 1) + _bce(2.0, 1) + _bce(0.5, 0) + _bce(-1.0, 0)) / 2
+    assert float(mention_bce(logits, valid, gold, weights)) == pytest.approx(expected, rel=1e-5)
+    # the partial loss, with every type annotated, is the same BCE, weighted alike
+    type_logits = torch.zeros(2, 1, 2, 3)
+    every = torch.ones(2, 3, dtype=torch.bool)
+    rows = torch.ones(2, dtype=torch.bool)
+    assert float(mention_loss(logits[:, None], valid[:, None], gold[:, None], rows,
+                              type_logits, every, weights[:, None])) == \
+        pytest.approx(expected, rel=1e-5)
+    # all weights 1: exactly the unweighted loss
+    ones = torch.ones(2, 2)
+    assert float(mention_bce(logits, valid, gold, ones)) == \
+        pytest.approx(float(mention_bce(logits, valid, gold)), rel=1e-6)

@@ -34,6 +34,8 @@ def test_the_shipped_config_parses():
     ("model:\n  treshold: 0.4\n", "unknown model config keys: treshold"),
     ("- a\n- b\n", "expected a mapping of options"),
     ("epochs: [1\n", "not valid YAML"),
+    ("missed_positive_weight: 0\n", "missed_positive_weight must be a positive number"),
+    ("missed_positive_below: 1.5\n", "missed_positive_below a probability"),
 ])
 def test_bad_configs_are_user_errors(tmp_path, content, message):
     path = tmp_path / "train.yaml"
