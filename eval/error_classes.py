@@ -239,7 +239,7 @@ def dense_only_links(gold: Sequence[Document], gate_off: Sequence[Document],
             share = spelling_share(ann.text.casefold(),
                                    [n.casefold() for cid in ann.concept_ids for n in names(cid)])
             _count(by_spelling, SPELLING_BANDS, share, row["correct"])
-    return {"by_score": by_score, **({"by_spelling": by_spelling} if names else {})}
+    return {"by_score": by_score, **({"by_spelling": by_spelling} if names is not None else {})}
 
 
 def _count(bands: dict[str, dict[str, int]], bounds: Sequence[float], value: float,
