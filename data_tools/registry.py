@@ -474,8 +474,12 @@ GENE_INFO = (("Homo_sapiens.gene_info.gz", ("9606",)),
              ("Saccharomyces_cerevisiae.gene_info.gz", ("559292", "4932")))
 HGNC = ("genes", "hgnc_complete_set.txt.gz")
 #: gene_info types never loaded: ``biological-region`` rows (43,393 human, 4,757 mouse) are
-#: regulatory regions and enhancers, not genes; no gene-corpus mention links to one
-GENE_SKIP_TYPES = ("biological-region",)
+#: regulatory regions and enhancers, not genes; no gene-corpus mention links to one.
+#: ``unknown`` rows (10,619 mouse, 1,387 human) are loci known by a phenotype or a mapped trait
+#: alone (QTLs, mutant alleles: mouse "Par1", pulmonary adenoma resistance 1; "sc", screwtail),
+#: whose official symbols take the place of the gene an alias names (docs/decisions/
+#: 0052-phenotype-loci.md)
+GENE_SKIP_TYPES = ("biological-region", "unknown")
 
 
 def _genes(coding: bool) -> KB:

@@ -453,13 +453,37 @@ def test_homologene_on_the_real_file():
     assert all(c.id.isdigit() and c.type == "Gene" for c in kb)
 
 
+def test_default_gene_kb_leaves_out_loci_of_unknown_type():
+    """Mouse "Par1" (112304, pulmonary adenoma resistance 1) is a locus known by a phenotype
+    alone; with it loaded, its official symbol outranked the gene an alias "PAR1" names (F2r,
+    14062): the default KB's gene_info rows skip ``unknown`` as well as
+    ``biological-region`` (docs/decisions/0052-phenotype-loci.md)."""
+    from data_tools.registry import GENE_INFO, GENE_SKIP_TYPES, vocab_path
+
+    name, taxa = GENE_INFO[1]
+    try:
+        path = vocab_path("genes", name)
+    except FileNotFoundError:
+        pytest.skip("no shared data folder (../shared/data or $E2E_LINKER_DATA)")
+    if not path.is_file():
+        pytest.skip(f"mouse gene_info not in the shared data: {path}")
+    assert {"biological-region", "unknown"} <= set(GENE_SKIP_TYPES)
+    stats: dict[str, int] = {}
+    mouse = load_gene_info(path, taxa=taxa, skip_types=GENE_SKIP_TYPES, stats=stats)
+    assert "112304" not in mouse and "20237" not in mouse  # Par1; sc, screwtail
+    assert "Par1" in mouse.get("14062").all_names()
+    assert stats["skipped_type"] > 10_000
+
+
 def test_bc5cdr_genes_hash_is_unchanged():
     """The default model's KB (BioRED's ``kb_spec``): the species and HomoloGene presets are
-    new presets; this one must stay the same KB (hash recorded before they were added)."""
+    new presets; this one must stay the same KB (hash recorded before they were added, and
+    again when gene_info's loci of unknown type were left out: 509,003 concepts before,
+    docs/decisions/0052-phenotype-loci.md)."""
     kb = load_kb("bc5cdr_genes")
     assert kb.content_hash() == \
-        "951a5f7e3605f404320a3def1c49329560dd5a14ed18435c4d9eda77ee348cb5"
-    assert len(kb) == 509_003 and "Species" not in kb.types()
+        "c94724bb7dba713c1360e155049a40701a817b90ea617ff173676b65ce0bfbef"
+    assert len(kb) == 489_812 and "Species" not in kb.types()
 
 
 def test_proteins_are_gene_products_but_monoclonal_antibodies_are_drugs():
