@@ -431,21 +431,24 @@ def test_homologene_skips_exactly_the_gene_info_taxa():
     assert set(GENE_INFO_TAXA) == {t for _, taxa in GENE_INFO for t in taxa}
 
 
-def _real_homologene():
-    from data_tools.registry import HOMOLOGENE, vocab_path
+def _real_vocab_file(*parts: str):
+    """The shared data's vocabulary file at ``parts``; the test is skipped without it."""
+    from data_tools.registry import vocab_path
 
     try:
-        path = vocab_path(*HOMOLOGENE)
+        path = vocab_path(*parts)
     except FileNotFoundError:
         pytest.skip("no shared data folder (../shared/data or $E2E_LINKER_DATA)")
     if not path.is_file():
-        pytest.skip(f"HomoloGene not in the shared data: {path}")
+        pytest.skip(f"{path.name} not in the shared data: {path}")
     return path
 
 
 def test_homologene_on_the_real_file():
     stats: dict[str, int] = {}
-    kb = load_homologene(_real_homologene(), stats=stats)
+    from data_tools.registry import HOMOLOGENE
+
+    kb = load_homologene(_real_vocab_file(*HOMOLOGENE), stats=stats)
     taxa = {c.taxon for c in kb}
     assert not taxa & set(GENE_INFO_TAXA) and {"10116", "7955", "9913", "3702"} <= taxa
     assert len(taxa) == 17 and 200_000 < len(kb) < 215_000
@@ -458,15 +461,10 @@ def test_default_gene_kb_leaves_out_loci_of_unknown_type():
     alone; with it loaded, its official symbol outranked the gene an alias "PAR1" names (F2r,
     14062): the default KB's gene_info rows skip ``unknown`` as well as
     ``biological-region`` (docs/decisions/0052-phenotype-loci.md)."""
-    from data_tools.registry import GENE_INFO, GENE_SKIP_TYPES, vocab_path
+    from data_tools.registry import GENE_INFO, GENE_SKIP_TYPES
 
     name, taxa = GENE_INFO[1]
-    try:
-        path = vocab_path("genes", name)
-    except FileNotFoundError:
-        pytest.skip("no shared data folder (../shared/data or $E2E_LINKER_DATA)")
-    if not path.is_file():
-        pytest.skip(f"mouse gene_info not in the shared data: {path}")
+    path = _real_vocab_file("genes", name)
     assert {"biological-region", "unknown"} <= set(GENE_SKIP_TYPES)
     stats: dict[str, int] = {}
     mouse = load_gene_info(path, taxa=taxa, skip_types=GENE_SKIP_TYPES, stats=stats)
