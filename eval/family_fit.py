@@ -29,9 +29,9 @@ from data_tools.formats import read_documents
 from data_tools.registry import get_dataset, in_dev_fold
 from e2e_linker.collective.gene_families import (
     GENE_FAMILIES_FILE,
-    GeneFamilies,
+    GeneMentionModel,
     family_features,
-    fit_gene_families,
+    fit_gene_mention_model,
 )
 from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.pipeline.annotation_steps import GeneFamilyMentions
@@ -76,7 +76,7 @@ def labelled_rows(docs: list[Document], genes: GeneRanking
     return rows, labels
 
 
-def check(rows: list[dict[str, float]], labels: list[float], model: GeneFamilies,
+def check(rows: list[dict[str, float]], labels: list[float], model: GeneMentionModel,
           threshold: float) -> dict:
     """How many family and gene annotations the model calls a family at ``threshold``."""
     called = [model.model.probability(row) >= threshold for row in rows]
@@ -90,6 +90,22 @@ def check(rows: list[dict[str, float]], labels: list[float], model: GeneFamilies
             if len(labels) > families else 0.0}
 
 
+def weight_lines(weights: dict[str, float], positive: str, top: int = 10) -> list[str]:
+    """Markdown lines of a gene mention model's weights (the family model's, the false-alarm
+    model's: :mod:`eval.false_alarm_fit`): the features that are not words in a table, then
+    the ``top`` word features that say ``positive`` most and the ``top`` that say gene most."""
+    shaped = sorted(name for name in weights if "=" not in name)
+    lines = ["", "Weights of the features that are not words "
+             "(e2e_linker.collective.gene_families.family_features):", "",
+             "| feature | weight |", "|---|---|"]
+    lines += [f"| {name} | {weights[name]:+.3f} |" for name in shaped]
+    words = sorted((name for name in weights if "=" in name), key=lambda n: -weights[n])
+    return [*lines, "", f"{len(words)} word features; the {top} that say {positive} most: "
+            + ", ".join(f"`{n}` {weights[n]:+.2f}" for n in words[:top])
+            + f"; the {top} that say gene most: "
+            + ", ".join(f"`{n}` {weights[n]:+.2f}" for n in words[-top:]) + "."]
+
+
 def markdown(result: dict) -> str:
     """The check table of :func:`main`."""
     lines = [f"Gene family model fitted on {', '.join(result['fit_on'])} "
@@ -101,18 +117,8 @@ def markdown(result: dict) -> str:
     lines += [f"| {spec} | {c['families']} | {c['families_called']} "
               f"({c['family_recall']:.1%}) | {c['genes']} | {c['genes_called']} "
               f"({1 - c['gene_kept']:.1%}) |" for spec, c in result["check"].items()]
-    weights = result["model"]["weights"]
-    shaped = sorted(name for name in weights if "=" not in name)
-    lines += ["", "Weights of the features that are not words "
-              "(e2e_linker.collective.gene_families.family_features):", "",
-              "| feature | weight |", "|---|---|"]
-    lines += [f"| {name} | {weights[name]:+.3f} |" for name in shaped]
-    words = sorted((name for name in weights if "=" in name), key=lambda n: -weights[n])
-    lines += ["", f"{len(words)} word features; the ten that say family most: "
-              + ", ".join(f"`{n}` {weights[n]:+.2f}" for n in words[:10])
-              + "; the ten that say gene most: "
-              + ", ".join(f"`{n}` {weights[n]:+.2f}" for n in words[-10:]) + ".",
-              "", f"Command: `{result['command']}`; {result['machine']}."]
+    lines += weight_lines(result["model"]["weights"], "family")
+    lines += ["", f"Command: `{result['command']}`; {result['machine']}."]
     return "\n".join(lines) + "\n"
 
 
@@ -131,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             fit_labels += labels
         checked_rows = {spec: labelled_rows(annotated_documents(spec), genes)
                         for spec in args.check}
-    model = fit_gene_families(fit_rows, fit_labels, l2=L2, fitted={
+    model = fit_gene_mention_model(fit_rows, fit_labels, l2=L2, fitted={
         "label": "FamilyName (1) or Gene (0) annotation", "fit_on": list(args.fit_on),
         "names": "mined from " + ", ".join(args.kb_names_from)})
     threshold = GeneFamilyMentions().threshold

@@ -31,7 +31,11 @@ from data_tools.formats.records import record_annotations
 from e2e_linker.collective.batches import PAD_MULTIPLE, collate_chunks, length_batches
 from e2e_linker.collective.chunking import Chunk, chunk_documents
 from e2e_linker.collective.confidence import assign_confidence, load_confidence
-from e2e_linker.collective.gene_families import load_gene_families
+from e2e_linker.collective.gene_families import (
+    GENE_FALSE_ALARMS_FILE,
+    GENE_FAMILIES_FILE,
+    load_gene_mention_model,
+)
 from e2e_linker.collective.guidelines import guideline_prefix
 from e2e_linker.collective.model import CollectiveLinker
 from e2e_linker.collective.model_dir import read_manifest
@@ -109,7 +113,9 @@ class Annotator:
             model.config, model_dir or settings.model_dir or model_directory(model))
         directory = model_dir or settings.model_dir or model_directory(model)
         parts = LinkerParts(index, names, sieves, text_linker, kb,
-                            load_species_choice(directory), load_gene_families(directory),
+                            load_species_choice(directory),
+                            load_gene_mention_model(directory, GENE_FAMILIES_FILE),
+                            load_gene_mention_model(directory, GENE_FALSE_ALARMS_FILE),
                             settings.kb or (read_manifest(directory).get("kb")
                                             if directory is not None else None))
         annotator = cls(model, parts.linker(pipeline, settings), settings, kb, pipeline)
@@ -374,6 +380,8 @@ class LinkerParts:
     species_choice: object = None
     #: the model's fitted gene family model (None: it has none)
     gene_families: object = None
+    #: the model's fitted gene false-alarm model (None: it has none)
+    gene_false_alarms: object = None
     #: the KB's spec (None: not known): where the ``higher_taxa`` step reads the taxonomy
     kb_spec: str | None = None
 
@@ -393,6 +401,10 @@ class LinkerParts:
             say("gene_families is declared but the model has no gene_families.json "
                 "(python -m eval.family_fit --write fits one): no Gene mention is dropped "
                 "as a family")
+        if pipeline.has("gene_false_alarms") and self.gene_false_alarms is None:
+            say("gene_false_alarms is declared but the model has no gene_false_alarms.json "
+                "(python -m eval.false_alarm_fit --write fits one): no Gene mention is "
+                "dropped as a false alarm")
         return SpanLinker(self.index, self.names if pipeline.has("exact_name") else None,
                           self.sieves if pipeline.has("sieve_stack") else None,
                           self.text_linker, pipeline.has("abbreviation_links"),
@@ -404,6 +416,8 @@ class LinkerParts:
                           gene_usage=pipeline.has("gene_usage"),
                           gene_families=self.gene_families
                           if pipeline.has("gene_families") else None,
+                          gene_false_alarms=self.gene_false_alarms
+                          if pipeline.has("gene_false_alarms") else None,
                           species_usage=species_usage(kb)
                           if pipeline.has("species_usage") and kb is not None else None,
                           read_higher_taxa=functools.partial(higher_taxa, self.kb_spec)

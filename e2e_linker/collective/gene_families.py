@@ -1,5 +1,7 @@
-"""Whether a Gene mention names a family of genes rather than one gene, by a model fitted on
-the gene corpora's family annotations.
+"""Whether a Gene mention is one gene's mention, by logistic models of its name and context:
+the family model (a family of genes, fitted on the gene corpora's family annotations) and the
+false-alarm model (a span the gene corpora leave unannotated, fitted on the linker's own Gene
+spans over their training documents).
 
 Why: a family name ("Notch", "PKC", "Wnt", "TGF-beta", "SNARE") is written like a gene's
 name, and the KB often holds it as one gene's alias, so the linker gives it that one gene's
@@ -16,7 +18,17 @@ logistic model of them (a :class:`~e2e_linker.collective.confidence.ConfidenceMo
 weights, fitted by :func:`fit_gene_families`; ``python -m eval.family_fit --write`` writes the
 model directory's :data:`GENE_FAMILIES_FILE`); the pipeline step ``gene_families`` drops a
 Gene annotation the model finds likelier a family than a gene
-(:func:`drop_gene_families`).
+(:func:`drop_gene_mentions`).
+
+The false-alarm model reads the same features (:func:`family_features`) with weights fitted
+on another label: whether a Gene span the linker writes on the gene corpora's training
+documents (GNormPlus, NLM-Gene, BioRED) is a gold Gene mention or overlaps none. What those
+corpora leave unannotated though the KB names a gene so is a class that no list covers and
+that three groups' guidelines agree on: a cell population or a cell line named by a marker
+("LSK cells"), a hormone or drug named like a gene's alias ("PGE2", "asparaginase"), a T-cell
+subset ("Th1"). ``python -m eval.false_alarm_fit --write`` writes
+:data:`GENE_FALSE_ALARMS_FILE`; the step ``gene_false_alarms`` drops a Gene annotation the
+model finds likelier a false alarm than a gene (docs/decisions/0053-gene-false-alarms.md).
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ if TYPE_CHECKING:  # the pipeline's steps import this module; the facade stays t
 
 #: the file in a model directory holding the fitted family model
 GENE_FAMILIES_FILE = "gene_families.json"
+#: the file in a model directory holding the fitted false-alarm model
+GENE_FALSE_ALARMS_FILE = "gene_false_alarms.json"
 #: how far around a mention its neighbouring words are looked for, in characters
 CONTEXT_CHARS = 30
 #: how many characters a gene's official symbol may add to a name that is its stem
@@ -108,16 +122,17 @@ def family_features(text: str, doc_text: str, start: int, end: int, genes: GeneR
 
 
 @dataclass(frozen=True)
-class GeneFamilies:
-    """The fitted family model: ``model`` weighs a mention's :func:`family_features`; its
-    probability is that the mention names a family, not one gene."""
+class GeneMentionModel:
+    """A fitted model of a Gene mention's :func:`family_features` (the family model or the
+    false-alarm model): its probability is that the mention is not one gene's mention — a
+    family, or a span the gene corpora leave unannotated."""
 
     model: ConfidenceModel
 
     def probability(self, text: str, doc_text: str, start: int, end: int,
                     genes: GeneRanking) -> float:
         """The probability that the gene mention ``text`` at ``start``..``end`` of
-        ``doc_text`` names a family of genes."""
+        ``doc_text`` is not one gene's mention (as the model was fitted to say)."""
         return self.model.probability(family_features(text, doc_text, start, end, genes))
 
     def to_json(self) -> dict:
@@ -128,11 +143,11 @@ class GeneFamilies:
                 "fitted": self.model.fitted}
 
 
-def fit_gene_families(rows: Sequence[dict[str, float]], labels: Sequence[float],
-                      l2: float = 1.0, fitted: dict | None = None) -> GeneFamilies:
-    """The family model fitted on ``rows`` (:func:`family_features` of annotated mentions),
-    each labelled 1 (a family) or 0 (a gene): logistic regression by L-BFGS with an L2
-    penalty ``l2`` on the weights (the bias unpenalised).
+def fit_gene_mention_model(rows: Sequence[dict[str, float]], labels: Sequence[float],
+                           l2: float = 1.0, fitted: dict | None = None) -> GeneMentionModel:
+    """A model fitted on ``rows`` (:func:`family_features` of mentions), each labelled 1 (not
+    one gene's mention: a family, a false alarm) or 0 (a gene): logistic regression by L-BFGS
+    with an L2 penalty ``l2`` on the weights (the bias unpenalised).
 
     Why L-BFGS and not the confidence model's Newton steps: the word features make thousands
     of weights, and a Newton step solves a system of that size."""
@@ -162,37 +177,44 @@ def fit_gene_families(rows: Sequence[dict[str, float]], labels: Sequence[float],
     weights = {name: round(float(v), 5) for name, v in zip(names, w.detach().numpy(),
                                                             strict=True)
                if abs(float(v)) >= 1e-5}
-    return GeneFamilies(ConfidenceModel(
+    return GeneMentionModel(ConfidenceModel(
         weights=weights, bias=round(float(b.detach()[0]), 5),
-        fitted={**(fitted or {}), "rows": len(rows), "families": int(sum(labels)),
+        fitted={**(fitted or {}), "rows": len(rows), "positives": int(sum(labels)),
                 "l2": l2, "method": "logistic regression, L-BFGS (fit_gene_families)"}))
 
 
-def load_gene_families(model_dir: str | os.PathLike | None) -> GeneFamilies | None:
-    """The family model of the model in ``model_dir`` (its :data:`GENE_FAMILIES_FILE`), or
-    None when it has none. A damaged file is one :class:`UserError` naming it."""
+def load_gene_mention_model(model_dir: str | os.PathLike | None, file_name: str
+                            ) -> GeneMentionModel | None:
+    """The model in ``model_dir``'s ``file_name`` (:data:`GENE_FAMILIES_FILE`,
+    :data:`GENE_FALSE_ALARMS_FILE`), or None when it has none. A damaged file is one
+    :class:`~e2e_linker.errors.UserError` naming it and the command that fits it again."""
     if model_dir is None:
         return None
-    path = Path(model_dir) / GENE_FAMILIES_FILE
+    path = Path(model_dir) / file_name
     if not path.is_file():
         return None
-    model = ConfidenceModel.from_file(path, "gene family model",
-                                      "python -m eval.family_fit --write")
-    return GeneFamilies(model)
+    what, fit = _FITTED_BY[file_name]
+    return GeneMentionModel(ConfidenceModel.from_file(path, what, fit))
 
 
-def drop_gene_families(annotations: list[Annotation | None], spans: Sequence[SpanPrediction],
-                       docs: Sequence[Document], genes: GeneRanking, families: GeneFamilies,
+#: each model file: what messages call it, and the command that fits it
+_FITTED_BY = {GENE_FAMILIES_FILE: ("gene family model", "python -m eval.family_fit --write"),
+              GENE_FALSE_ALARMS_FILE: ("gene false-alarm model",
+                                       "python -m eval.false_alarm_fit --write")}
+
+
+def drop_gene_mentions(annotations: list[Annotation | None], spans: Sequence[SpanPrediction],
+                       docs: Sequence[Document], genes: GeneRanking, model: GeneMentionModel,
                        threshold: float) -> None:
-    """Each Gene annotation (one per span; None: a span dropped) whose family probability
-    (:meth:`GeneFamilies.probability`) is at least ``threshold`` is dropped (set to None), in
-    place."""
+    """Each Gene annotation (one per span; None: a span dropped) whose probability under
+    ``model`` (:meth:`GeneMentionModel.probability`: not one gene's mention) is at least
+    ``threshold`` is dropped (set to None), in place."""
     texts: dict[int, str] = {}
     for k, (ann, span) in enumerate(zip(annotations, spans, strict=True)):
         if ann is None or ann.type != GENE_TYPE:
             continue
         if span.doc_index not in texts:
             texts[span.doc_index] = docs[span.doc_index].text
-        if families.probability(ann.text, texts[span.doc_index], ann.start, ann.end,
-                                genes) >= threshold:
+        if model.probability(ann.text, texts[span.doc_index], ann.start, ann.end,
+                             genes) >= threshold:
             annotations[k] = None

@@ -29,7 +29,7 @@ from data_tools.kb_loaders import (
 )
 from data_tools.species import gene_taxa, mentioned_taxa_first, preferred_taxa
 from e2e_linker.collective.gene_appositions import ApposedName
-from e2e_linker.collective.gene_families import GeneFamilies
+from e2e_linker.collective.gene_families import GeneMentionModel
 from e2e_linker.collective.gene_ranking import GeneRanking, document_words
 from e2e_linker.collective.remembered import RememberedNames
 from e2e_linker.collective.span_selection import SpanPrediction
@@ -116,7 +116,8 @@ class SpanLinker:
                  composites: bool = True, lexical_types: Sequence[str] = (),
                  concepts: Mapping | None = None, species_mentions: bool = False,
                  species_choice: SpeciesChoice | None = None, gene_usage: bool = True,
-                 gene_families: GeneFamilies | None = None,
+                 gene_families: GeneMentionModel | None = None,
+                 gene_false_alarms: GeneMentionModel | None = None,
                  species_usage: Mapping[str, Sequence[str]] | None = None,
                  read_higher_taxa: Callable[[], frozenset[str] | None] | None = None,
                  coordinated_genes: bool = False):
@@ -126,6 +127,9 @@ class SpanLinker:
         #: which Gene annotations name a family of genes, read by the ``gene_families`` step
         #: (:mod:`~e2e_linker.collective.gene_families`; None: the model has no such model)
         self.gene_families = gene_families
+        #: which Gene annotations the gene corpora would leave unannotated, read by the
+        #: ``gene_false_alarms`` step (None: the model has no such model)
+        self.gene_false_alarms = gene_false_alarms
         #: a gene mention's species chosen by the fitted model in place of the rule's
         #: per-mention cues (:mod:`~e2e_linker.collective.species_choice`; None: the rule)
         self.species_choice = species_choice

@@ -20,7 +20,7 @@ from e2e_linker.collective.concept_types import (
 )
 from e2e_linker.collective.gene_appositions import link_gene_appositions
 from e2e_linker.collective.gene_context import DROPPED_TYPES, drop_gene_modifiers
-from e2e_linker.collective.gene_families import drop_gene_families
+from e2e_linker.collective.gene_families import drop_gene_mentions
 from e2e_linker.collective.sequence_context import drop_sequence_chemicals
 from e2e_linker.collective.short_form_rules import (
     drop_disease_symbols,
@@ -125,8 +125,27 @@ class GeneFamilyMentions(AnnotationStep):
 
     def run(self, batch: Batch) -> None:
         if batch.linker.gene_families is not None:
-            drop_gene_families(batch.annotations, batch.kept, batch.docs, batch.linker.genes,
+            drop_gene_mentions(batch.annotations, batch.kept, batch.docs, batch.linker.genes,
                                batch.linker.gene_families, self.threshold)
+
+
+@register
+@dataclass(frozen=True)
+class GeneFalseAlarms(AnnotationStep):
+    """A Gene annotation that the model's fitted false-alarm model (its
+    ``gene_false_alarms.json``: :mod:`~e2e_linker.collective.gene_families`) finds a span the
+    gene corpora leave unannotated with probability at least ``threshold`` is dropped; a model
+    without the file drops none (docs/decisions/0053-gene-false-alarms.md)."""
+
+    threshold: float = 0.5
+
+    name = "gene_false_alarms"
+    summary = "drop a Gene span the fitted false-alarm model calls no gene mention (p ≥ `threshold`)"
+
+    def run(self, batch: Batch) -> None:
+        if batch.linker.gene_false_alarms is not None:
+            drop_gene_mentions(batch.annotations, batch.kept, batch.docs, batch.linker.genes,
+                               batch.linker.gene_false_alarms, self.threshold)
 
 
 @register

@@ -44,10 +44,12 @@ STEP_MODULES = (selection_steps, linking_steps, annotation_steps)
 #: measured and lost on the dev table (docs/decisions/), is the config's to switch on, or
 #: needs what not every model has (species_mentions: Species spans and species concepts;
 #: learned_species: a fitted species_choice.json; gene_families: a fitted gene_families.json;
+#: gene_false_alarms: a fitted gene_false_alarms.json;
 #: species_usage, gene_product_genes, gene_appositions, gene_apposition_links, named_parts and
 #: coordinated_genes: change the output of models made before them, so a model declares them)
 OFF_UNLESS_DECLARED = ("dictionary", "long_forms", "undefined_short_forms", "gene_modifiers",
                        "species_mentions", "learned_species", "gene_families",
+                       "gene_false_alarms",
                        "species_usage", "gene_product_genes", "gene_appositions",
                        "gene_apposition_links", "named_parts", "coordinated_genes")
 

@@ -6,7 +6,7 @@ import pytest
 
 from data_tools.documents import Annotation, Document, Passage
 from e2e_linker.collective.confidence import ConfidenceModel
-from e2e_linker.collective.gene_families import GeneFamilies
+from e2e_linker.collective.gene_families import GeneMentionModel
 from e2e_linker.collective.gene_ranking import GeneRanking
 from eval.family_fit import annotated_documents, check, labelled_rows
 
@@ -23,7 +23,7 @@ def test_rows_are_the_family_and_gene_annotations_labelled():
 
 
 def test_check_counts_what_is_called_a_family():
-    model = GeneFamilies(ConfidenceModel({"f": 4.0}, bias=-2.0))
+    model = GeneMentionModel(ConfidenceModel({"f": 4.0}, bias=-2.0))
     rows = [{"f": 1.0}, {}, {"f": 1.0}, {}]
     found = check(rows, [1.0, 1.0, 0.0, 0.0], model, 0.5)
     assert (found["families"], found["families_called"]) == (2, 1)

@@ -1,4 +1,5 @@
-"""The gene family model: a mention's features, the fit, its file, the rule that drops."""
+"""The gene mention models (family, false alarm): a mention's features, the fit, their files,
+the rule that drops."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from data_tools.documents import Annotation, Document, Passage
 from data_tools.kb import KB, Concept
 from e2e_linker.collective.confidence import ConfidenceModel
 from e2e_linker.collective.gene_families import (
+    GENE_FALSE_ALARMS_FILE,
     GENE_FAMILIES_FILE,
-    GeneFamilies,
+    GeneMentionModel,
     compact,
-    drop_gene_families,
+    drop_gene_mentions,
     family_features,
-    fit_gene_families,
-    load_gene_families,
+    fit_gene_mention_model,
+    load_gene_mention_model,
 )
 from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.collective.span_selection import SpanPrediction
@@ -72,25 +74,31 @@ def _rows():
 
 def test_fit_learns_which_features_say_family():
     rows, labels = _rows()
-    model = fit_gene_families(rows, labels, l2=0.1, fitted={"data": "test"})
+    model = fit_gene_mention_model(rows, labels, l2=0.1, fitted={"data": "test"})
     assert model.model.probability(rows[0]) > 0.9 > 0.1 > model.model.probability(rows[-1])
     assert model.model.weights["next=family"] > 0 > model.model.weights["is_linked_symbol"]
-    assert model.model.fitted["families"] == 8 and model.model.fitted["data"] == "test"
+    assert model.model.fitted["positives"] == 8 and model.model.fitted["data"] == "test"
 
 
-def test_the_file_round_trips_and_a_damaged_one_is_named(tmp_path):
+@pytest.mark.parametrize(("file_name", "what"), [(GENE_FAMILIES_FILE, "gene family model"),
+                                               (GENE_FALSE_ALARMS_FILE,
+                                                "gene false-alarm model")])
+def test_each_file_round_trips_and_a_damaged_one_is_named(tmp_path, file_name, what):
     rows, labels = _rows()
-    model = fit_gene_families(rows, labels, l2=0.1)
-    assert load_gene_families(tmp_path) is None and load_gene_families(None) is None
-    (tmp_path / GENE_FAMILIES_FILE).write_text(json.dumps(model.to_json()))
-    loaded = load_gene_families(tmp_path)
+    model = fit_gene_mention_model(rows, labels, l2=0.1)
+    assert load_gene_mention_model(tmp_path, file_name) is None
+    assert load_gene_mention_model(None, file_name) is None
+    (tmp_path / file_name).write_text(json.dumps(model.to_json()))
+    loaded = load_gene_mention_model(tmp_path, file_name)
     assert loaded.model.probability(rows[0]) == pytest.approx(model.model.probability(rows[0]))
-    (tmp_path / GENE_FAMILIES_FILE).write_text('{"weights": [1, 2]}')
-    with pytest.raises(UserError, match="not a fitted gene family model"):
-        load_gene_families(tmp_path)
+    other = GENE_FALSE_ALARMS_FILE if file_name == GENE_FAMILIES_FILE else GENE_FAMILIES_FILE
+    assert load_gene_mention_model(tmp_path, other) is None  # the two files are apart
+    (tmp_path / file_name).write_text('{"weights": [1, 2]}')
+    with pytest.raises(UserError, match=f"not a fitted {what}"):
+        load_gene_mention_model(tmp_path, file_name)
 
 
-def test_drop_gene_families_drops_gene_annotations_likelier_a_family():
+def test_drop_gene_mentions_drops_gene_annotations_the_model_calls_no_gene():
     docs = [Document(id="d", passages=[Passage(offset=0, text=TEXT)])]
     found = [("Notch", "Gene"), ("NOTCH2", "Gene"), ("PKC", "Chemical")]
     anns, spans = [], []
@@ -98,9 +106,9 @@ def test_drop_gene_families_drops_gene_annotations_likelier_a_family():
         start = TEXT.index(text)
         anns.append(Annotation(start, start + len(text), text, type_, ["x"]))
         spans.append(SpanPrediction(0, start, start + len(text), 0.9, type_, np.zeros(2)))
-    families = GeneFamilies(ConfidenceModel({"next=family": 3.0, "next=isoforms": 3.0},
-                                            bias=-1.0))
-    drop_gene_families(anns, spans, docs, _genes(), families, 0.5)
+    families = GeneMentionModel(ConfidenceModel({"next=family": 3.0, "next=isoforms": 3.0},
+                                                bias=-1.0))
+    drop_gene_mentions(anns, spans, docs, _genes(), families, 0.5)
     assert anns[0] is None                      # "Notch family"
     assert anns[1] is not None                  # a gene's official symbol
     assert anns[2] is not None                  # not a Gene annotation
@@ -109,7 +117,7 @@ def test_drop_gene_families_drops_gene_annotations_likelier_a_family():
 def test_the_shipped_family_model_weighs_only_features_the_rule_computes():
     from e2e_linker.collective.model_dir import default_linker_dir
 
-    model = load_gene_families(default_linker_dir())
+    model = load_gene_mention_model(default_linker_dir(), GENE_FAMILIES_FILE)
     assert model is not None
     shaped = {"log_genes", "no_gene", "log_same_taxon", "plural", "ends_digit", "has_digit",
               "short", "caps", "n_words", "is_linked_symbol", "prefix_of_linked"}

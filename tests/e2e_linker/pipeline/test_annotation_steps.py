@@ -63,7 +63,7 @@ def test_every_annotate_step_is_tested_here():
     assert all(STEPS[n].stage == "annotate" for n in annotate)
     assert annotate == {"gene_apposition_links", "type_from_concept", "gene_products",
                         "gene_product_genes",
-                        "no_single_gene", "gene_families",
+                        "no_single_gene", "gene_families", "gene_false_alarms",
                         "gene_short_forms", "undefined_short_forms", "disease_symbols",
                         "redefined_short_forms", "sequence_chemicals", "gene_modifiers",
                         "unnamed_species", "higher_taxa"}
@@ -114,7 +114,7 @@ def test_no_single_gene():
 
 def test_gene_families_asks_the_linkers_family_model():
     from e2e_linker.collective.confidence import ConfidenceModel
-    from e2e_linker.collective.gene_families import GeneFamilies
+    from e2e_linker.collective.gene_families import GeneMentionModel
     from e2e_linker.collective.gene_ranking import GeneRanking
 
     b = batch("Notch signaling and TP53 and Notch alone",
@@ -123,11 +123,29 @@ def test_gene_families_asks_the_linkers_family_model():
     b.linker.genes = GeneRanking()
     b.linker.gene_families = None  # a model without the file: nothing dropped
     assert all(a is not None for a in run("gene_families", b))
-    b.linker.gene_families = GeneFamilies(ConfidenceModel({"next=signaling": 4.0}, bias=-2.0))
+    b.linker.gene_families = GeneMentionModel(ConfidenceModel({"next=signaling": 4.0},
+                                                              bias=-2.0))
     out = run("gene_families", b)
     assert out[0] is None and out[1] is not None and out[2] is not None
     b.annotations[0] = Annotation(0, 5, "Notch", "Gene", ["1234"])
     assert run("gene_families", b, threshold=0.99)[0] is not None  # p = 0.88 < 0.99
+
+
+def test_gene_false_alarms_asks_the_linkers_false_alarm_model_only():
+    from e2e_linker.collective.confidence import ConfidenceModel
+    from e2e_linker.collective.gene_families import GeneMentionModel
+    from e2e_linker.collective.gene_ranking import GeneRanking
+
+    b = batch("LSK cells and TP53 in LSK", ("LSK", "Gene", "16818", "exact"),
+              ("TP53", "Gene", "7157", "exact"), ("LSK", "Gene", "16818", "exact"),
+              model_types=("Gene",))
+    b.linker.genes = GeneRanking()
+    b.linker.gene_false_alarms = None  # a model without the file: nothing dropped
+    b.linker.gene_families = GeneMentionModel(ConfidenceModel({"next=cells": 4.0}, bias=-2.0))
+    assert all(a is not None for a in run("gene_false_alarms", b))  # not the family model's
+    b.linker.gene_false_alarms = b.linker.gene_families
+    out = run("gene_false_alarms", b)
+    assert out[0] is None and out[1] is not None and out[2] is not None
 
 
 def test_gene_short_forms():

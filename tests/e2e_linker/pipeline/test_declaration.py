@@ -37,8 +37,8 @@ RE_EARNED_OUT = {"propagation", "composites", "disease_symbols"}
 
 
 #: the steps off unless declared that the shipped declaration declares (decisions 0038, 0040,
-#: 0044, 0045, 0046, 0047, 0050, 0051)
-DECLARED_FROM_OFF = {"species_mentions", "learned_species", "gene_families",
+#: 0044, 0045, 0046, 0047, 0050, 0051, 0053)
+DECLARED_FROM_OFF = {"species_mentions", "learned_species", "gene_families", "gene_false_alarms",
                      "species_usage", "gene_product_genes", "gene_appositions",
                      "gene_apposition_links", "named_parts", "coordinated_genes"}
 
