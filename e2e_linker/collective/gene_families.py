@@ -13,9 +13,9 @@ spans, and what tells them apart is learnable — how many genes of one species 
 and whether it is a gene's official symbol or the stem of one ("Notch" of NOTCH1), a plural,
 a digit, the word it ends with, and the words around it ("family", "complex", "signaling").
 
-:func:`family_features` gives those features of one mention; :class:`GeneFamilies` holds a
+:func:`family_features` gives those features of one mention; :class:`GeneMentionModel` holds a
 logistic model of them (a :class:`~e2e_linker.collective.confidence.ConfidenceModel`'s
-weights, fitted by :func:`fit_gene_families`; ``python -m eval.family_fit --write`` writes the
+weights, fitted by :func:`fit_gene_mention_model`; ``python -m eval.family_fit --write`` writes the
 model directory's :data:`GENE_FAMILIES_FILE`); the pipeline step ``gene_families`` drops a
 Gene annotation the model finds likelier a family than a gene
 (:func:`drop_gene_mentions`).
@@ -136,7 +136,7 @@ class GeneMentionModel:
         return self.model.probability(family_features(text, doc_text, start, end, genes))
 
     def to_json(self) -> dict:
-        """What :data:`GENE_FAMILIES_FILE` holds (read back by :func:`load_gene_families`)."""
+        """What the model's file holds (read back by :func:`load_gene_mention_model`)."""
         return {"formula": "sigmoid(bias + sum(weights[f] * features[f]))",
                 "features": "e2e_linker.collective.gene_families.family_features",
                 "bias": self.model.bias, "weights": self.model.weights,
@@ -180,7 +180,13 @@ def fit_gene_mention_model(rows: Sequence[dict[str, float]], labels: Sequence[fl
     return GeneMentionModel(ConfidenceModel(
         weights=weights, bias=round(float(b.detach()[0]), 5),
         fitted={**(fitted or {}), "rows": len(rows), "positives": int(sum(labels)),
-                "l2": l2, "method": "logistic regression, L-BFGS (fit_gene_families)"}))
+                "l2": l2, "method": "logistic regression, L-BFGS (fit_gene_mention_model)"}))
+
+
+#: each model file: what messages call it, and the command that fits it
+_FITTED_BY = {GENE_FAMILIES_FILE: ("gene family model", "python -m eval.family_fit --write"),
+              GENE_FALSE_ALARMS_FILE: ("gene false-alarm model",
+                                       "python -m eval.false_alarm_fit --write")}
 
 
 def load_gene_mention_model(model_dir: str | os.PathLike | None, file_name: str
@@ -195,12 +201,6 @@ def load_gene_mention_model(model_dir: str | os.PathLike | None, file_name: str
         return None
     what, fit = _FITTED_BY[file_name]
     return GeneMentionModel(ConfidenceModel.from_file(path, what, fit))
-
-
-#: each model file: what messages call it, and the command that fits it
-_FITTED_BY = {GENE_FAMILIES_FILE: ("gene family model", "python -m eval.family_fit --write"),
-              GENE_FALSE_ALARMS_FILE: ("gene false-alarm model",
-                                       "python -m eval.false_alarm_fit --write")}
 
 
 def drop_gene_mentions(annotations: list[Annotation | None], spans: Sequence[SpanPrediction],
