@@ -26,7 +26,6 @@ the ones training did not remove: fewer than a new text's, of the same kinds.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 from data_tools.documents import Document
@@ -40,9 +39,8 @@ from e2e_linker.collective.gene_families import (
 from e2e_linker.collective.gene_ranking import GeneRanking
 from e2e_linker.pipeline.annotation_steps import GeneFalseAlarms
 from eval.family_fit import weight_lines
-from eval.ood_dev import gold_of
 from eval.reporting import command_line, machine, write_results
-from eval.species_fit import CHECK, FIT_ON, fit_parser
+from eval.species_fit import CHECK, FIT_ON, annotated_fit_corpora, fit_parser
 
 RESULTS = Path(__file__).parent / "results" / "dev_table" / "gene_false_alarms"
 #: the fit's L2 penalty (as the family model's)
@@ -100,21 +98,10 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from e2e_linker.collective.model_dir import default_linker_dir
-    from eval.models import gene_ranking_with_names_from
-
     args = parser.parse_args(argv)
-    model_dir = Path(args.model) if args.model else default_linker_dir()
-    with tempfile.TemporaryDirectory() as tmp:
-        genes, linker = gene_ranking_with_names_from(list(args.kb_names_from), Path(tmp),
-                                                     model_dir)
-        # the rows are the spans the step would see: the model's pipeline without the step
-        linker.annotator = linker.annotator.with_pipeline(
-            linker.annotator.pipeline.changed(disable=[GeneFalseAlarms.name]))
-        labelled = {}
-        for spec in dict.fromkeys([*args.fit_on, *args.check]):
-            gold = gold_of(spec)
-            labelled[spec] = labelled_spans(gold, linker.annotate(gold, replace=True), genes)
+    # the rows are the spans the step would see: the model's pipeline without the step
+    model_dir, genes, golds, preds = annotated_fit_corpora(args, disable=[GeneFalseAlarms.name])
+    labelled = {spec: labelled_spans(golds[spec], preds[spec], genes) for spec in golds}
     fit_rows = [row for spec in args.fit_on for row in labelled[spec][0]]
     fit_labels = [label for spec in args.fit_on for label in labelled[spec][1]]
     model = fit_gene_mention_model(fit_rows, fit_labels, l2=L2, fitted={

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from data_tools.documents import Document
@@ -316,18 +317,35 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def annotated_fit_corpora(args: argparse.Namespace, disable: Sequence[str] = ()
+                          ) -> tuple[Path, GeneRanking, dict[str, list[Document]],
+                                     dict[str, list[Document]]]:
+    """For a gene step's fit (:func:`fit_parser`'s options ``args``): the model directory,
+    its gene ranking with names mined from ``--kb-names-from`` only, and each ``--fit-on`` and
+    ``--check`` corpus's gold documents and the model's annotations of their stripped text,
+    its declared pipeline less the ``disable`` steps.
+
+    Why one function: the fits read their rows as the linker would on a new document, so
+    every fit annotates its corpora the same way (this module's, :mod:`eval.false_alarm_fit`'s)."""
     from e2e_linker.collective.model_dir import default_linker_dir
     from eval.models import gene_ranking_with_names_from
 
-    args = parser.parse_args(argv)
     model_dir = Path(args.model) if args.model else default_linker_dir()
     with tempfile.TemporaryDirectory() as tmp:
         genes, linker = gene_ranking_with_names_from(list(args.kb_names_from), Path(tmp),
                                                      model_dir)
+        if disable:
+            linker.annotator = linker.annotator.with_pipeline(
+                linker.annotator.pipeline.changed(disable=disable))
         specs = list(dict.fromkeys([*args.fit_on, *args.check]))
         golds = {spec: gold_of(spec) for spec in specs}
         preds = {spec: linker.annotate(golds[spec], replace=True) for spec in specs}
+    return model_dir, genes, golds, preds
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser.parse_args(argv)
+    model_dir, genes, golds, preds = annotated_fit_corpora(args)
     training = text_training(golds, list(args.fit_on), genes)
     text = fit_text(training, {"label": "share of the document's gold genes of each species "
                                         "group", "fit_on": list(args.fit_on)}) \
@@ -336,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     if text is not None:
         priors.update({document_key(spec, doc): text.probabilities(doc.text)
                        for spec in args.check for doc in golds[spec]})
-    rows = {spec: corpus_rows(spec, golds[spec], preds[spec], genes, priors) for spec in specs}
+    rows = {spec: corpus_rows(spec, golds[spec], preds[spec], genes, priors) for spec in golds}
     fit_rows = [row for spec in args.fit_on for row in rows[spec]]
     fitted = {"label": "the gold gene's taxon", "fit_on": list(args.fit_on),
               "rows": len(fit_rows), "l2": L2,
