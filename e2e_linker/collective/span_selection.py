@@ -252,6 +252,52 @@ def free_occurrences(text: str, phrase: str, taken: CoveredText) -> list[tuple[i
     return found
 
 
+def keep_repeats(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction],
+                 docs: Sequence[Document], floor: float,
+                 types: frozenset[str] | None) -> list[SpanPrediction]:
+    """``kept`` with every candidate scored above ``floor`` whose text, case folded, a kept
+    span of ``types`` (None: any type) has in the same document, and that touches no kept
+    span, added with that span's type (the most probable first where such repeats overlap).
+
+    Why: a document names a chemical or disease once in full and then repeats it bare ("brain
+    iron", "iron chelation"); the model may score a repeat low in a context it rarely saw. A
+    repeat only fills text that nothing else kept, so, unlike ``propagation`` (a rescue before
+    overlaps are resolved), it never displaces a span of another type or one a later selection
+    step adds (docs/decisions/0054-kept-repeats.md). A text kept with two types in one document
+    is left alone."""
+    kept_types: dict[tuple[int, str], set[str]] = {}
+    for span in kept:
+        if types is None or span.type in types:
+            text = docs[span.doc_index].text[span.start:span.end].casefold()
+            kept_types.setdefault((span.doc_index, text), set()).add(span.type)
+    if not kept_types:
+        return kept
+    repeats: dict[int, list[tuple[SpanPrediction, str]]] = {}
+    for c in candidates:
+        if c.mention_score <= floor:
+            continue
+        found = kept_types.get((c.doc_index, docs[c.doc_index].text[c.start:c.end].casefold()))
+        if found is not None and len(found) == 1:
+            repeats.setdefault(c.doc_index, []).append((c, next(iter(found))))
+    if not repeats:
+        return kept
+    by_doc: dict[int, list[SpanPrediction]] = {}
+    for span in kept:
+        by_doc.setdefault(span.doc_index, []).append(span)
+    added: list[SpanPrediction] = []
+    for doc_index, options in repeats.items():
+        taken = CoveredText(len(docs[doc_index].text), by_doc.get(doc_index, ()))
+        for c, kind in sorted(options, key=lambda o: (-o[0].mention_score, o[0].start,
+                                                      o[0].end)):
+            if taken.touches(c.start, c.end):
+                continue
+            taken.add(c.start, c.end)
+            added.append(c if c.type == kind else replace(c, type=kind))
+    if not added:
+        return kept
+    return sorted(kept + added, key=lambda s: (s.doc_index, s.start, s.end))
+
+
 def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
                     abbreviations: Sequence[DocumentAbbreviations]) -> list[SpanPrediction]:
     """``spans`` plus every whole-word occurrence of a short form defined in the same document

@@ -16,6 +16,7 @@ from e2e_linker.collective.span_selection import (
     SpanPrediction,
     extend_to_names,
     gate_unlinked,
+    keep_repeats,
     keep_long_forms,
     named_parts,
     never_a_mention,
@@ -327,3 +328,38 @@ class GeneAppositions(Step):
     def run(self, batch: Batch) -> None:
         batch.kept = keep_gene_appositions(batch.kept, batch.candidates, batch.docs,
                                            batch.abbreviations, self.floor_score, GENE_TYPE)
+
+
+@register
+@dataclass(frozen=True)
+class KeptRepeats(Step):
+    """A candidate scored above ``floor_score`` whose text, case folded, a kept span of
+    ``types`` has in the same document is kept too where no kept span touches it, with that
+    span's type (:func:`~e2e_linker.collective.span_selection.keep_repeats`); declared after
+    the steps that add spans, so that a repeat only fills text they left free. ``types``:
+    "all", or a comma-separated list of types; the defaults (any score the model gives,
+    chemicals and diseases) were chosen on the widened dev table
+    (docs/decisions/0054-kept-repeats.md)."""
+
+    floor_score: float = 0.001
+    types: str = "Chemical,Disease"
+
+    name = "kept_repeats"
+    summary = ("keep a weaker repeat (score > `floor_score`) of a text kept in the document "
+               "where nothing else is kept, of `types` (all, or a comma-separated list)")
+    reads = ("kept", "candidates")
+    writes = ("kept",)
+
+    def __post_init__(self) -> None:
+        if not [t for t in self.types.split(",") if t.strip()]:
+            raise ValueError("kept_repeats.types must be 'all' or a comma-separated list of "
+                             f"types, not {self.types!r}")
+
+    def floor(self, keep: float) -> float | None:
+        return self.floor_score
+
+    def run(self, batch: Batch) -> None:
+        kinds = None if self.types == "all" else frozenset(
+            t.strip() for t in self.types.split(",") if t.strip())
+        batch.kept = keep_repeats(batch.kept, batch.candidates, batch.docs, self.floor_score,
+                                  kinds)

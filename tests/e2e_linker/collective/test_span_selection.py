@@ -15,6 +15,7 @@ from e2e_linker.collective.span_selection import (
     SpanPrediction,
     extend_to_names,
     free_occurrences,
+    keep_repeats,
     named_parts,
     resolve_overlaps,
     tag_short_forms,
@@ -213,3 +214,51 @@ def test_free_occurrences_whole_words_not_taken_and_marks_them():
     assert [text[a:b] for a, b in found] == ["PB", "PB", "PB"]
     assert [a for a, _ in found] == [12, 17, len(text) - 2]
     assert free_occurrences(text, "PB", taken) == []  # each is taken now
+
+
+def test_keep_repeats_fills_free_text_with_the_kept_spans_type():
+    from data_tools.documents import Document, Passage
+    text = "brain iron and Iron chelation; iron overload; iron, TP53 and tp53; gout"
+    doc = Document(id="r", passages=[Passage(offset=0, text=text)])
+    other = Document(id="o", passages=[Passage(offset=0, text="iron")])
+    v = np.zeros(2, np.float32)
+    overload = text.index("iron overload")
+    third = text.index("iron,")
+    tp53 = text.index("TP53")
+    low = text.index("tp53")
+    kept = [SpanPrediction(0, 6, 10, 0.9, "Chemical", v),                   # "iron", kept
+            SpanPrediction(0, overload, overload + 13, 0.9, "Disease", v),  # "iron overload"
+            SpanPrediction(0, tp53, tp53 + 4, 0.9, "Gene", v)]
+    candidates = [
+        SpanPrediction(0, 15, 19, 0.01, "Chemical", v),        # "Iron": case folded, added
+        SpanPrediction(0, overload, overload + 4, 0.5, "Chemical", v),  # inside a kept span
+        SpanPrediction(0, third, third + 4, 0.004, "Chemical", v),      # below the floor
+        SpanPrediction(0, low, low + 4, 0.3, "Chemical", v),            # a Gene's repeat
+        SpanPrediction(1, 0, 4, 0.5, "Chemical", v),           # another document's text
+    ]
+    got = keep_repeats(kept, candidates, [doc, other], 0.005, frozenset({"Chemical", "Disease"}))
+    added = [s for s in got if s not in kept]
+    assert [(s.start, s.end, s.type) for s in added] == [(15, 19, "Chemical")]
+    # every type: the Gene's repeat too, with the Gene type the kept span has
+    every = keep_repeats(kept, candidates, [doc, other], 0.005, None)
+    assert [(s.start, s.type) for s in every if s not in kept] == [(15, "Chemical"),
+                                                                   (low, "Gene")]
+    assert keep_repeats(kept, [], [doc, other], 0.005, None) == kept
+
+
+def test_keep_repeats_leaves_a_text_kept_with_two_types_and_takes_the_likelier_overlap():
+    from data_tools.documents import Document, Passage
+    text = "MS and MS; MS MS drug; MS drug"
+    doc = Document(id="t", passages=[Passage(offset=0, text=text)])
+    v = np.zeros(2, np.float32)
+    kept = [SpanPrediction(0, 0, 2, 0.9, "Disease", v), SpanPrediction(0, 7, 9, 0.9, "Chemical", v)]
+    assert keep_repeats(kept, [SpanPrediction(0, 11, 13, 0.5, "Disease", v)], [doc], 0.0,
+                        None) == kept
+    drug = text.index("MS drug")
+    last = text.rindex("MS drug")
+    kept = [SpanPrediction(0, last, last + 7, 0.9, "Chemical", v)]
+    candidates = [SpanPrediction(0, drug - 3, drug + 2, 0.2, "Chemical", v),   # "MS MS"
+                  SpanPrediction(0, drug, drug + 7, 0.4, "Chemical", v)]       # "MS drug"
+    got = keep_repeats(kept, candidates, [doc], 0.0, None)
+    assert [(s.start, s.end) for s in got] == [(drug, drug + 7), (last, last + 7)]
+

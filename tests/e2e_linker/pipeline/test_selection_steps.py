@@ -115,6 +115,26 @@ def test_propagation_keeps_only_the_declared_types_repeats():
         pipeline(propagation={"types": " , "})
 
 
+def test_kept_repeats_fill_only_text_the_other_select_steps_left_free():
+    text = "aspirin and TP53; aspirin, aspirin-TP53"
+    doc = Document(id="k", passages=[Passage(offset=0, text=text)])
+    vec = np.zeros(4, np.float32)
+    joined = text.index("aspirin-TP53")
+    spans = [SpanPrediction(0, 0, 7, 0.9, "Chemical", vec),
+             SpanPrediction(0, 12, 16, 0.9, "Gene", vec),
+             SpanPrediction(0, 18, 25, 0.05, "Chemical", vec),            # weak repeat: kept
+             SpanPrediction(0, joined, joined + 7, 0.05, "Chemical", vec),  # inside a kept span
+             SpanPrediction(0, joined, joined + 12, 0.8, "Gene", vec)]
+    pipe = pipeline(kept_repeats={"floor_score": 0.02})
+    assert pipe.detection_floor(0.6) == 0.02 and pipe.selection_floor(0.6) == 0.6
+    kept = select(pipe, spans, [doc], 0.6)
+    assert [(s.start, s.type) for s in kept] == [(0, "Chemical"), (12, "Gene"),
+                                                 (18, "Chemical"), (joined, "Gene")]
+    assert [s.start for s in select(pipeline(), spans, [doc], 0.6)] == [0, 12, joined]
+    with pytest.raises(UserError, match="kept_repeats.types"):
+        pipeline(kept_repeats={"types": ","})
+
+
 def test_the_dictionary_keeps_weak_exact_names_only():
     text = "aspirin and warfarin"
     doc = Document(id="d", passages=[Passage(offset=0, text=text)])
