@@ -37,11 +37,11 @@ RE_EARNED_OUT = {"propagation", "composites", "disease_symbols"}
 
 
 #: the steps off unless declared that the shipped declaration declares (decisions 0038, 0040,
-#: 0044, 0045, 0046, 0047, 0050, 0051, 0053, 0054)
+#: 0044, 0045, 0046, 0047, 0051, 0053, 0054; named_parts, decision 0050, was declared until the
+#: re-earning after 0054 left it out: docs/results.md, "Every rule re-earned")
 DECLARED_FROM_OFF = {"species_mentions", "learned_species", "gene_families", "gene_false_alarms",
                      "species_usage", "gene_product_genes", "gene_appositions",
-                     "gene_apposition_links", "named_parts", "coordinated_genes",
-                     "kept_repeats"}
+                     "gene_apposition_links", "coordinated_genes", "kept_repeats"}
 
 
 def test_the_shipped_declaration_is_what_its_config_implies_less_the_steps_not_re_earned():
