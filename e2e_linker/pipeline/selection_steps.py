@@ -27,6 +27,17 @@ from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.step import Step, register
 
 
+def type_set(step: str, types: str) -> frozenset[str] | None:
+    """A ``types`` parameter ("all", or types separated by commas, as the type head names them)
+    as a set, None for all; the steps that keep a text's repeats (``propagation``,
+    ``kept_repeats``) read it alike. Raises ValueError for a value that names no type."""
+    names = frozenset(t.strip() for t in types.split(",") if t.strip())
+    if not names:
+        raise ValueError(f"{step}.types must be 'all' or a comma-separated list of types, "
+                         f"not {types!r}")
+    return None if names == {"all"} else names
+
+
 @register
 @dataclass(frozen=True)
 class GeneNamedChemicals(Step):
@@ -187,13 +198,11 @@ class Propagation(RescueStep):
                "of `types` (all, or a comma-separated list)")
 
     def __post_init__(self) -> None:
-        if not [t for t in self.types.split(",") if t.strip()]:
-            raise ValueError("propagation.types must be 'all' or a comma-separated list of "
-                             f"types, not {self.types!r}")
+        type_set(self.name, self.types)
 
     def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
         seen = {(s.doc_index, batch.text(s).casefold()) for s in batch.strong()}
-        kinds = None if self.types == "all" else {t.strip() for t in self.types.split(",")}
+        kinds = type_set(self.name, self.types)
         return lambda s: (kinds is None or s.type in kinds) \
             and (s.doc_index, batch.text(s).casefold()) in seen
 
@@ -351,15 +360,11 @@ class KeptRepeats(Step):
     writes = ("kept",)
 
     def __post_init__(self) -> None:
-        if not [t for t in self.types.split(",") if t.strip()]:
-            raise ValueError("kept_repeats.types must be 'all' or a comma-separated list of "
-                             f"types, not {self.types!r}")
+        type_set(self.name, self.types)
 
     def floor(self, keep: float) -> float | None:
         return self.floor_score
 
     def run(self, batch: Batch) -> None:
-        kinds = None if self.types == "all" else frozenset(
-            t.strip() for t in self.types.split(",") if t.strip())
         batch.kept = keep_repeats(batch.kept, batch.candidates, batch.docs, self.floor_score,
-                                  kinds)
+                                  type_set(self.name, self.types))

@@ -13,6 +13,7 @@ from e2e_linker.errors import UserError
 from e2e_linker.lexical.abbreviations import scan_documents
 from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.declaration import Pipeline
+from e2e_linker.pipeline.selection_steps import type_set
 from e2e_linker.pipeline.step import STEPS, registry_order
 
 
@@ -300,3 +301,10 @@ def test_every_rescue_step_declared_with_its_defaults_acts_below_the_shipped_thr
     assert {"propagation", "dictionary"} <= set(rescue)
     for name in rescue:
         assert pipeline(**{name: {}}).selection_floor(gamma) < gamma, name
+
+
+def test_a_types_parameter_reads_all_or_the_types_listed():
+    assert type_set("kept_repeats", "all") is None
+    assert type_set("kept_repeats", " Chemical, Disease ,") == {"Chemical", "Disease"}
+    with pytest.raises(ValueError, match="propagation.types"):
+        type_set("propagation", " , ")
