@@ -33,7 +33,12 @@ from dataclasses import dataclass, replace
 
 from data_tools.documents import Annotation, Document
 from e2e_linker.collective.concept_types import concept_of
-from e2e_linker.collective.span_selection import CoveredText, SpanPrediction, free_occurrences
+from e2e_linker.collective.span_selection import (
+    CoveredText,
+    SpanPrediction,
+    free_occurrences,
+    spans_by_document,
+)
 from e2e_linker.lexical.abbreviations import DocumentAbbreviations, written_for
 from e2e_linker.lexical.text_forms import end_before
 
@@ -86,9 +91,7 @@ def keep_gene_appositions(kept: list[SpanPrediction], candidates: Sequence[SpanP
     before it is left alone (that span is the name the model chose). Other occurrences are
     case-sensitive whole words (no letter or digit on either side) that no kept span touches;
     each takes the name's score and vector."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for span in kept:
-        by_doc.setdefault(span.doc_index, []).append(span)
+    by_doc = spans_by_document(kept)
     ending: dict[tuple[int, int], list[SpanPrediction]] = {}
     name_types = {gene_type, *NAME_TYPES}
     for c in candidates:

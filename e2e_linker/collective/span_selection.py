@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -38,6 +39,26 @@ class SpanPrediction:
     mention_score: float
     type: str
     vector: np.ndarray
+
+
+class _InADocument(Protocol):
+    @property
+    def doc_index(self) -> int: ...
+
+
+_Item = TypeVar("_Item", bound=_InADocument)
+
+
+def spans_by_document(items: Iterable[_Item]) -> dict[int, list[_Item]]:
+    """``items`` grouped by their ``doc_index``, each group in the order given, the documents
+    in the order first met.
+
+    Why one helper: every selection rule works one document at a time over spans that come
+    for a whole batch of documents."""
+    grouped: dict[int, list[_Item]] = {}
+    for item in items:
+        grouped.setdefault(item.doc_index, []).append(item)
+    return grouped
 
 
 def never_a_mention(span: SpanPrediction, doc: Document) -> bool:
@@ -78,14 +99,10 @@ def extend_to_names(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
     "hypothyroidism" in "congenital hypothyroidism"), while every corpus we score annotates the
     whole name when the KB has it; overlap resolution alone keeps the higher-scored head. The
     counts per corpus are in docs/decisions/0007-name-extension.md."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for c in candidates:
-        by_doc.setdefault(c.doc_index, []).append(c)
+    by_doc = spans_by_document(candidates)
     starts_of: dict[int, tuple[list[int], list[SpanPrediction], int]] = {}
     out: list[SpanPrediction] = []
-    kept_by_doc: dict[int, list[SpanPrediction]] = {}
-    for s in kept:
-        kept_by_doc.setdefault(s.doc_index, []).append(s)
+    kept_by_doc = spans_by_document(kept)
     for s in kept:
         if s.doc_index not in starts_of:
             members = sorted((c for c in by_doc.get(s.doc_index, ())
@@ -188,9 +205,7 @@ def keep_long_forms(kept: list[SpanPrediction], candidates: Sequence[SpanPredict
     detector kept the short form but not the long form (an unusual chemical name, a disease
     the KB words otherwise) the short form was linked by its letters to another concept
     that shares them, and where it kept neither, both were lost (docs/decisions/0002-long-forms.md)."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for s in kept:
-        by_doc.setdefault(s.doc_index, []).append(s)
+    by_doc = spans_by_document(kept)
     exact: dict[tuple[int, int, int], SpanPrediction] = {
         (c.doc_index, c.start, c.end): c for c in candidates}
     added: list[SpanPrediction] = []
@@ -281,9 +296,7 @@ def keep_repeats(kept: list[SpanPrediction], candidates: Sequence[SpanPrediction
             repeats.setdefault(c.doc_index, []).append((c, next(iter(found))))
     if not repeats:
         return kept
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for span in kept:
-        by_doc.setdefault(span.doc_index, []).append(span)
+    by_doc = spans_by_document(kept)
     added: list[SpanPrediction] = []
     for doc_index, options in repeats.items():
         taken = CoveredText(len(docs[doc_index].text), by_doc.get(doc_index, ()))
@@ -303,9 +316,7 @@ def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
     """``spans`` plus every whole-word occurrence of a short form defined in the same document
     ("phenobarbital (PB)", from ``abbreviations[doc_index]``) whose long form one of them
     covers, where no span is already; each takes that span's type, score and vector."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for span in spans:
-        by_doc.setdefault(span.doc_index, []).append(span)
+    by_doc = spans_by_document(spans)
     added: list[SpanPrediction] = []
     for doc_index, members in by_doc.items():
         text = docs[doc_index].text
@@ -328,9 +339,7 @@ def tag_short_forms(spans: list[SpanPrediction], docs: Sequence[Document],
 
 def resolve_overlaps(spans: list[SpanPrediction]) -> list[SpanPrediction]:
     """Keep the most probable of overlapping spans (greedy), in document order."""
-    by_doc: dict[int, list[SpanPrediction]] = {}
-    for s in spans:
-        by_doc.setdefault(s.doc_index, []).append(s)
+    by_doc = spans_by_document(spans)
     kept: list[SpanPrediction] = []
     for doc_index in sorted(by_doc):
         # taken spans are disjoint, so sorted by start they are sorted by end too and a new

@@ -18,6 +18,7 @@ from e2e_linker.collective.span_selection import (
     keep_repeats,
     named_parts,
     resolve_overlaps,
+    spans_by_document,
     tag_short_forms,
 )
 from e2e_linker.lexical.abbreviations import scan_documents
@@ -29,6 +30,17 @@ def test_resolve_overlaps_keeps_most_probable():
              SpanPrediction(0, 12, 15, 0.5, "Disease", v), SpanPrediction(1, 0, 10, 0.1, "Chemical", v)]
     kept = resolve_overlaps(spans)
     assert [(s.doc_index, s.start, s.end) for s in kept] == [(0, 5, 12), (0, 12, 15), (1, 0, 10)]
+
+
+def test_spans_by_document_keeps_given_order_within_and_first_met_order_across():
+    v = np.zeros(2, np.float32)
+    spans = [SpanPrediction(2, 9, 12, 0.1, "Gene", v), SpanPrediction(0, 5, 8, 0.2, "Gene", v),
+             SpanPrediction(2, 0, 3, 0.3, "Gene", v)]
+    grouped = spans_by_document(spans)
+    assert list(grouped) == [2, 0]
+    assert [s.start for s in grouped[2]] == [9, 0]
+    assert grouped[0] == [spans[1]]
+    assert spans_by_document([]) == {}
 
 
 # overlap resolution against its definition
