@@ -80,6 +80,7 @@ class Annotator:
         #: the steps this annotator runs (:meth:`AnnotateSettings.resolved_pipeline`)
         self.pipeline = pipeline or self.settings.resolved_pipeline(
             model.config, model_dir or self.settings.model_dir or model_directory(model))
+        self.pipeline.check_model_types(model.config.types)
         #: the tag of the pipeline's guideline, read after [CLS] (none for a model trained
         #: without guideline tags)
         self.prefix_ids = guideline_prefix(model.tokenizer, model.config.guidelines,

@@ -232,6 +232,12 @@ class Pipeline:
                                      f"--set {item}")
         return Pipeline(tuple(steps), self.source, self.guideline)
 
+    def check_model_types(self, model_types: Sequence[str]) -> None:
+        """Raise :class:`UserError` when a step's parameter names a type the model lacks
+        (:meth:`Step.check_model_types`): called once a model is at hand."""
+        for step in self.steps:
+            step.check_model_types(model_types)
+
     # ---- asking ------------------------------------------------------------------------------
     @property
     def names(self) -> list[str]:

@@ -7,7 +7,8 @@ linker's KB lookups); the order that reproduces the shipped output is declared i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from data_tools.kb_loaders import GENE_TYPE
@@ -23,6 +24,7 @@ from e2e_linker.collective.span_selection import (
     resolve_overlaps,
     tag_short_forms,
 )
+from e2e_linker.errors import UserError
 from e2e_linker.pipeline.batch import Batch
 from e2e_linker.pipeline.step import Step, register
 
@@ -36,6 +38,20 @@ def type_set(step: str, types: str) -> frozenset[str] | None:
         raise ValueError(f"{step}.types must be 'all' or a comma-separated list of types, "
                          f"not {types!r}")
     return None if names == {"all"} else names
+
+
+def check_type_set(step: Step, model_types: Sequence[str]) -> None:
+    """Raise :class:`UserError` when ``step``'s ``types`` parameter (:func:`type_set`) names a
+    type that ``model_types`` (the model's type head) lacks and the parameter's default does
+    not name: a type the default names is accepted for a model without it (the default was
+    chosen for the shipped model's types, not by the user), a misspelt or foreign one is not."""
+    default = next(f.default for f in dataclasses.fields(step) if f.name == "types")
+    names = type_set(step.name, step.types)
+    accepted = set(model_types) | (type_set(step.name, default) or set())
+    unknown = sorted(names - accepted) if names is not None else []
+    if unknown:
+        raise UserError(f"{step.name}.types names {', '.join(map(repr, unknown))}, which the model "
+                        f"has no type for (its types: {', '.join(model_types)}; or 'all')")
 
 
 @register
@@ -200,6 +216,9 @@ class Propagation(RescueStep):
     def __post_init__(self) -> None:
         type_set(self.name, self.types)
 
+    def check_model_types(self, model_types: Sequence[str]) -> None:
+        check_type_set(self, model_types)
+
     def supports(self, batch: Batch) -> Callable[[SpanPrediction], bool]:
         seen = {(s.doc_index, batch.text(s).casefold()) for s in batch.strong()}
         kinds = type_set(self.name, self.types)
@@ -361,6 +380,9 @@ class KeptRepeats(Step):
 
     def __post_init__(self) -> None:
         type_set(self.name, self.types)
+
+    def check_model_types(self, model_types: Sequence[str]) -> None:
+        check_type_set(self, model_types)
 
     def floor(self, keep: float) -> float | None:
         return self.floor_score

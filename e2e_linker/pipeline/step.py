@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -53,6 +54,12 @@ class Step:
     def params(self) -> dict[str, Any]:
         """The parameters, by name."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def check_model_types(self, model_types: Sequence[str]) -> None:
+        """Raise :class:`UserError` when a parameter names a type the model has no type head
+        for. Why here and not when the step is built: a declaration or ``--set`` is read
+        before a model is at hand (``linker pipeline show``), and a misspelt type
+        ("Chemcial") would otherwise match nothing without a word. Most steps name none."""
 
 
 #: every registered step class, by name

@@ -308,3 +308,17 @@ def test_a_types_parameter_reads_all_or_the_types_listed():
     assert type_set("kept_repeats", " Chemical, Disease ,") == {"Chemical", "Disease"}
     with pytest.raises(ValueError, match="propagation.types"):
         type_set("propagation", " , ")
+
+
+def test_a_types_parameter_naming_a_type_the_model_lacks_is_refused_once_a_model_is_at_hand():
+    model = ("Chemical", "Disease", "Gene")
+    pipeline(kept_repeats={"types": "Chemical,Gene"}).check_model_types(model)
+    pipeline(propagation={"types": "all"}).check_model_types(model)
+    for step in ("kept_repeats", "propagation"):
+        with pytest.raises(UserError, match=rf"{step}.types names 'Chemcial'.*its types: "
+                                            r"Chemical, Disease, Gene"):
+            pipeline(**{step: {"types": "Chemcial,Disease"}}).check_model_types(model)
+    # the default names types a model may lack (a disease-only model): not the user's choice
+    pipeline(kept_repeats={}).check_model_types(("Disease",))
+    with pytest.raises(UserError, match="'Gene'"):
+        pipeline(kept_repeats={"types": "Gene"}).check_model_types(("Disease",))
