@@ -458,14 +458,13 @@ MEDIC = ("biosyn", "medic_06Jul2012.txt")
 
 
 def _bc5cdr(core: bool) -> KB:
-    descriptors = load_mesh_descriptors(vocab_path(*MESH_DESC), trees="CD")
-    kb = load_medic(vocab_path(*MEDIC)).merge(descriptors)
+    # every descriptor, read once: the KB keeps the chemicals and diseases (the C and D trees),
+    # and all of them type the supplementary concepts, so that those mapped only to organisms
+    # or population groups are known as neither chemical nor disease
+    every = load_mesh_descriptors(vocab_path(*MESH_DESC), trees=None)
+    kb = load_medic(vocab_path(*MEDIC)).merge(every.filter(("Chemical", "Disease")))
     if not core:
-        # every descriptor types the supplementary concepts, so that those mapped only to
-        # organisms or population groups are known as neither chemical nor disease
-        kb = kb.merge(load_mesh_supplementary(
-            vocab_path(*MESH_SUPP), descriptor_kb=load_mesh_descriptors(vocab_path(*MESH_DESC),
-                                                                        trees=None)))
+        kb = kb.merge(load_mesh_supplementary(vocab_path(*MESH_SUPP), descriptor_kb=every))
     return kb
 
 
