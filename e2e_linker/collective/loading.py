@@ -151,7 +151,7 @@ def pack_linker_index(directory: Path, model, cache_dir: str | None = None, pq_b
     vectors = cache.matrix(names, progress=progress,
                            describe={"kb": read_manifest(directory).get("kb"),
                                      "model": str(directory), "concepts": len(knowledge)})
-    return pack_vectors(vectors, names, cache.folder.name,
+    return pack_vectors(vectors, names, cache.fingerprint,
                         str(read_manifest(directory).get("kb") or ""),
                         Path(output) if output else packed_index_file(directory), pq_bytes,
                         nlist, progress)

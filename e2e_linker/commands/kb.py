@@ -217,8 +217,10 @@ def _rows(item: dict, unit: str) -> str:
 def _echo_entry(entry: dict) -> None:
     """One encoder's folder, its KB matrices and text lists, each listed once."""
     who = entry.get("encoder", {})
-    click.echo(f"- {entry['store']}/{entry['fingerprint']}: "
+    click.echo(f"- {entry['store']}/{entry['folder']}: "
                f"{entry['bytes'] / 2**20:,.1f} MiB"
+               + ("" if entry["in_use"] else " (vectors of padded batches, no longer read: "
+                  "safe to delete)")
                + (f", {entry['names']:,} names" if "names" in entry else "")
                + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
                   f"{who.get('max_length')} tokens)" if who else ""))

@@ -20,6 +20,14 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 
 POOLINGS = ("cls", "mean")
 
+#: how :meth:`TextEncoder.encode` batches texts ("unpadded": each batch holds texts of one token
+#: length, so a vector depends on its text alone); vector stores are kept apart by it
+ENCODE_SCHEME = "unpadded"
+#: :meth:`TextEncoder.encode` runs at least this many token rows at once (a batch of fewer
+#: short texts is filled with copies of its first): a smaller matrix took another kernel and
+#: other last bits (docs/decisions/0056-names-encoded-alone.md)
+MIN_TOKEN_ROWS = 16
+
 #: set to ``1`` to load every encoder and tokenizer through transformers, as before the
 #: plain-torch BERT path (:mod:`e2e_linker.encoder.bert`): for comparisons and as an escape hatch
 TRANSFORMERS_ENV = "E2E_LINKER_TRANSFORMERS"
@@ -187,32 +195,48 @@ class TextEncoder(nn.Module):
         progress: bool | str = False,
         dtype: np.dtype = np.float32,
     ) -> np.ndarray:
-        """Vectors for many texts, batched by length so padding stays small.
+        """Vectors for many texts, each batched only with texts of its own token length.
 
         Returns a ``(len(texts), hidden)`` array in input order. ``progress`` may be a label
         for the progress bar.
+
+        Why no padding: a padded row's vector moves in its last digits with the length it is
+        padded to (the masked positions still enter the sums), so a name's vector depended on
+        which names shared its batch, and a vector cache filled in another order gave other
+        links on near ties. Unpadded, a text's vector is the one it has alone whatever texts
+        of other lengths come with it; rows of one length gave the same bits in batches of
+        any size on 1 and 2 threads for the shipped encoder, once a batch holds at least
+        :data:`MIN_TOKEN_ROWS` token rows (fewer took another kernel; a BLAS may round yet
+        other shapes otherwise: docs/decisions/0056-names-encoded-alone.md).
         """
         from e2e_linker.console import progress_bar
 
         was_training = self.training
         self.eval()
         out = np.zeros((len(texts), self.hidden_size), dtype=dtype)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        starts = range(0, len(order), batch_size)
+        batches = length_groups(self.token_ids(texts), batch_size)
         bar = progress_bar(
-            starts,
+            batches,
             desc=progress if isinstance(progress, str) else "encoding",
             unit="batch",
             enabled=bool(progress),
         )
-        for start in bar:
-            idx = order[start : start + batch_size]
-            vecs = self.embed_texts([texts[i] for i in idx]).float()
+        for idx, ids in bar:
+            # too few token rows take another matrix kernel: fill the batch with copies
+            fill = -(-MIN_TOKEN_ROWS // len(ids[0])) - len(ids)
+            input_ids = torch.tensor([*ids, *[ids[0]] * fill], dtype=torch.long,
+                                     device=self.device)
+            vecs = self(input_ids, torch.ones_like(input_ids))[:len(idx)].float()
             if normalize:
                 vecs = torch.nn.functional.normalize(vecs, dim=-1)
             out[idx] = vecs.cpu().numpy().astype(dtype)
         self.train(was_training)
         return out
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's word-piece ids, truncated to ``max_length``, unpadded."""
+        return self.tokenizer(list(texts), truncation=True, max_length=self.max_length,
+                              return_attention_mask=False)["input_ids"]
 
     def save(self, directory: str | os.PathLike) -> None:
         """Weights as safetensors plus config and tokenizer: loadable by ``from_pretrained``."""
@@ -220,3 +244,21 @@ class TextEncoder(nn.Module):
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
+
+
+def length_groups(token_ids: Sequence[Sequence[int]], batch_size: int
+                  ) -> list[tuple[list[int], list[Sequence[int]]]]:
+    """The rows of ``token_ids`` as batches of at most ``batch_size`` rows of one length,
+    shortest first: ``(row numbers, their ids)`` each, in input order within a length.
+
+    Why: :meth:`TextEncoder.encode` runs each batch without padding (its docstring says why)."""
+    by_length: dict[int, list[int]] = {}
+    for row, ids in enumerate(token_ids):
+        by_length.setdefault(len(ids), []).append(row)
+    batches = []
+    for length in sorted(by_length):
+        rows = by_length[length]
+        for start in range(0, len(rows), batch_size):
+            idx = rows[start:start + batch_size]
+            batches.append((idx, [token_ids[i] for i in idx]))
+    return batches

@@ -2,7 +2,8 @@
 
 Why a cache: encoding the ~700k names of the BC5CDR KB takes minutes on a CPU, and the result
 only depends on the encoder's weights and the text. Everything lives under
-:func:`default_cache_dir`, in folders keyed by :func:`encoder_fingerprint`.
+:func:`default_cache_dir`, in folders keyed by :func:`encoder_fingerprint` and the encoder's
+batching scheme (:func:`store_key`).
 
 One store (:class:`VectorStore`) per encoder, keyed by text inside; a text list's matrix comes
 in three modes:
@@ -17,14 +18,14 @@ in three modes:
   length 1 in fp32 before they are rounded to fp16; otherwise rows are the encoder's output
   rounded to fp16 (``linker annotate``'s entity tower).
 
-On disk (the layout existing caches have; no file is renamed):
+On disk (``<key>``: :func:`store_key`; a store of an earlier scheme is left where it is, unused):
 
-* ``entity_vectors/<fingerprint>/names.jsonl`` + ``vectors.npy`` — the name-keyed table, fp16
+* ``entity_vectors/<key>/names.jsonl`` + ``vectors.npy`` — the name-keyed table, fp16
   vectors by text, appended to as new texts appear. Raw lists are gathered from it; unit lists
   are seeded from it (when the fingerprints agree) and add their newly encoded texts to it.
-* ``entity_vectors/<fingerprint>/kb/<digest>.npy`` — raw full lists, one per KB name list
+* ``entity_vectors/<key>/kb/<digest>.npy`` — raw full lists, one per KB name list
   (``.json`` beside: the KB it was built for; approximate indexes: ``.*.faiss``).
-* ``normalizer_vectors/<fingerprint>/<hash>-<n>.npy`` — unit full lists, written in resumable
+* ``normalizer_vectors/<key>/<hash>-<n>.npy`` — unit full lists, written in resumable
   parts (``<hash>-<n>.parts/``).
 * ``<list>.partial.npy`` + ``<list>.partial-have.npy`` (+ ``<list>.partial-sums.npy``) beside
   a list's full file — its partial mode.
@@ -32,12 +33,13 @@ On disk (the layout existing caches have; no file is renamed):
   (:mod:`e2e_linker.kb_search.integrity`: what is checked when, and what a damaged file
   becomes: reported by name, discarded, made again).
 
-Why a full list is encoded one way per mode: the raw mode encodes the names its table lacks,
-sorted by length, in checkpointed pieces, then gathers the list's rows; the unit mode encodes
-the texts its seed lacks in parts of the list, normalising fp32 output. Each linker was scored
-with its own vectors, and the same texts encoded in other batches (or normalised after fp16
-rounding instead of before) differ in the last bits, which flips near-ties; so each mode keeps
-its encode, and the store shares the rest: the table, the folders, the lock, the list files.
+Why a full list is encoded one way per mode: the raw mode encodes the names its table lacks
+in checkpointed pieces, then gathers the list's rows; the unit mode encodes the texts its seed
+lacks in parts of the list, normalising fp32 output. A text's vector does not depend on the
+batch it is encoded in (:meth:`~e2e_linker.encoder.text_encoder.TextEncoder.encode`), but a
+vector normalised after fp16 rounding instead of before differs in the last bits, which flips
+near-ties; so each mode keeps its encode, and the store shares the rest: the table, the
+folders, the lock, the list files.
 
 The store's code is split by concern: the name-keyed table (read, adopt, repair, rewrite) is
 :class:`~e2e_linker.kb_search.name_table.NameTable`, the encode paths (names the table lacks,
@@ -64,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.console import detail, say
-from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.encoder.text_encoder import ENCODE_SCHEME, TextEncoder
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
     default_cache_dir,
@@ -97,6 +99,18 @@ from e2e_linker.kb_search.partial_matrix import (
 from e2e_linker.kb_search.shared_rows import SharedRows
 from e2e_linker.kb_search.shipped import require_shipped
 from e2e_linker.kb_search.store_encoding import StoreEncoding
+
+
+def store_key(fingerprint: str) -> str:
+    """The folder name of an encoder's store: ``<fingerprint>`` for vectors of the padded
+    batches encoded before :data:`ENCODE_SCHEME`, ``<fingerprint>-<scheme>`` after.
+
+    Why the scheme is in the name and not in the fingerprint: the fingerprint also names the
+    packed indexes shipped with models, whose approximate vectors serve any scheme; a store's
+    exact vectors must all come from one scheme, or a vector's last digits (and a near tie
+    between two links) depend on which run encoded it first
+    (docs/decisions/0056-names-encoded-alone.md)."""
+    return f"{fingerprint}-{ENCODE_SCHEME}"
 
 
 def texts_hash(texts: Sequence[str]) -> str:
@@ -144,9 +158,12 @@ class VectorStore(StoreEncoding):
         self.encoder = encoder
         self.unit = unit
         self.fingerprint = fingerprint or encoder_fingerprint(encoder)
-        #: the name-keyed table's folder (both modes), and the folder of this mode's lists
-        self.names_folder = self.root / "entity_vectors" / self.fingerprint
-        self.folder = (self.root / "normalizer_vectors" / self.fingerprint if unit
+        #: the name-keyed table's folder (both modes), and the folder of this mode's lists:
+        #: named by the fingerprint and how the encoder batches (:data:`ENCODE_SCHEME`), so
+        #: that vectors of two batching schemes never share a store
+        key = store_key(self.fingerprint)
+        self.names_folder = self.root / "entity_vectors" / key
+        self.folder = (self.root / "normalizer_vectors" / key if unit
                        else self.names_folder)
         self.names_path = self.names_folder / "names.jsonl"
         self.vectors_path = self.names_folder / "vectors.npy"

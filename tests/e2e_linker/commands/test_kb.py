@@ -43,6 +43,15 @@ def test_build_then_info_lists_the_kb(tmp_path):
     assert again.returncode == 0 and "encoding" not in again.stderr
     assert json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout) == \
         listing
+    # a store of padded batches (an earlier version's folder, named by the fingerprint alone)
+    # is listed as unused, the store in use is not
+    assert entry["in_use"] and entry["folder"] == f"{entry['fingerprint']}-unpadded"
+    (cache / "entity_vectors" / entry["fingerprint"]).mkdir()
+    text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
+    assert f"entity_vectors/{entry['fingerprint']}: 0.0 MiB (vectors of padded batches, no " \
+        "longer read: safe to delete)" in text
+    assert f"entity_vectors/{entry['folder']}: " in text
+    assert text.count("safe to delete") == 1
 
 
 def test_unwritable_cache_is_one_line_naming_it(tmp_path):

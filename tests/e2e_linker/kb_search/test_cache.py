@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.cache import VectorStore
+from e2e_linker.kb_search.cache import VectorStore, store_key
 from e2e_linker.kb_search.concept_search import ConceptSearcher
 from e2e_linker.kb_search.label_index import LabeledTexts
 from tests.helpers.damage import poke
@@ -97,7 +97,8 @@ def test_raw_and_unit_modes_share_one_name_table(tiny_encoder, tmp_path, monkeyp
     assert unit.names_folder == raw.names_folder and unit.folder != raw.folder
     _no_encoding(tiny_encoder, monkeypatch)
     got = unit.matrix(TEXTS)
-    assert unit.list_path(TEXTS).parent == tmp_path / "normalizer_vectors" / unit.fingerprint
+    assert unit.list_path(TEXTS).parent == tmp_path / "normalizer_vectors" / store_key(
+        unit.fingerprint)
     np.testing.assert_array_equal(got, unit_rows(matrix).astype(np.float16))
 
 
@@ -146,19 +147,21 @@ def test_the_encoder_fingerprint_is_the_torch_cast_hash(tiny_encoder):
     assert encoder_fingerprint(changed) != encoder_fingerprint(tiny_encoder)  # memory, not file
 
 
-def test_existing_cache_files_are_read_under_their_old_names(tiny_encoder, tmp_path,
-                                                             monkeypatch):
-    """The layout is the one users' caches have: a list file already there is used as is."""
+def test_cache_files_are_read_under_the_stores_key(tiny_encoder, tmp_path, monkeypatch):
+    """A list file already in the store's folder is used as is; one in the folder of vectors
+    encoded in padded batches (named by the fingerprint alone) is not read: its rows' last bits
+    depend on the batches that made them (docs/decisions/0056-names-encoded-alone.md)."""
     from e2e_linker.kb_search.cache import VectorStore, encoder_fingerprint
     from e2e_linker.kb_search.packed_index import names_digest
 
     fingerprint = encoder_fingerprint(tiny_encoder)
     dim = tiny_encoder.hidden_size
-    raw_file = tmp_path / "entity_vectors" / fingerprint / "kb" / f"{names_digest(TEXTS)}.npy"
-    raw_file.parent.mkdir(parents=True)
-    np.save(raw_file, np.full((len(TEXTS), dim), 0.5, np.float16))
+    for key, value in ((fingerprint, 0.75), (store_key(fingerprint), 0.5)):
+        raw_file = tmp_path / "entity_vectors" / key / "kb" / f"{names_digest(TEXTS)}.npy"
+        raw_file.parent.mkdir(parents=True)
+        np.save(raw_file, np.full((len(TEXTS), dim), value, np.float16))
     unit_file = VectorStore(tmp_path, tiny_encoder, unit=True).list_path(TEXTS)
-    assert unit_file.parent == tmp_path / "normalizer_vectors" / fingerprint
+    assert unit_file.parent == tmp_path / "normalizer_vectors" / store_key(fingerprint)
     assert unit_file.name.endswith(f"-{len(TEXTS)}.npy")
     unit_file.parent.mkdir(parents=True)
     np.save(unit_file, np.full((len(TEXTS), dim), 0.25, np.float16))

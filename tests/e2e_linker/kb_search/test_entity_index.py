@@ -172,7 +172,7 @@ def _packed_for(kb, encoder, folder):
     index = build_faiss("ivfpq", vectors, SearchParams(pq_bytes=8, ivf_nlist=16,
                                                        train_size=len(names)), progress=False)
     path = write_packed(index, folder / "kb_index.safetensors", PackedInfo(
-        cache.folder.name, names_digest(names), len(names), int(vectors.shape[1]), 16, 8, "t"),
+        cache.fingerprint, names_digest(names), len(names), int(vectors.shape[1]), 16, 8, "t"),
         name_hashes(names))
     return path, vectors
 
