@@ -66,13 +66,14 @@ from pathlib import Path
 import numpy as np
 
 from e2e_linker.console import detail, say
-from e2e_linker.encoder.text_encoder import ENCODE_SCHEME, TextEncoder
+from e2e_linker.encoder.text_encoder import TextEncoder
 from e2e_linker.errors import UserError
 from e2e_linker.kb_search.cache_folder import (
     default_cache_dir,
     encoder_fingerprint,
     ensure_room,
     exclusive,
+    store_key,
     writable,
 )
 from e2e_linker.kb_search.integrity import (
@@ -99,18 +100,6 @@ from e2e_linker.kb_search.partial_matrix import (
 from e2e_linker.kb_search.shared_rows import SharedRows
 from e2e_linker.kb_search.shipped import require_shipped
 from e2e_linker.kb_search.store_encoding import StoreEncoding
-
-
-def store_key(fingerprint: str) -> str:
-    """The folder name of an encoder's store: ``<fingerprint>`` for vectors of the padded
-    batches encoded before :data:`ENCODE_SCHEME`, ``<fingerprint>-<scheme>`` after.
-
-    Why the scheme is in the name and not in the fingerprint: the fingerprint also names the
-    packed indexes shipped with models, whose approximate vectors serve any scheme; a store's
-    exact vectors must all come from one scheme, or a vector's last digits (and a near tie
-    between two links) depend on which run encoded it first
-    (docs/decisions/0056-names-encoded-alone.md)."""
-    return f"{fingerprint}-{ENCODE_SCHEME}"
 
 
 def texts_hash(texts: Sequence[str]) -> str:
@@ -159,8 +148,8 @@ class VectorStore(StoreEncoding):
         self.unit = unit
         self.fingerprint = fingerprint or encoder_fingerprint(encoder)
         #: the name-keyed table's folder (both modes), and the folder of this mode's lists:
-        #: named by the fingerprint and how the encoder batches (:data:`ENCODE_SCHEME`), so
-        #: that vectors of two batching schemes never share a store
+        #: named by the fingerprint and how the encoder batches (:func:`store_key`), so that
+        #: vectors of two batching schemes never share a store
         key = store_key(self.fingerprint)
         self.names_folder = self.root / "entity_vectors" / key
         self.folder = (self.root / "normalizer_vectors" / key if unit

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from e2e_linker.encoder.text_encoder import TextEncoder
+from e2e_linker.encoder.text_encoder import ENCODE_SCHEME, TextEncoder
 from e2e_linker.errors import UserError
 
 #: room left free beyond what a cache write needs (file system metadata, records)
@@ -51,6 +51,18 @@ def encoder_fingerprint(encoder: TextEncoder) -> str:
         digest.update(key.encode())
         digest.update(fp16_bytes(value))
     return digest.hexdigest()[:16]
+
+
+def store_key(fingerprint: str) -> str:
+    """The folder name of an encoder's store: ``<fingerprint>`` for vectors of the padded
+    batches encoded before :data:`ENCODE_SCHEME`, ``<fingerprint>-<scheme>`` after.
+
+    Why the scheme is in the name and not in the fingerprint: the fingerprint also names the
+    packed indexes shipped with models, whose approximate vectors serve any scheme; a store's
+    exact vectors must all come from one scheme, or a vector's last digits (and a near tie
+    between two links) depend on which run encoded it first
+    (docs/decisions/0056-names-encoded-alone.md)."""
+    return f"{fingerprint}-{ENCODE_SCHEME}"
 
 
 def fp16_bytes(tensor: torch.Tensor) -> np.ndarray:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from e2e_linker.encoder.text_encoder import ENCODE_SCHEME
+from e2e_linker.kb_search.cache_folder import store_key
 from e2e_linker.kb_search.integrity import (
     DAMAGED,
     OK,
@@ -87,16 +87,16 @@ def describe_cache(root: Path) -> list[dict]:
     encoded and the approximate indexes beside them), the normalizer's text lists, and the
     bytes on disk. A list is listed once, full or partial; nothing here fails on a damaged
     file (it is listed as damaged). ``in_use``: the folder holds vectors of the encoder's
-    batching scheme now (:func:`~e2e_linker.kb_search.cache.store_key`); one of an earlier
+    batching scheme now (:func:`~e2e_linker.kb_search.cache_folder.store_key`); one of an earlier
     scheme is never read again."""
     out: list[dict] = []
     for kind in ("entity_vectors", "normalizer_vectors"):
         for folder in sorted((root / kind).glob("*")) if (root / kind).is_dir() else []:
             if not folder.is_dir():
                 continue
-            fingerprint, _, scheme = folder.name.partition("-")
+            fingerprint = folder.name.partition("-")[0]
             entry: dict = {"store": kind, "folder": folder.name, "fingerprint": fingerprint,
-                           "in_use": scheme == ENCODE_SCHEME,
+                           "in_use": folder.name == store_key(fingerprint),
                            "bytes": folder_bytes(folder), "kbs": [], "lists": []}
             settings = _read_json(folder / "encoder.json")
             if settings:

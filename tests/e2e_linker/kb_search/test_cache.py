@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from e2e_linker.kb_search.cache import VectorStore, store_key
+from e2e_linker.kb_search.cache import VectorStore
+from e2e_linker.kb_search.cache_folder import store_key
 from e2e_linker.kb_search.concept_search import ConceptSearcher
 from e2e_linker.kb_search.label_index import LabeledTexts
 from tests.helpers.damage import poke
