@@ -111,10 +111,6 @@ class VectorSearch:
         """``(scores, rows)``, each ``(len(queries), k)``, best first; rows −1 past the end."""
         raise NotImplementedError
 
-    def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Exact inner products of one query with the given rows (used by the name sieve)."""
-        raise NotImplementedError
-
     def describe(self) -> str:
         return self.kind
 
@@ -229,11 +225,6 @@ class ExactSearch(VectorSearch):
         return exact_top_k(queries, k, self.ties,
                            TorchProducts(self._rows, self.n, self.block_rows))
 
-    def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        if self.reader is not None:
-            return self.reader.read(rows).astype(np.float32) @ query.astype(np.float32)
-        return self.matrix.numpy()[rows] @ query.astype(np.float32)
-
 
 class FaissShortlistSearch(VectorSearch):
     """A faiss index proposes a shortlist; the fp16 vectors (memory-mapped) re-rank it
@@ -345,9 +336,6 @@ class FaissShortlistSearch(VectorSearch):
         if self.on_demand:
             return self.vectors.rows(rows)
         return self.reader.read(rows) if self.reader is not None else self.vectors[rows]
-
-    def rows_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(self.rows(rows), dtype=np.float32) @ query.astype(np.float32)
 
     def describe(self) -> str:
         p = self.params

@@ -130,7 +130,6 @@ class EntityIndex:
         self.searcher = searcher or make_search(kind, vectors, memory_budget_mb, params,
                                                 self._index_file(kind, memory_budget_mb, params),
                                                 ties=TIES)
-        self._rows_of: dict[str, list[int]] | None = None
 
     def _index_file(self, kind: str, memory_budget_mb: float | None,
                     params: SearchParams | None) -> Path | None:
@@ -164,35 +163,6 @@ class EntityIndex:
         such a search needs the encoder's device, which a process forked after the model was
         put on a GPU cannot use (:mod:`e2e_linker.jobs.host_pool`)."""
         return hasattr(self.vectors, "ensure")
-
-    def rows_of(self, concept_id: str) -> list[int]:
-        """Rows of every name of ``concept_id``."""
-        if self._rows_of is None:
-            table: dict[str, list[int]] = {}
-            for row, cid in enumerate(self.concept_ids):
-                table.setdefault(cid, []).append(row)
-            self._rows_of = table
-        return self._rows_of.get(concept_id, [])
-
-    def concept_scores(self, query: np.ndarray,
-                       concept_ids: Sequence[str]) -> list[tuple[float, int] | None]:
-        """Best inner product of ``query`` with any name of each concept, and that name's row
-        (the highest row among equal scores); None for a concept without names.
-
-        Why: when the name sieve has already narrowed a mention to a few concepts, these
-        scores are all the dense side must supply, at the cost of a handful of dot products
-        instead of a search of the whole KB.
-        """
-        out: list[tuple[float, int] | None] = []
-        for cid in concept_ids:
-            rows = np.asarray(self.rows_of(cid), dtype=np.int64)
-            if not len(rows):
-                out.append(None)
-                continue
-            scores = self.searcher.rows_dot(query, rows)
-            best = scores.max()
-            out.append((float(best), int(rows[scores == best].max())))
-        return out
 
     @classmethod
     def build(cls, kb, encoder: TextEncoder, cache_dir: str | os.PathLike | None | bool = None,

@@ -180,8 +180,6 @@ def test_exact_search_on_a_shared_machine_maps_one_fp32_file(tmp_path):
     assert np.array_equal(np.load(twin), np.asarray(mapped, dtype=np.float32))
     for a, b in zip(copy.search(queries, 5), shared.search(queries, 5), strict=True):
         assert np.array_equal(a, b)
-    rows = np.array([3, 999, 42])
-    assert np.array_equal(copy.rows_dot(queries[0], rows), shared.rows_dot(queries[0], rows))
     stamp = twin.stat().st_mtime_ns
     ExactSearch(mapped, shared=True)
     assert twin.stat().st_mtime_ns == stamp  # mapped again, not rewritten

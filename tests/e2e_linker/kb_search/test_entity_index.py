@@ -70,17 +70,6 @@ def test_bad_policy_and_mismatched_lengths_are_refused():
         EntityIndex(["a"], ["A", "B"], ["T"], np.zeros((1, 2), np.float16), kind="exact")
 
 
-def test_concept_scores_best_name_and_highest_row_among_equals():
-    index = EntityIndex(["a", "a again", "b"], ["A", "A", "B"], ["T", "T", "T"],
-                        np.array([[1.0, 0.0], [1.0, 0.0], [0.6, 0.8]], np.float16),
-                        kind="exact")
-    got = index.concept_scores(Q[0], ["B", "A", "missing"])
-    assert got[0][1] == 2 and got[0][0] == pytest.approx(0.6, abs=1e-3)
-    assert got[1][1] == 1 and got[1][0] == pytest.approx(1.0, abs=1e-3)
-    assert got[2] is None
-    assert index.rows_of("A") == [0, 1] and index.rows_of("missing") == []
-
-
 def test_empty_queries_and_kb_names_cap():
     scores, rows = _index().search(np.zeros((0, 2), np.float32), k=3)
     assert scores.shape == rows.shape == (0, 3)
