@@ -1,4 +1,4 @@
-"""``linker kb build|pack|info|check``: the KB index as something a user can prepare and look
+"""``linker kb build|pack|info|prune|check``: the KB index as something a user can prepare and look
 at, and a user's own KB file checked before it is used.
 
 ``linker kb build`` does ahead of time what the first ``linker annotate`` would do: encode every
@@ -9,7 +9,8 @@ checkpointed, so a killed build resumes) and build the approximate index that ``
 KB inside a model directory, so that the model's first runs elsewhere encode only shortlisted
 names (:mod:`e2e_linker.kb_search.packed_index`). ``linker kb info`` lists what a cache folder
 holds, each list once (a partly encoded one with its fill ratio); ``--verify`` checks every
-file against its checksums (:mod:`e2e_linker.kb_search.integrity`). ``linker kb check FILE``
+file against its checksums (:mod:`e2e_linker.kb_search.integrity`); ``linker kb prune`` deletes
+what this version never reads (:func:`unread_folders`). ``linker kb check FILE``
 reads a ``tsv:`` KB file as ``--kb tsv:FILE`` would (:func:`data_tools.kb_loaders.read_tsv_rows`)
 and says what it read, without loading a model.
 """
@@ -146,14 +147,10 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
     from e2e_linker.compiled_kb.store import list_compiled
     from e2e_linker.defaults import DEFAULT_MODEL_DIR
     from e2e_linker.errors import UserError
-    from e2e_linker.kb_search.cache import default_cache_dir
     from e2e_linker.kb_search.cache_report import describe_cache, verify_cache
     from e2e_linker.kb_search.shipped import verify_tree
 
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
-    if root.exists() and not root.is_dir():  # not "empty": a file is no cache (issue 47)
-        where = "--cache-dir" if cache_dir else "the cache folder (E2E_LINKER_CACHE)"
-        raise UserError(f"{where} {root} is a file, not a folder; name the KB cache folder")
+    root = _cache_root(cache_dir)
     entries = describe_cache(root) if root.is_dir() else []
     compiled = list_compiled(root)
     checked = verify_cache(root) if verify and root.is_dir() else []
@@ -204,6 +201,69 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
                         "now")
 
 
+def _cache_root(cache_dir: str | None) -> Path:
+    """The cache folder ``--cache-dir`` or the environment names; a file there is an error,
+    not an empty cache (issue 47)."""
+    from e2e_linker.errors import UserError
+    from e2e_linker.kb_search.cache import default_cache_dir
+
+    root = Path(cache_dir) if cache_dir else default_cache_dir()
+    if root.exists() and not root.is_dir():
+        where = "--cache-dir" if cache_dir else "the cache folder (E2E_LINKER_CACHE)"
+        raise UserError(f"{where} {root} is a file, not a folder; name the KB cache folder")
+    return root
+
+
+def unread_folders(root: Path) -> list[dict]:
+    """The folders of the cache at ``root`` that this version of e2e_linker never reads: vector
+    stores of an earlier encode scheme (``in_use`` false in
+    :func:`~e2e_linker.kb_search.cache_report.describe_cache`) and compiled KBs of another
+    format (``stale`` in :func:`~e2e_linker.compiled_kb.store.list_compiled`). Each: ``path``,
+    ``lock`` (the folder its writers lock), ``bytes``, ``what``.
+
+    Why only these: every other folder may be read again — a store of another model's
+    encoder, a compiled KB of a spec not used lately — and re-making one costs minutes to
+    hours (the whole-KB encode: docs/results.md, "Start-up and first run"); an upgrade, in
+    contrast, leaves its predecessor's folders behind for good."""
+    from e2e_linker.compiled_kb.store import compiled_root, list_compiled
+    from e2e_linker.kb_search.cache_report import describe_cache
+
+    out = []
+    for entry in describe_cache(root) if root.is_dir() else []:
+        if not entry["in_use"]:
+            folder = root / entry["store"] / entry["folder"]
+            out.append({"path": folder, "lock": folder, "bytes": entry["bytes"],
+                        "what": "vectors of padded batches (an earlier version's)"})
+    for item in list_compiled(root):
+        if item["stale"]:
+            out.append({"path": Path(item["path"]), "lock": compiled_root(root),
+                        "bytes": item["bytes"],
+                        "what": f"compiled KB {item['spec'] or '(not recorded)'} of another "
+                                "format"})
+    return out
+
+
+@command.command("prune")
+@click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
+@click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
+def prune(cache_dir: str | None, dry_run: bool) -> None:
+    """Delete what this version never reads from the KB cache: vector stores and compiled KBs
+    that an earlier version wrote (`linker kb info` marks them). Everything else stays."""
+    from e2e_linker.kb_search.cache_folder import remove_folder
+
+    root = _cache_root(cache_dir)
+    found = unread_folders(root)
+    for item in found:
+        if not dry_run:
+            remove_folder(item["path"], item["lock"], "writing", progress=True)
+        click.echo(f"{'would delete' if dry_run else 'deleted'} {item['path']}: "
+                   f"{item['what']}, {item['bytes'] / 2**20:,.1f} MiB")
+    total = sum(item["bytes"] for item in found) / 2**20
+    click.echo(f"{root}: nothing this version does not read" if not found else
+               f"{len(found)} folder{'s' if len(found) > 1 else ''}, {total:,.1f} MiB "
+               + ("would be freed (run without --dry-run to delete)" if dry_run else "freed"))
+
+
 def _rows(item: dict, unit: str) -> str:
     """How much of a list is there: all its rows, a fill ratio, or damage."""
     if item["state"] == "partial":
@@ -220,7 +280,7 @@ def _echo_entry(entry: dict) -> None:
     click.echo(f"- {entry['store']}/{entry['folder']}: "
                f"{entry['bytes'] / 2**20:,.1f} MiB"
                + ("" if entry["in_use"] else " (vectors of padded batches, no longer read: "
-                  "safe to delete)")
+                  "`linker kb prune` deletes it)")
                + (f", {entry['names']:,} names" if "names" in entry else "")
                + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
                   f"{who.get('max_length')} tokens)" if who else ""))

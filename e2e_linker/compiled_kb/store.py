@@ -206,7 +206,8 @@ def map_array(path: Path) -> np.ndarray:
 
 def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
     """Each compiled KB in the cache folder: key, spec, concepts, names, bytes, when built,
-    and ``ok`` or why it is damaged (for ``linker kb info``; nothing is discarded here)."""
+    and ``ok`` or why it is damaged; ``stale``: of another format, which this code never reads
+    (for ``linker kb info`` and ``linker kb prune``; nothing is discarded here)."""
     root = compiled_root(cache_dir)
     out = []
     for folder in sorted(root.iterdir()) if root.is_dir() else ():
@@ -216,13 +217,14 @@ def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
         with contextlib.suppress(OSError, ValueError):
             meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
         _, why = read_folder(folder)
-        if meta and (meta.get("format") != FORMAT_VERSION or
-                     meta.get("columns") != concept_columns()):
-            why = "stale (another format, never read by this code: delete it to free the space)"
+        stale = bool(meta) and (meta.get("format") != FORMAT_VERSION or
+                                meta.get("columns") != concept_columns())
+        if stale:
+            why = "stale (another format, never read by this code: `linker kb prune` deletes it)"
         out.append({"key": folder.name, "spec": meta.get("spec"),
                     "concepts": meta.get("concepts"), "names": meta.get("names"),
                     "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
-                    "built_at": meta.get("built_at"), "state": why or "ok",
+                    "built_at": meta.get("built_at"), "state": why or "ok", "stale": stale,
                     "path": str(folder)})
     return out
 

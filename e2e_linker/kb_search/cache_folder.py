@@ -112,6 +112,17 @@ def exclusive(folder: Path, what: str, progress: bool = True) -> Iterator[None]:
         handle.close()
 
 
+def remove_folder(folder: Path, lock_folder: Path, what: str, progress: bool = True) -> None:
+    """Delete ``folder`` while holding ``lock_folder``'s lock (:func:`exclusive`; the folder
+    itself or the one its writers lock), so that no run of this code is writing into it.
+
+    Why the lock: ``linker kb prune`` deletes only what this code never reads, but a build of
+    the same cache (a compiled KB beside a stale one) takes the same lock, and a deletion must
+    not interleave with its rename into place."""
+    with exclusive(lock_folder, what, progress), writable(folder):
+        shutil.rmtree(folder)
+
+
 @contextlib.contextmanager
 def try_exclusive(folder: Path) -> Iterator[bool]:
     """Hold ``folder/.lock`` if nobody else does: yields whether it is held.

@@ -1,4 +1,4 @@
-"""``linker kb build|info`` and the cache guarantees behind them: progress, one valid cache
+"""``linker kb build|info|prune`` and the cache guarantees behind them: progress, one valid cache
 when two builds race, a clear line for a cache folder that cannot be written."""
 
 from __future__ import annotations
@@ -49,9 +49,54 @@ def test_build_then_info_lists_the_kb(tmp_path):
     (cache / "entity_vectors" / entry["fingerprint"]).mkdir()
     text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
     assert f"entity_vectors/{entry['fingerprint']}: 0.0 MiB (vectors of padded batches, no " \
-        "longer read: safe to delete)" in text
+        "longer read: `linker kb prune` deletes it)" in text
     assert f"entity_vectors/{entry['folder']}: " in text
-    assert text.count("safe to delete") == 1
+    assert text.count("`linker kb prune` deletes it") == 1
+
+
+def test_prune_deletes_only_what_this_version_never_reads(tmp_path):
+    """An earlier version's store (padded batches) and a compiled KB of another format go;
+    the store in use and the current compiled KB stay; --dry-run deletes nothing."""
+    import shutil
+
+    from e2e_linker.compiled_kb.store import META_FILE
+
+    model, _ = tiny_linker_dir(tmp_path / "m")
+    cache = tmp_path / "cache"
+    assert _linker("kb", "build", "--model", str(model), "--cache-dir", str(cache)).returncode == 0
+    listing = json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout)
+    (entry,) = [e for e in listing["entries"] if e["store"] == "entity_vectors"]
+    (compiled,) = listing["compiled_kbs"]
+    old_store = cache / "entity_vectors" / entry["fingerprint"]
+    old_store.mkdir()
+    (old_store / "names.jsonl").write_text('"aspirin"\n' * 1000)
+    stale = cache / "compiled_kb" / "0000stale0000"
+    shutil.copytree(compiled["path"], stale)
+    meta = json.loads((stale / META_FILE).read_text())
+    (stale / META_FILE).write_text(json.dumps({**meta, "format": -1}))
+    text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
+    assert text.count("`linker kb prune` deletes it") == 2
+
+    dry = _linker("kb", "prune", "--cache-dir", str(cache), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"would delete {old_store}: vectors of padded batches" in dry.stdout
+    assert f"would delete {stale}: compiled KB {compiled['spec']} of another format" in dry.stdout
+    assert "2 folders" in dry.stdout and "would be freed" in dry.stdout
+    assert old_store.is_dir() and stale.is_dir()
+
+    done = _linker("kb", "prune", "--cache-dir", str(cache))
+    assert done.returncode == 0, done.stderr
+    assert f"deleted {old_store}" in done.stdout and f"deleted {stale}" in done.stdout
+    assert not old_store.exists() and not stale.exists()
+    assert json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout) == \
+        listing  # what is in use is untouched
+    again = _linker("kb", "prune", "--cache-dir", str(cache))
+    assert again.returncode == 0 and "nothing this version does not read" in again.stdout
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a cache")
+    refused = _linker("kb", "prune", "--cache-dir", str(blocker))
+    assert refused.returncode == 2 and "is a file, not a folder" in refused.stderr
+    assert blocker.read_text() == "not a cache"
 
 
 def test_unwritable_cache_is_one_line_naming_it(tmp_path):
