@@ -538,9 +538,13 @@ def _bc5cdr_genes_species() -> KB:
 
 
 def _mesh_chemical() -> KB:
+    """MeSH's chemicals: the descriptors of tree D and the supplementary concepts typed
+    Chemical. Every descriptor types the supplementary concepts (as :func:`_bc5cdr` does), so
+    that one mapped only to an organism or a population group is left out instead of taking
+    the default type (docs/decisions/0055-mesh-organisms.md)."""
     descriptors = load_mesh_descriptors(vocab_path(*MESH_DESC), trees="D")
-    supp = load_mesh_supplementary(vocab_path(*MESH_SUPP),
-                                   descriptor_kb=load_mesh_descriptors(vocab_path(*MESH_DESC)))
+    every = load_mesh_descriptors(vocab_path(*MESH_DESC), trees=None)
+    supp = load_mesh_supplementary(vocab_path(*MESH_SUPP), descriptor_kb=every)
     return descriptors.merge(supp.filter(["Chemical"]))
 
 

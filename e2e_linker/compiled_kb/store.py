@@ -58,8 +58,9 @@ from e2e_linker.kb_search.integrity import (
 #: what a spec loads from the same files: old compiled KBs are then left unread and built anew
 #: (4: each concept's type index; 5: gene_info's loci of unknown type left out,
 #: data_tools.registry.GENE_SKIP_TYPES; 6: MeSH supplementary concepts mapped only to
-#: organisms or population groups left out, data_tools.kb_loaders.load_mesh_supplementary)
-FORMAT_VERSION = 6
+#: organisms or population groups left out, data_tools.kb_loaders.load_mesh_supplementary;
+#: 7: the same for the ``mesh_chemical`` preset)
+FORMAT_VERSION = 7
 #: the folder of compiled KBs inside the cache folder
 FOLDER_NAME = "compiled_kb"
 META_FILE = "meta.json"

@@ -116,6 +116,18 @@ def test_the_bc5cdr_kb_holds_no_mesh_organism(bc5cdr_kb):
     assert bc5cdr_kb.get("C051615").type == "Chemical"  # transgelin
 
 
+def test_the_mesh_chemical_kb_holds_no_mesh_organism():
+    """The ``mesh_chemical`` preset types supplementary concepts with every descriptor too:
+    MeSH's organisms are not its chemicals (they took the default type before)."""
+    from data_tools.registry import load_kb
+
+    kb = load_kb("mesh_chemical")
+    for organism in ("C000650005", "C000648055"):  # Clostridiisalibacter, Acetobacterium
+        assert organism not in kb
+    assert kb.get("C051615").type == "Chemical"  # transgelin
+    assert kb.get("D000431").type == "Chemical"  # ethanol, a descriptor of tree D
+
+
 def test_bc5cdr_gene_products(bc5cdr_kb):
     """Transgelin (a supplementary concept mapped to a protein) is flagged; famotidine and a
     disease are not."""
