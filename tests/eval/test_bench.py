@@ -96,12 +96,16 @@ def test_each_stage_runs_its_own_pipeline_and_linker(annotator):
     assert set(plain_runners) == {"annotate", "annotate_plain", "per_mention"}
 
 
-def test_trees_take_turns_on_the_same_slices_and_report_against_the_first(tmp_path):
+def test_trees_take_turns_on_the_same_slices_and_report_against_the_first(tmp_path,
+                                                                          monkeypatch):
     """Two checkouts (here this one twice) annotate every slice once each, after an untimed
-    warm-up slice, in worker processes that loaded the linker once."""
+    warm-up slice, in worker processes that loaded the linker once (their KB cache a folder
+    of the test's, not the user's: the workers inherit the environment)."""
     from pathlib import Path
 
     from tests.helpers.tiny_linker import tiny_linker_dir
+
+    monkeypatch.setenv("E2E_LINKER_CACHE", str(tmp_path / "cache"))
 
     model, _ = tiny_linker_dir(tmp_path / "tiny", threshold=0.3)
     repo = Path(__file__).resolve().parents[2]
@@ -111,6 +115,7 @@ def test_trees_take_turns_on_the_same_slices_and_report_against_the_first(tmp_pa
     assert set(totals) == {"before", "after"}
     assert all(t.documents == 5 and t.seconds > 0 for t in totals.values())
     assert totals["before"].mentions == totals["after"].mentions  # the same code and model
+    assert (tmp_path / "cache" / "compiled_kb").is_dir()  # the workers' cache was the test's
     table = bench.trees_markdown(totals, "python -m eval.bench --tree before=. --tree after=.")
     assert "| before |" in table and table.count("| 1.000 |") >= 1
 
