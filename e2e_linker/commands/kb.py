@@ -215,31 +215,32 @@ def _cache_root(cache_dir: str | None) -> Path:
 
 
 def unread_folders(root: Path) -> list[dict]:
-    """The folders of the cache at ``root`` that this version of e2e_linker never reads: vector
-    stores of an earlier encode scheme (``in_use`` false in
-    :func:`~e2e_linker.kb_search.cache_report.describe_cache`) and compiled KBs of another
-    format (``stale`` in :func:`~e2e_linker.compiled_kb.store.list_compiled`). Each: ``path``,
-    ``lock`` (the folder its writers lock), ``bytes``, ``what``.
+    """The folders of the cache at ``root`` that neither this version of e2e_linker nor a
+    later one reads: vector stores of the padded batches (``padded`` in
+    :func:`~e2e_linker.kb_search.cache_report.describe_cache`) and compiled KBs of an earlier
+    format (``earlier_format`` in :func:`~e2e_linker.compiled_kb.store.list_compiled`). Each:
+    ``path``, ``lock`` (the folder its writers lock), ``bytes``, ``what``.
 
     Why only these: every other folder may be read again — a store of another model's
-    encoder, a compiled KB of a spec not used lately — and re-making one costs minutes to
-    hours (the whole-KB encode: docs/results.md, "Start-up and first run"); an upgrade, in
-    contrast, leaves its predecessor's folders behind for good."""
+    encoder, a compiled KB of a spec not used lately, the folders of a later version run from
+    the same cache — and re-making one costs minutes to hours (the whole-KB encode:
+    docs/results.md, "Start-up and first run"); an upgrade, in contrast, leaves its
+    predecessor's folders behind for good."""
     from e2e_linker.compiled_kb.store import compiled_root, list_compiled
     from e2e_linker.kb_search.cache_report import describe_cache
 
     out = []
     for entry in describe_cache(root) if root.is_dir() else []:
-        if not entry["in_use"]:
+        if entry["padded"]:
             folder = root / entry["store"] / entry["folder"]
             out.append({"path": folder, "lock": folder, "bytes": entry["bytes"],
                         "what": "vectors of padded batches (an earlier version's)"})
     for item in list_compiled(root):
-        if item["stale"]:
+        if item["earlier_format"]:
             out.append({"path": Path(item["path"]), "lock": compiled_root(root),
                         "bytes": item["bytes"],
-                        "what": f"compiled KB {item['spec'] or '(not recorded)'} of another "
-                                "format"})
+                        "what": f"compiled KB {item['spec'] or '(not recorded)'} of an "
+                                "earlier format"})
     return out
 
 
@@ -247,7 +248,7 @@ def unread_folders(root: Path) -> list[dict]:
 @click.option("--cache-dir", default=None, help="Cache folder (default: $E2E_LINKER_CACHE).")
 @click.option("--dry-run", is_flag=True, help="List what would be deleted; delete nothing.")
 def prune(cache_dir: str | None, dry_run: bool) -> None:
-    """Delete what this version never reads from the KB cache: vector stores and compiled KBs
+    """Delete what no version reads any more from the KB cache: vector stores and compiled KBs
     that an earlier version wrote (`linker kb info` marks them). Everything else stays."""
     from e2e_linker.kb_search.cache_folder import remove_folder
 
@@ -259,7 +260,7 @@ def prune(cache_dir: str | None, dry_run: bool) -> None:
         click.echo(f"{'would delete' if dry_run else 'deleted'} {item['path']}: "
                    f"{item['what']}, {item['bytes'] / 2**20:,.1f} MiB")
     total = sum(item["bytes"] for item in found) / 2**20
-    click.echo(f"{root}: nothing this version does not read" if not found else
+    click.echo(f"{root}: nothing an earlier version left to delete" if not found else
                f"{len(found)} folder{'s' if len(found) > 1 else ''}, {total:,.1f} MiB "
                + ("would be freed (run without --dry-run to delete)" if dry_run else "freed"))
 
@@ -279,8 +280,10 @@ def _echo_entry(entry: dict) -> None:
     who = entry.get("encoder", {})
     click.echo(f"- {entry['store']}/{entry['folder']}: "
                f"{entry['bytes'] / 2**20:,.1f} MiB"
-               + ("" if entry["in_use"] else " (vectors of padded batches, no longer read: "
-                  "`linker kb prune` deletes it)")
+               + ("" if entry["in_use"] else
+                  " (vectors of padded batches, no longer read: `linker kb prune` deletes it)"
+                  if entry["padded"] else " (another version's encode scheme: not read by this "
+                  "one)")
                + (f", {entry['names']:,} names" if "names" in entry else "")
                + (f", encoder {who.get('model') or '?'} ({who.get('pooling')}, "
                   f"{who.get('max_length')} tokens)" if who else ""))

@@ -207,8 +207,10 @@ def map_array(path: Path) -> np.ndarray:
 
 def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
     """Each compiled KB in the cache folder: key, spec, concepts, names, bytes, when built,
-    and ``ok`` or why it is damaged; ``stale``: of another format, which this code never reads
-    (for ``linker kb info`` and ``linker kb prune``; nothing is discarded here)."""
+    and ``ok`` or why it is damaged; ``stale``: of another format, which this code never reads,
+    ``earlier_format``: of an earlier one, which no later version reads either (a later
+    format may be a newer version's, run from the same cache folder); for ``linker kb info``
+    and ``linker kb prune``, nothing is discarded here."""
     root = compiled_root(cache_dir)
     out = []
     for folder in sorted(root.iterdir()) if root.is_dir() else ():
@@ -220,13 +222,17 @@ def list_compiled(cache_dir: str | os.PathLike | None = None) -> list[dict]:
         _, why = read_folder(folder)
         stale = bool(meta) and (meta.get("format") != FORMAT_VERSION or
                                 meta.get("columns") != concept_columns())
+        earlier = stale and isinstance(meta.get("format"), int) and \
+            meta["format"] < FORMAT_VERSION
         if stale:
-            why = "stale (another format, never read by this code: `linker kb prune` deletes it)"
+            why = ("stale (an earlier format, never read by this code: `linker kb prune` "
+                   "deletes it)" if earlier else
+                   "stale (another format, never read by this code)")
         out.append({"key": folder.name, "spec": meta.get("spec"),
                     "concepts": meta.get("concepts"), "names": meta.get("names"),
                     "bytes": sum(f.stat().st_size for f in folder.iterdir() if f.is_file()),
                     "built_at": meta.get("built_at"), "state": why or "ok", "stale": stale,
-                    "path": str(folder)})
+                    "earlier_format": earlier, "path": str(folder)})
     return out
 
 

@@ -87,8 +87,9 @@ def describe_cache(root: Path) -> list[dict]:
     encoded and the approximate indexes beside them), the normalizer's text lists, and the
     bytes on disk. A list is listed once, full or partial; nothing here fails on a damaged
     file (it is listed as damaged). ``in_use``: the folder holds vectors of the encoder's
-    batching scheme now (:func:`~e2e_linker.kb_search.cache_folder.store_key`); one of an earlier
-    scheme is never read again."""
+    batching scheme now (:func:`~e2e_linker.kb_search.cache_folder.store_key`); ``padded``: of
+    the padded batches before it, which no version reads any more (a folder of neither may
+    be a later version's)."""
     out: list[dict] = []
     for kind in ("entity_vectors", "normalizer_vectors"):
         for folder in sorted((root / kind).glob("*")) if (root / kind).is_dir() else []:
@@ -97,6 +98,7 @@ def describe_cache(root: Path) -> list[dict]:
             fingerprint = folder.name.partition("-")[0]
             entry: dict = {"store": kind, "folder": folder.name, "fingerprint": fingerprint,
                            "in_use": folder.name == store_key(fingerprint),
+                           "padded": folder.name == fingerprint,
                            "bytes": folder_bytes(folder), "kbs": [], "lists": []}
             settings = _read_json(folder / "encoder.json")
             if settings:

@@ -55,11 +55,13 @@ def test_build_then_info_lists_the_kb(tmp_path):
 
 
 def test_prune_deletes_only_what_this_version_never_reads(tmp_path):
-    """An earlier version's store (padded batches) and a compiled KB of another format go;
-    the store in use and the current compiled KB stay; --dry-run deletes nothing."""
+    """An earlier version's store (padded batches) and a compiled KB of an earlier format go;
+    the store in use, the current compiled KB and what a later version may have written (a
+    store of another scheme, a compiled KB of a later format) stay; --dry-run deletes
+    nothing."""
     import shutil
 
-    from e2e_linker.compiled_kb.store import META_FILE
+    from e2e_linker.compiled_kb.store import FORMAT_VERSION, META_FILE
 
     model, _ = tiny_linker_dir(tmp_path / "m")
     cache = tmp_path / "cache"
@@ -73,14 +75,22 @@ def test_prune_deletes_only_what_this_version_never_reads(tmp_path):
     stale = cache / "compiled_kb" / "0000stale0000"
     shutil.copytree(compiled["path"], stale)
     meta = json.loads((stale / META_FILE).read_text())
-    (stale / META_FILE).write_text(json.dumps({**meta, "format": -1}))
+    (stale / META_FILE).write_text(json.dumps({**meta, "format": FORMAT_VERSION - 1}))
+    later = cache / "compiled_kb" / "0000later0000"
+    shutil.copytree(compiled["path"], later)
+    (later / META_FILE).write_text(json.dumps({**meta, "format": FORMAT_VERSION + 1}))
+    later_store = cache / "entity_vectors" / f"{entry['fingerprint']}-a_later_scheme"
+    later_store.mkdir()
     text = _linker("kb", "info", "--cache-dir", str(cache)).stdout
     assert text.count("`linker kb prune` deletes it") == 2
+    assert "(another version's encode scheme: not read by this one)" in text
+    assert "stale (another format, never read by this code)" in text
 
     dry = _linker("kb", "prune", "--cache-dir", str(cache), "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert f"would delete {old_store}: vectors of padded batches" in dry.stdout
-    assert f"would delete {stale}: compiled KB {compiled['spec']} of another format" in dry.stdout
+    assert f"would delete {stale}: compiled KB {compiled['spec']} of an earlier format" in \
+        dry.stdout
     assert "2 folders" in dry.stdout and "would be freed" in dry.stdout
     assert old_store.is_dir() and stale.is_dir()
 
@@ -88,10 +98,13 @@ def test_prune_deletes_only_what_this_version_never_reads(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"deleted {old_store}" in done.stdout and f"deleted {stale}" in done.stdout
     assert not old_store.exists() and not stale.exists()
+    assert later.is_dir() and later_store.is_dir()  # a later version's, kept
+    shutil.rmtree(later)
+    shutil.rmtree(later_store)
     assert json.loads(_linker("kb", "info", "--cache-dir", str(cache), "--json").stdout) == \
         listing  # what is in use is untouched
     again = _linker("kb", "prune", "--cache-dir", str(cache))
-    assert again.returncode == 0 and "nothing this version does not read" in again.stdout
+    assert again.returncode == 0 and "nothing an earlier version left" in again.stdout
     blocker = tmp_path / "a_file"
     blocker.write_text("not a cache")
     refused = _linker("kb", "prune", "--cache-dir", str(blocker))
