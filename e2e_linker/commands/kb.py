@@ -10,7 +10,7 @@ KB inside a model directory, so that the model's first runs elsewhere encode onl
 names (:mod:`e2e_linker.kb_search.packed_index`). ``linker kb info`` lists what a cache folder
 holds, each list once (a partly encoded one with its fill ratio); ``--verify`` checks every
 file against its checksums (:mod:`e2e_linker.kb_search.integrity`); ``linker kb prune`` deletes
-what this version never reads (:func:`unread_folders`). ``linker kb check FILE``
+what an earlier version left and no version reads (:func:`unread_folders`). ``linker kb check FILE``
 reads a ``tsv:`` KB file as ``--kb tsv:FILE`` would (:func:`data_tools.kb_loaders.read_tsv_rows`)
 and says what it read, without loading a model.
 """
@@ -172,7 +172,7 @@ def info(cache_dir: str | None, as_json: bool, verify: bool) -> None:
             click.echo(f"- compiled KB {item['spec'] or '(not recorded)'}: "
                        + (f"{item['concepts']:,} concepts, {item['names']:,} names, "
                           if item["state"] == "ok" else
-                          f"{item['state']}, " if item["state"].startswith("stale") else
+                          f"{item['state']}, " if item["stale"] else
                           f"damaged: {item['state']} (the next load compiles it again), ")
                        + f"{item['bytes'] / 2**20:,.1f} MiB, built {item['built_at'] or '?'} "
                        f"({item['key']})")
